@@ -1,0 +1,235 @@
+"""Transmit adapter: the internal TLP stream to Stratix IV hard IP Avalon-ST 128 (TX)."""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.wiring import In, Out
+
+from ..util import count_saturating
+from .align import avalon_beats, ends_low, payload_start, select_lanes
+from .layouts import TLPHeader
+from .stream import TLPStream
+
+__all__ = ["AvalonST128TX"]
+
+
+_TXData = data.StructLayout({
+    "data":  128,
+    "dw_en": 4,
+    "last":  1,
+    "err":   1,
+})
+
+
+class AvalonST128TX(wiring.Component):
+    """The TLP stream to the Stratix IV hard IP for PCI Express, 128-bit Avalon-ST transmit side.
+
+    Inserts the hard IP's quad-word alignment (brief section 3): header DWs first, the payload
+    rotated so that its first DW sits in an even lane when address bit 2 (lower-address bit 2
+    for completions) is 0 and in an odd lane when it is 1, ``tx_st_empty`` set when the packet
+    ends in the low quad word.
+
+    Behaviour
+    ---------
+    - Ready latency 2: a beat is presented at cycle ``t`` only when ``tx_st_ready`` was high at
+      ``t-2``.  Outputs are registers.
+    - The hard IP requires ``tx_st_valid`` to stay high from ``sop`` to ``eop`` on every ready
+      cycle.  A packet therefore starts only when it lies completely in the packet FIFO
+      (store-and-forward), or, with ``start_level`` set, as soon as that many beats are buffered
+      (cut-through: then the source must deliver the rest of the packet without gaps).  A gap
+      that still happens is an underrun: ``tx_st_valid`` drops and ``underrun_count`` counts the
+      cycle.  A FIFO full with a partial packet also starts it, so no packet size deadlocks.
+    - A packet whose last beat carries ``err`` is nullified: it ends at once with ``tx_st_eop``
+      and ``tx_st_err``.  A packet whose beat count disagrees with its length field is
+      nullified the same way, the rest of it dropped, and counted in ``malformed_count``.
+    - In the steady state one beat leaves per cycle with no bubble between packets; the link,
+      not the adapter, sets the pace (a 256-byte write is 16 beats inside, 17 or 18 here).
+
+    Members
+    -------
+    i_tlp : In(TLPStream())
+        TLPs to send.
+    tx_st_data, tx_st_sop, tx_st_eop, tx_st_empty, tx_st_valid, tx_st_err : Out
+        To the hard IP (``tx_st_*0``).
+    tx_st_ready, tx_cred : In
+        From the hard IP.  ``tx_cred`` is not used: the hard IP holds ``tx_st_ready`` low while
+        the link partner lacks credits for the packet at its head.
+    underrun_count, malformed_count : Out(counter_width)
+        Saturating event counts (underrun: cycles; malformed: packets).
+    """
+
+    def __init__(self, *, depth=512, hdr_depth=32, start_level=None, counter_width=32):
+        if start_level is not None and not 1 <= start_level <= depth:
+            raise ValueError(f"start_level must be in 1..{depth}, not {start_level}")
+        self._depth = depth
+        self._hdr_depth = hdr_depth
+        self._start_level = depth if start_level is None else start_level
+        super().__init__({
+            "i_tlp":           In(TLPStream()),
+            "tx_st_data":      Out(128),
+            "tx_st_sop":       Out(1),
+            "tx_st_eop":       Out(1),
+            "tx_st_empty":     Out(1),
+            "tx_st_valid":     Out(1),
+            "tx_st_err":       Out(1),
+            "tx_st_ready":     In(1),
+            "tx_cred":         In(36),
+            "underrun_count":  Out(counter_width),
+            "malformed_count": Out(counter_width),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+
+        # -- packet FIFO: payload beats, and one header per packet ------------------------------
+        m.submodules.dfifo = dfifo = SyncFIFOBuffered(width=_TXData.size, depth=self._depth)
+        m.submodules.hfifo = hfifo = SyncFIFOBuffered(width=TLPHeader.as_shape().size,
+                                                      depth=self._hdr_depth)
+        i = self.i_tlp
+        w_d = data.View(_TXData, dfifo.w_data)
+        m.d.comb += [
+            i.ready.eq(dfifo.w_rdy & (hfifo.w_rdy | ~i.p.first)),
+            w_d.data.eq(i.p.data),
+            w_d.dw_en.eq(i.p.dw_en),
+            w_d.last.eq(i.p.last),
+            w_d.err.eq(i.p.err),
+            dfifo.w_en.eq(i.valid & i.ready),
+            hfifo.w_data.eq(i.p.hdr),
+            hfifo.w_en.eq(i.valid & i.ready & i.p.first),
+        ]
+
+        # Complete packets in the FIFO (a packet is complete once its last beat is in).
+        pkts = Signal(range(self._depth + 1))
+        pkt_in = dfifo.w_en & i.p.last
+        pkt_out = dfifo.r_en & data.View(_TXData, dfifo.r_data).last
+        m.d.sync += pkts.eq(pkts + pkt_in - pkt_out)
+
+        # -- head of the FIFOs -------------------------------------------------------------------
+        d = data.View(_TXData, dfifo.r_data)
+        h = data.View(TLPHeader, hfifo.r_data)
+        h_fmt = h.common.fmt.as_value()
+        h_four = h_fmt[0]
+        h_has_data = h_fmt[1]
+        h_len = Mux(h.common.length == 0, 1024, h.common.length)
+        h_s = payload_start(h)
+        h_total = Mux(h_has_data, h_s + h_len, 3 + h_four)
+
+        # -- per-packet state --------------------------------------------------------------------
+        s_mod   = Signal(2)
+        n_beats = Signal(9)     # Avalon beats of the packet
+        n_int   = Signal(9)     # internal beats of the packet
+        j       = Signal(9)     # Avalon beat index of the next beat
+        ib      = Signal(9)     # internal beats taken
+        low     = Signal()      # tx_st_empty of the last beat
+        carry   = Signal(128)   # last internal beat taken
+        int_done = Signal()     # the internal packet's last beat has been taken
+        overlong = Signal()     # the internal packet has more beats than its length says
+
+        ev_underrun = Signal()
+        ev_malformed = Signal()
+        count_saturating(m, self.underrun_count, ev_underrun)
+        count_saturating(m, self.malformed_count, ev_malformed)
+
+        # Ready latency 2 with registered outputs: the beat computed at t is seen at t+1 and
+        # needs tx_st_ready at t-1.
+        advance = Signal()
+        m.d.sync += advance.eq(self.tx_st_ready)
+
+        m.d.sync += [
+            self.tx_st_valid.eq(0),
+            self.tx_st_sop.eq(0),
+            self.tx_st_eop.eq(0),
+            self.tx_st_err.eq(0),
+            self.tx_st_empty.eq(0),
+        ]
+
+        def emit(data_, sop, eop, err, empty):
+            m.d.sync += [
+                self.tx_st_data.eq(data_),
+                self.tx_st_valid.eq(1),
+                self.tx_st_sop.eq(sop),
+                self.tx_st_eop.eq(eop),
+                self.tx_st_err.eq(err),
+                self.tx_st_empty.eq(empty),
+            ]
+
+        def take_internal(index, expected):
+            """Take the head internal beat as beat ``index`` of ``expected``; return abort."""
+            early = d.last & (index != expected - 1)
+            m.d.comb += dfifo.r_en.eq(1)
+            m.d.sync += [carry.eq(d.data), ib.eq(index + 1), int_done.eq(d.last)]
+            with m.If(~d.last & (index == expected - 1)):
+                m.d.sync += overlong.eq(1)
+            with m.If(early):
+                m.d.comb += ev_malformed.eq(1)
+            return early | (d.last & d.err)
+
+        can_start = hfifo.r_rdy & dfifo.r_rdy & (
+            (pkts != 0) | (dfifo.level >= self._start_level) | ~dfifo.w_rdy)
+
+        with m.FSM():
+            with m.State("IDLE"):
+                with m.If(advance & can_start):
+                    m.d.comb += hfifo.r_en.eq(1)
+                    s3 = h_has_data & (h_s == 3)
+                    lane3 = Mux(h_four, h.dw[3], Mux(s3, d.data[:32], 0))
+                    beat0 = Cat(h.dw[0], h.dw[1], h.dw[2], lane3)
+                    nb = Mux(h_has_data, (h_len + 3) >> 2, 1)
+                    m.d.sync += [
+                        s_mod.eq(h_s[:2]),
+                        n_beats.eq(avalon_beats(h_total)),
+                        n_int.eq(nb),
+                        low.eq(ends_low(h_total)),
+                        j.eq(1),
+                        ib.eq(0),
+                        int_done.eq(0),
+                        overlong.eq(0),
+                    ]
+                    with m.If(~h_has_data | s3):
+                        abort = take_internal(Const(0, 9), nb)
+                        single = avalon_beats(h_total) == 1
+                        overlong0 = ~d.last & (nb == 1)
+                        end = single | abort
+                        emit(beat0, 1, end, abort | (end & overlong0),
+                             Mux(abort, 0, ends_low(h_total)))
+                        with m.If(end):
+                            m.next = "IDLE"
+                            with m.If(overlong0):
+                                m.d.comb += ev_malformed.eq(1)
+                                m.next = "DROP"
+                        with m.Else():
+                            m.next = "DATA"
+                    with m.Else():
+                        emit(beat0, 1, 0, 0, 0)
+                        m.next = "DATA"
+
+            with m.State("DATA"):
+                with m.If(advance):
+                    need = ~int_done & (ib != n_int)
+                    with m.If(need & ~dfifo.r_rdy):
+                        m.d.comb += ev_underrun.eq(1)
+                    with m.Else():
+                        lanes = select_lanes(carry, d.data, Mux(s_mod == 0, 4, 4 - s_mod))
+                        abort = Signal()
+                        with m.If(need):
+                            m.d.comb += abort.eq(take_internal(ib, n_int))
+                        last_beat = j == n_beats - 1
+                        # An internal packet that is still going at its predicted end is overlong.
+                        over = overlong | (need & ~d.last & (ib == n_int - 1))
+                        end = last_beat | abort
+                        emit(lanes, 0, end, abort | (end & over), Mux(abort, 0, low))
+                        m.d.sync += j.eq(j + 1)
+                        with m.If(end):
+                            m.next = "IDLE"
+                            with m.If(over & ~abort):
+                                m.d.comb += ev_malformed.eq(1)
+                                m.next = "DROP"
+
+            with m.State("DROP"):
+                # Discard the rest of an overlong internal packet.
+                with m.If(dfifo.r_rdy):
+                    m.d.comb += dfifo.r_en.eq(1)
+                    with m.If(d.last):
+                        m.next = "IDLE"
+
+        return m

@@ -1,0 +1,1 @@
+"""Simulation platform: hard-IP model, host, links, runner glue and measurement helpers."""

@@ -1,0 +1,171 @@
+"""Runner glue: emit an Amaranth component as Verilog and run cocotb tests on it with Icarus.
+
+Every call builds in its own directory, ``sim_build/<name>`` under the repository root, so tests
+run in parallel under ``pytest -n auto`` never share a build.  Waveforms are optional: pass
+``waves=True`` or set ``PEACH2_WAVES=1`` (``pytest --waves`` does the latter).  They are written as
+FST to ``waves/<name>.fst`` beside a GTKWave save file ``waves/<name>.gtkw`` that groups the
+top-level signals by port and stream; open them with ``gtkwave waves/<name>.gtkw``.
+"""
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+from amaranth.back import verilog
+
+__all__ = ["ROOT", "require_iverilog", "emit_verilog", "waves_requested", "write_gtkw",
+           "run_cocotb"]
+
+
+ROOT = Path(__file__).resolve().parent.parent
+WAVES_ENV = "PEACH2_WAVES"
+
+_MISSING_IVERILOG = (
+    "Icarus Verilog (iverilog, vvp) was not found on PATH. The simulations need it.\n"
+    "Install it from the system packages, e.g. on Debian/Ubuntu:\n"
+    "    sudo apt-get install iverilog\n"
+    "(version 11 or newer)."
+)
+
+
+def require_iverilog():
+    """Raise ``RuntimeError`` with install instructions if Icarus Verilog is not installed."""
+    if shutil.which("iverilog") is None or shutil.which("vvp") is None:
+        raise RuntimeError(_MISSING_IVERILOG)
+
+
+def emit_verilog(component, name, path):
+    """Write the Verilog of ``component`` as module ``name`` to ``path``; return the path.
+
+    The file is left untouched when its content would not change, so Icarus rebuilds only when
+    the design changed.
+    """
+    text = verilog.convert(component, name=name, emit_src=False)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+    return path
+
+
+def waves_requested(waves=None):
+    """Return whether to record waveforms: the argument if given, else ``PEACH2_WAVES``."""
+    if waves is not None:
+        return bool(waves)
+    return os.environ.get(WAVES_ENV, "") not in ("", "0")
+
+
+_GROUP_RULES = [
+    (re.compile(r"^(?:(?P<port>[a-z])_)?(?P<dir>rx|tx)_st_"), "{port}{dir} hard IP"),
+    (re.compile(r"^(?P<stream>[io]_[a-z0-9_]+?)__"), "{stream} stream"),
+]
+
+
+def _group_of(port):
+    for pattern, label in _GROUP_RULES:
+        match = pattern.match(port)
+        if match:
+            parts = {k: (v or "") for k, v in match.groupdict().items()}
+            if parts.get("port"):
+                parts["port"] = parts["port"].upper() + " "
+            return label.format(**parts).strip()
+    return "control"
+
+
+def write_gtkw(path, dumpfile, toplevel, ports):
+    """Write a GTKWave save file that shows ``ports`` of ``toplevel`` grouped by port/stream."""
+    from vcd.gtkw import GTKWSave
+
+    groups = {}
+    for port in ports:
+        groups.setdefault(_group_of(port), []).append(port)
+    with open(path, "w") as f:
+        save = GTKWSave(f)
+        save.dumpfile(str(dumpfile))
+        save.zoom_markers(-20.0)
+        for label in sorted(groups, key=lambda g: (g != "control", g)):
+            with save.group(label):
+                for port in groups[label]:
+                    save.trace(f"{toplevel}.{port}")
+    return path
+
+
+def _top_ports(component):
+    ports = []
+    for path, member, _ in component.signature.flatten(component):
+        name = "__".join(str(p) for p in path)
+        ports.append(name)
+    return ["clk", "rst"] + ports
+
+
+def run_cocotb(*, component, toplevel, test_module, name, test_dir, testcase=None,
+               params=None, seed=None, waves=None):
+    """Build ``component`` as Verilog module ``toplevel`` and run cocotb ``test_module`` on it.
+
+    Parameters
+    ----------
+    component : wiring.Component
+        The design under test (its ports become the module's ports, plus ``clk`` and ``rst``).
+    toplevel : str
+        Verilog module name.
+    test_module : str
+        Python module with the cocotb tests, importable from ``test_dir``.
+    name : str
+        Unique name of this run; the build goes to ``sim_build/<name>``, waves to
+        ``waves/<name>.fst``.
+    test_dir : path
+        Folder holding ``test_module``.
+    testcase : str, optional
+        Run only this cocotb test.
+    params : dict, optional
+        JSON-serialisable parameters handed to the cocotb test in ``PEACH2_PARAMS``.
+    seed : int, optional
+        Random seed; ``PEACH2_SEED`` and cocotb's seed.  Logged by the test for replay.
+
+    Raises
+    ------
+    AssertionError
+        If any cocotb test failed (the message names the log and, with waves, the FST file).
+    """
+    from cocotb_tools.check_results import get_results
+    from cocotb_tools.runner import get_runner
+
+    require_iverilog()
+    waves = waves_requested(waves)
+    build_dir = ROOT / "sim_build" / name
+    source = emit_verilog(component, toplevel, build_dir / f"{toplevel}.v")
+
+    plusargs = []
+    if waves:
+        wave_dir = ROOT / "waves"
+        wave_dir.mkdir(exist_ok=True)
+        fst = wave_dir / f"{name}.fst"
+        plusargs.append(f"+dumpfile_path={fst}")
+        write_gtkw(wave_dir / f"{name}.gtkw", fst, toplevel, _top_ports(component))
+
+    env = {
+        "PEACH2_PARAMS": json.dumps(params or {}),
+        "PEACH2_SEED": str(seed if seed is not None else 0),
+        "COCOTB_LOG_LEVEL": os.environ.get("COCOTB_LOG_LEVEL", "INFO"),
+    }
+    pythonpath = [str(Path(test_dir).resolve()), str(ROOT)]
+    if os.environ.get("PYTHONPATH"):
+        pythonpath.append(os.environ["PYTHONPATH"])
+    env["PYTHONPATH"] = os.pathsep.join(pythonpath)
+
+    runner = get_runner("icarus")
+    runner.build(sources=[source], hdl_toplevel=toplevel, build_dir=build_dir,
+                 timescale=("1ns", "1ps"), waves=waves, always=True)
+    results = runner.test(test_module=test_module, hdl_toplevel=toplevel, build_dir=build_dir,
+                          test_dir=test_dir, testcase=testcase, seed=seed, plusargs=plusargs,
+                          extra_env=env, waves=waves, results_xml=str(build_dir / "results.xml"),
+                          log_file=build_dir / "sim.log")
+    tests, failed = get_results(Path(results))
+    where = f"log: {build_dir / 'sim.log'}"
+    if waves:
+        where += f"; waves: {ROOT / 'waves' / (name + '.fst')}"
+    assert tests > 0, f"no cocotb test ran ({where})"
+    assert failed == 0, f"{failed} of {tests} cocotb tests failed ({where})"
+    return build_dir
