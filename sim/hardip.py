@@ -43,6 +43,7 @@ from collections import deque
 from typing import NamedTuple
 
 import cocotb
+from cocotb.handle import Immediate
 from cocotb.triggers import Event, RisingEdge, ValueChange
 from cocotb.utils import get_sim_time
 from cocotbext.pcie.core import Device, Endpoint
@@ -51,7 +52,7 @@ from cocotbext.pcie.core.tlp import Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId
 
 __all__ = ["Beat", "FramingError", "Violation", "HardIP", "HardIPFunction",
-           "payload_offset", "tlp_to_beats", "beats_to_tlp", "quiet_pcie_loggers"]
+           "payload_offset", "tlp_to_beats", "beats_to_tlp", "describe", "quiet_pcie_loggers"]
 
 M32 = 0xFFFF_FFFF
 M128 = (1 << 128) - 1
@@ -93,6 +94,17 @@ class Violation(NamedTuple):
 def quiet_pcie_loggers(level=logging.WARNING):
     """Set the cocotbext-pcie loggers (``cocotb.pcie.*``) to ``level``."""
     logging.getLogger("cocotb.pcie").setLevel(level)
+
+
+def describe(tlp):
+    """One-line summary of a TLP (type, address or IDs, length), for messages."""
+    ft = tlp.fmt_type
+    if ft in _CPL:
+        where = (f"req {tlp.requester_id} cpl {tlp.completer_id} tag {tlp.tag} "
+                 f"lower_addr {tlp.lower_address:#x} byte_count {tlp.byte_count}")
+    else:
+        where = f"addr {tlp.address:#x} req {tlp.requester_id} tag {tlp.tag}"
+    return f"{ft.name} {where} length {tlp.length} DW be {tlp.first_be:x}/{tlp.last_be:x}"
 
 
 def _layout(dw0, dw2, dw3):
@@ -235,7 +247,7 @@ class _Out:
     def __init__(self, sig, val=0):
         self.sig, self.val = sig, val
         if sig is not None:
-            sig.setimmediatevalue(val)
+            sig.value = Immediate(val)
 
     def set(self, val):
         if val != self.val and self.sig is not None:
@@ -249,3 +261,471 @@ def _bit(sig):
     except ValueError:  # X/Z before the DUT is reset
         return 0
 
+
+
+class _TxPacket:
+    __slots__ = ("word", "beats", "want", "err", "start", "bad")
+
+    def __init__(self, word, want, err, start):
+        self.word, self.beats, self.want, self.err, self.start, self.bad = word, 1, want, err, start, False
+
+
+class HardIP(Device):
+    """Stratix IV GX hard IP for PCI Express, endpoint, Gen2 x8, 128-bit Avalon-ST, as a model.
+
+    Parameters
+    ----------
+    dut : cocotb handle
+        Top level holding the ``{prefix}rx_st_*`` / ``{prefix}tx_st_*`` / ``{prefix}tx_cred`` pins.
+    clk : cocotb handle, optional
+        The 250 MHz application clock, started by the testbench (default ``dut.clk``).
+    prefix : str
+        Pin name prefix ("" for a single-port top, "n_", "e_", ... later).
+    rst : cocotb handle, optional
+        Active-high reset (default ``dut.rst`` when present): the model idles while it is high.
+    bars : sequence of (size, is_64bit, prefetchable) or None
+        Entry ``i`` configures BAR ``i``; a 64-bit BAR also takes BAR ``i+1`` (leave it None).
+    max_payload_size : int
+        Max payload size supported, bytes; the host programs the one in use (:attr:`mps`).
+    rx_credits : tuple of int
+        (PH, PD, NPH, NPD) credits advertised to the link; completions are infinite.
+    cpl_space : tuple of int, optional
+        (headers, bytes) of completion buffer: record ``rx-cpl-overflow`` when more completions
+        than that wait for the DUT (it issued reads without reserving space).
+    tx_buffer_tlps : int
+        TLPs from the DUT that may wait for the link before ``tx_st_ready`` falls.
+    accept_all : bool
+        Pass every memory/IO request and every completion to the DUT, BAR or requester ID
+        matching or not (chip-to-chip links, where nobody enumerates).
+    idle_inside_packets : bool
+        Let the idle generator drop ``rx_st_valid`` inside a packet too, not only between.
+    mask_slack : int
+        Non-posted requests that may still start after ``rx_st_mask`` is seen high.
+    dirty : bool
+        Drive seeded random bits on don't-care data (pad DWs, unused lanes, idle cycles).
+    seed : int
+        Seed of the dirty-mode generator.
+    strict : bool
+        Raise ``AssertionError`` at the first violation (the test fails); always recorded.
+    quiet : bool
+        Set the cocotbext-pcie loggers to WARNING.
+    msi : bool
+        Expose an MSI capability (no MSI pins are modelled).
+    cred_update_cycles : int
+        Refresh period of ``tx_cred``.
+
+    Members
+    -------
+    rx_tlps, tx_tlps, nullified, unexpected_cpl : int
+        TLPs delivered to the DUT, accepted from it, nullified by it, completions dropped.
+    violations : list of Violation
+        Everything the TX checker (and ``cpl_space``) found; :meth:`check` asserts it is empty.
+    cycle : int
+        Rising edges seen, the time base of violation reports.
+    on_rx : callable or None
+        ``on_rx(tlp, bardec)`` when a TLP's EOP beat is presented to the DUT.
+    on_tx : callable or None
+        ``on_tx(tlp)`` when a TLP from the DUT passes the checks (before it goes to the link).
+    """
+
+    def __init__(self, dut, clk=None, prefix="", *, rst=None, bars=((1 << 16, False, False),),
+                 max_payload_size=256, rx_credits=(64, 1024, 64, 64), cpl_space=None,
+                 tx_buffer_tlps=8, accept_all=False, idle_inside_packets=True, mask_slack=2,
+                 dirty=False, seed=0, strict=True, quiet=True, msi=True,
+                 cred_update_cycles=16):
+        super().__init__()
+        if quiet:
+            quiet_pcie_loggers()
+        self.prefix = prefix
+        self.accept_all, self.idle_inside_packets = accept_all, idle_inside_packets
+        self.mask_slack, self.strict, self.cpl_space = mask_slack, strict, cpl_space
+        self.tx_buffer_tlps, self.cred_update_cycles = tx_buffer_tlps, cred_update_cycles
+        self._rng = random.Random(seed) if dirty else None
+
+        self.rx_tlps = self.tx_tlps = self.nullified = self.unexpected_cpl = 0
+        self.violations = []
+        self.cycle = 0
+        self.on_rx = self.on_tx = None
+
+        # link side: Gen2 x8, our RX credits (patched before the port sends its InitFC DLLPs)
+        port = self.upstream_port
+        port.max_link_speed, port.max_link_width = 2, 8
+        for ch in port.fc_state:
+            for st, val in zip((ch.ph, ch.pd, ch.nph, ch.npd), rx_credits):
+                st.rx_initial_allocation = st.rx_credits_allocated = val
+
+        # function, BARs
+        f = self.append_function(HardIPFunction(msi=msi))
+        f.vendor_id, f.device_id = 0x1172, 0x0004  # Altera vendor ID
+        f.pcie_cap.max_payload_size_supported = (max_payload_size // 128 - 1).bit_length()
+        for idx, bar in enumerate(bars):
+            if bar is None:
+                continue
+            size, ext, pref = bar
+            if ext and (idx >= 5 or (idx + 1 < len(bars) and bars[idx + 1] is not None)):
+                raise ValueError(f"64-bit BAR {idx} needs BAR {idx + 1} free")
+            f.configure_bar(idx, size, ext=ext, prefetch=pref)
+
+        # pins
+        def pin(name, required=True):
+            try:
+                return getattr(dut, prefix + name)
+            except AttributeError:
+                if required:
+                    raise
+                return None
+        self._clk = clk if clk is not None else dut.clk
+        self._rst = rst if rst is not None else getattr(dut, "rst", None)  # shared, unprefixed
+        self._rx_ready, self._rx_mask = pin("rx_st_ready"), pin("rx_st_mask", False)
+        self._o_rx = [_Out(pin(n, n in ("rx_st_data", "rx_st_sop", "rx_st_eop", "rx_st_empty")))
+                      for n in ("rx_st_data", "rx_st_sop", "rx_st_eop", "rx_st_empty",
+                                "rx_st_bardec", "rx_st_be")]
+        self._o_rx_valid = _Out(pin("rx_st_valid"))
+        _Out(pin("rx_st_err", False))
+        self._tx_valid, self._tx_sop, self._tx_eop = (pin("tx_st_valid"), pin("tx_st_sop"),
+                                                      pin("tx_st_eop"))
+        self._tx_data, self._tx_empty = pin("tx_st_data"), pin("tx_st_empty")
+        self._tx_err = pin("tx_st_err", False)
+        self._o_tx_ready = _Out(pin("tx_st_ready"))
+        self._o_tx_cred = _Out(pin("tx_cred", False))
+
+        # RX (toward the DUT): posted+completions and non-posted queues, ordered by sequence
+        self._rx_pc, self._rx_np = deque(), deque()
+        self._rx_seq = 0
+        self._rx_cur, self._rx_idx = None, 0
+        self._np_slack = mask_slack
+        self._cpl_h = self._cpl_b = 0
+        self._rx_idle_evt = Event()
+        self._rx_idle_evt.set()
+        self._idle_gen = self._bp_gen = None
+
+        # TX (from the DUT)
+        self._tx_pkt = None
+        self._tx_buf = deque()
+        self._tx_evt, self._tx_idle_evt = Event(), Event()
+        self._tx_idle_evt.set()
+
+        self._in_reset = False
+        if self._rst is not None:
+            cocotb.start_soon(self._watch_reset())
+        cocotb.start_soon(self._run())
+        cocotb.start_soon(self._run_link_tx())
+
+    # ---------------------------------------------------------------- configuration / status
+    @property
+    def pcie_id(self):
+        """The function's PCIe ID (bus number learnt from config requests)."""
+        return self.functions[0].pcie_id
+
+    @property
+    def mps(self):
+        """Max payload size in use, bytes (device control register)."""
+        return 128 << self.functions[0].pcie_cap.max_payload_size
+
+    @property
+    def mrrs(self):
+        """Max read request size in use, bytes (device control register)."""
+        return 128 << self.functions[0].pcie_cap.max_read_request_size
+
+    def set_link_config(self, max_payload_size=None, max_read_request_size=None):
+        """Program MPS / MRRS (bytes) directly, for links nobody enumerates."""
+        cap = self.functions[0].pcie_cap
+        if max_payload_size is not None:
+            cap.max_payload_size = (max_payload_size // 128 - 1).bit_length()
+        if max_read_request_size is not None:
+            cap.max_read_request_size = (max_read_request_size // 128 - 1).bit_length()
+
+    def set_idle_generator(self, generator=None):
+        """Insert RX idle cycles: each value 1 from ``generator`` holds ``rx_st_valid`` low once."""
+        self._idle_gen = iter(generator) if generator is not None else None
+
+    def set_backpressure_generator(self, generator=None):
+        """Drop ``tx_st_ready`` for one cycle for each value 1 from ``generator``."""
+        self._bp_gen = iter(generator) if generator is not None else None
+
+    @property
+    def rx_queue_depth(self):
+        """TLPs waiting for (or being streamed to) the DUT."""
+        return len(self._rx_pc) + len(self._rx_np) + (self._rx_cur is not None)
+
+    @property
+    def tx_queue_depth(self):
+        """TLPs accepted from the DUT and not yet handed to the link."""
+        return len(self._tx_buf)
+
+    async def rx_idle(self):
+        """Wait until every queued TLP has been presented to the DUT."""
+        while self.rx_queue_depth:
+            self._rx_idle_evt.clear()
+            await self._rx_idle_evt.wait()
+
+    async def tx_idle(self):
+        """Wait until every TLP accepted from the DUT has been handed to the link."""
+        while self._tx_buf:
+            self._tx_idle_evt.clear()
+            await self._tx_idle_evt.wait()
+
+    def inject(self, tlp, bardec=0):
+        """Queue ``tlp`` toward the DUT as if it came from the link (no BAR lookup)."""
+        self._rx_enqueue(tlp, bardec)
+
+    def check(self):
+        """Raise ``AssertionError`` listing the recorded violations, if any."""
+        if self.violations:
+            raise AssertionError(f"{len(self.violations)} hard-IP protocol violation(s):\n"
+                                 + "\n".join(map(str, self.violations[:20])))
+
+    def _violate(self, rule, message):
+        v = Violation(rule, self.cycle, get_sim_time("ns"), f"{self.prefix}{message}")
+        self.violations.append(v)
+        self.log.error("%s", v)
+        if self.strict:
+            raise AssertionError(str(v))
+
+    # ---------------------------------------------------------------- link -> model
+    async def upstream_recv(self, tlp):
+        ft = tlp.fmt_type
+        if ft in (TlpType.CFG_READ_0, TlpType.CFG_WRITE_0):
+            self.bus_num = tlp.completer_id.bus
+            for f in self.functions:
+                if f.function_num == tlp.completer_id.function:
+                    await f.upstream_recv(tlp)
+                    return
+        elif ft in _CPL:
+            if self.accept_all or any(f.pcie_id == tlp.requester_id for f in self.functions):
+                self._rx_enqueue(tlp, 0)
+            else:
+                tlp.release_fc()
+                self.unexpected_cpl += 1
+                self.log.warning("Unexpected completion dropped: %r", tlp)
+            return
+        elif ft in _MEM_REQ or ft in _IO_REQ:
+            for f in self.functions:
+                bar = f.match_bar(tlp.address, ft in _IO_REQ)
+                if bar:
+                    self._rx_enqueue(tlp, 1 << bar[0])
+                    return
+            if self.accept_all:
+                self._rx_enqueue(tlp, 0)
+                return
+        tlp.release_fc()
+        self.log.warning("Unsupported request (no BAR/function match): %r", tlp)
+        if tlp.is_posted():
+            return
+        await self.upstream_send(Tlp.create_ur_completion_for_tlp(tlp, PcieId(self.bus_num, 0, 0)))
+
+    def _rx_enqueue(self, tlp, bardec):
+        if tlp.is_completion() and self.cpl_space is not None:
+            self._cpl_h += 1
+            self._cpl_b += tlp.get_payload_size()
+            if self._cpl_h > self.cpl_space[0] or self._cpl_b > self.cpl_space[1]:
+                self._violate("rx-cpl-overflow", f"{self._cpl_h} completions / {self._cpl_b} B "
+                              f"waiting, completion space is {self.cpl_space}")
+        (self._rx_np if tlp.is_nonposted() else self._rx_pc).append((self._rx_seq, tlp, bardec))
+        self._rx_seq += 1
+        self._rx_idle_evt.clear()
+
+    # ---------------------------------------------------------------- model -> link
+    async def _run_link_tx(self):
+        buf = self._tx_buf
+        while True:
+            while not buf:
+                self._tx_idle_evt.set()
+                self._tx_evt.clear()
+                await self._tx_evt.wait()
+            await self.send(buf[0])  # waits for flow-control credits and the wire
+            buf.popleft()
+
+    def _tx_cred_value(self):
+        fc = self.upstream_port.fc_state[0]
+        val = 0
+        for st, lsb, bits in ((fc.ph, 0, 3), (fc.pd, 3, 12), (fc.nph, 15, 3), (fc.npd, 18, 3),
+                              (fc.cplh, 21, 3), (fc.cpld, 24, 12)):
+            val |= min(st.tx_credits_available, (1 << bits) - 1) << lsb
+        return val
+
+    # ---------------------------------------------------------------- per-cycle loop
+    async def _watch_reset(self):
+        while True:
+            try:
+                self._in_reset = bool(int(self._rst.value))
+            except ValueError:
+                self._in_reset = True
+            await ValueChange(self._rst)
+
+    async def _run(self):
+        edge = RisingEdge(self._clk)
+        tx_valid, rx_ready = self._tx_valid, self._rx_ready
+        r2 = r1 = r0 = 0  # our tx_st_ready in cycles t-2, t-1, t
+        rx_ready_d = 0     # rx_st_ready in cycle t-1
+        cred_wait = 0
+        while True:
+            await edge
+            self.cycle += 1
+            if self._in_reset:
+                self._tx_pkt = None
+                self._rx_idx = 0  # a packet cut by reset starts again
+                self._o_tx_ready.set(0)
+                self._o_rx_valid.set(0)
+                r2 = r1 = r0 = rx_ready_d = 0
+                continue
+
+            # TX: check cycle t, then choose tx_st_ready for cycle t+1
+            if _bit(tx_valid):
+                if not r2:
+                    self._violate("tx-ready-latency",
+                                  "tx_st_valid=1 but tx_st_ready was 0 two cycles earlier")
+                self._tx_beat()
+            elif self._tx_pkt is not None and r2:
+                self._violate("tx-valid-gap", "tx_st_valid=0 inside a packet (started at cycle "
+                              f"{self._tx_pkt.start}) although tx_st_ready was 1 two cycles "
+                              "earlier")
+            r = 1
+            if self._bp_gen is not None and next(self._bp_gen, 0):
+                r = 0
+            elif len(self._tx_buf) >= self.tx_buffer_tlps:
+                r = 0
+            self._o_tx_ready.set(r)
+            r2, r1, r0 = r1, r0, r
+
+            # RX: a beat may go out in cycle t+1 only if rx_st_ready was 1 in cycle t-1
+            allowed, rx_ready_d = rx_ready_d, _bit(rx_ready)
+            self._rx_step(allowed)
+
+            if self._o_tx_cred.sig is not None:
+                cred_wait -= 1
+                if cred_wait <= 0:
+                    cred_wait = self.cred_update_cycles
+                    self._o_tx_cred.set(self._tx_cred_value())
+
+    def _rx_pick(self):
+        pc, np = self._rx_pc, self._rx_np
+        if np and (not pc or np[0][0] < pc[0][0]):
+            if self._rx_mask is not None and _bit(self._rx_mask):
+                if self._np_slack > 0:
+                    self._np_slack -= 1
+                    return np.popleft()
+                return pc.popleft() if pc else None
+            self._np_slack = self.mask_slack
+            return np.popleft()
+        return pc.popleft() if pc else None
+
+    def _rx_step(self, allowed):
+        if self._rx_cur is None:
+            entry = self._rx_pick()
+            if entry is None:
+                if self._o_rx_valid.val:
+                    self._rx_go_idle()
+                return
+            _, tlp, bardec = entry
+            self._rx_cur, self._rx_idx = (tlp, bardec, tlp_to_beats(tlp, bardec, self._rng)), 0
+        if allowed:
+            gen = self._idle_gen
+            if (gen is None or (self._rx_idx and not self.idle_inside_packets)
+                    or not next(gen, 0)):
+                tlp, bardec, beats = self._rx_cur
+                b = beats[self._rx_idx]
+                o = self._o_rx
+                o[0].set(b.data)
+                o[1].set(int(b.sop))
+                o[2].set(int(b.eop))
+                o[3].set(b.empty)
+                o[4].set(b.bardec)
+                o[5].set(b.be)
+                self._o_rx_valid.set(1)
+                self._rx_idx += 1
+                if self._rx_idx == len(beats):
+                    self._rx_done(tlp, bardec)
+                return
+        if self._o_rx_valid.val:
+            self._rx_go_idle()
+
+    def _rx_go_idle(self):
+        self._o_rx_valid.set(0)
+        if self._rng is not None:  # don't-care while valid is low
+            o, rng = self._o_rx, self._rng
+            o[0].set(rng.getrandbits(128))
+            o[1].set(rng.getrandbits(1))
+            o[2].set(rng.getrandbits(1))
+
+    def _rx_done(self, tlp, bardec):
+        self._rx_cur = None
+        self.rx_tlps += 1
+        tlp.release_fc()
+        if tlp.is_completion() and self.cpl_space is not None:
+            self._cpl_h -= 1
+            self._cpl_b -= tlp.get_payload_size()
+        if self.on_rx is not None:
+            self.on_rx(tlp, bardec)
+        if not self._rx_pc and not self._rx_np:
+            self._rx_idle_evt.set()
+
+    def _tx_beat(self):
+        sop, eop = _bit(self._tx_sop), _bit(self._tx_eop)
+        val = self._tx_data.value
+        try:
+            data = val.to_unsigned()
+        except ValueError:  # X/Z in don't-care lanes
+            data = int(str(val).translate(str.maketrans("xXzZuUwW-", "000000000")), 2)
+        err = _bit(self._tx_err) if self._tx_err is not None else 0
+        pkt = self._tx_pkt
+        if sop:
+            if pkt is not None:
+                self._violate("tx-sop-in-packet",
+                              f"sop while the packet started at cycle {pkt.start} has no eop")
+            n = _layout(data & M32, (data >> 64) & M32, (data >> 96) & M32)[2]
+            pkt = self._tx_pkt = _TxPacket(data, (n + 3) // 4, err, self.cycle)
+        elif pkt is None:
+            self._violate("tx-outside-packet", "valid beat without sop outside a packet")
+            return
+        else:
+            pkt.word |= data << 128 * pkt.beats
+            pkt.beats += 1
+            pkt.err |= err
+        if eop:
+            self._tx_pkt = None
+            if pkt.err:
+                self.nullified += 1
+            elif not pkt.bad:
+                try:
+                    tlp = _unpack(pkt.word, pkt.beats, _bit(self._tx_empty))
+                except FramingError as exc:
+                    self._violate(f"tx-{exc.rule}", f"{exc} (packet started at cycle "
+                                  f"{pkt.start})")
+                    return
+                self._tx_accept(tlp)
+        elif pkt.beats >= pkt.want and not pkt.bad and not pkt.err:
+            pkt.bad = True
+            self._violate("tx-eop-missing", f"no eop on beat {pkt.beats}, where the header of "
+                          f"the packet started at cycle {pkt.start} says it ends")
+
+    def _tx_accept(self, tlp):
+        problems = list(self._tlp_problems(tlp))
+        for rule, msg in problems:
+            self._violate(rule, f"{msg}: {describe(tlp)}")
+        if problems:
+            return  # dropped: a link partner would call it malformed
+        self.tx_tlps += 1
+        if self.on_tx is not None:
+            self.on_tx(tlp)
+        self._tx_buf.append(tlp)
+        self._tx_idle_evt.clear()
+        self._tx_evt.set()
+
+    def _tlp_problems(self, tlp):
+        ft = tlp.fmt_type
+        if tlp.has_data() and tlp.get_payload_size() > self.mps:
+            yield "tx-mps", f"payload {tlp.get_payload_size()} B > max payload size {self.mps} B"
+        if ft in _MEM_REQ:
+            if (tlp.address & 0xFFF) + 4 * tlp.length > 0x1000:
+                yield "tx-4k", "memory request crosses a 4 KiB boundary"
+            if ft in (TlpType.MEM_READ, TlpType.MEM_READ_64) and 4 * tlp.length > self.mrrs:
+                yield "tx-mrrs", f"read of {4 * tlp.length} B > max read request {self.mrrs} B"
+            if tlp.get_header_size_dw() == 4 and tlp.address < 1 << 32:
+                yield "tx-4dw-below-4g", "4-DW header for an address below 4 GiB"
+            if (tlp.length == 1 and tlp.last_be) or (tlp.length > 1 and not
+                                                     (tlp.first_be and tlp.last_be)):
+                yield "tx-be", f"first_be {tlp.first_be:#x} / last_be {tlp.last_be:#x} " \
+                               f"invalid for length {tlp.length}"
+        if not tlp.check():
+            yield "tx-malformed", "Tlp.check() failed"

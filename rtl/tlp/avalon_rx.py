@@ -40,12 +40,15 @@ class AvalonST128RX(wiring.Component):
       beat is taken in that same cycle, so back-to-back packets see no bubble unless the next
       packet is a single-beat TLP.
     - A TLP flagged by ``rx_st_err``, or whose framing disagrees with its header (``eop`` not on
-      the beat the length field predicts, wrong ``empty``, a TLP prefix, a beat outside a
-      packet), is dropped and counted once: in ``err_count`` when ``rx_st_err`` was seen, else
-      in ``malformed_count``.  If nothing of it has left yet it never appears on ``o_tlp``;
-      otherwise its last beat leaves with ``err`` set (cut-through) and downstream discards it.
-      TLP digests are not expected (ECRC forwarding off in the hard IP variant); a TLP that
-      carries one ends later than its length predicts and is counted as malformed.
+      the beat the length field predicts, wrong ``empty``, a TLP prefix, a new ``sop`` before
+      ``eop``, a beat outside a packet), is dropped and counted once: in ``err_count`` when
+      ``rx_st_err`` was seen, else in ``malformed_count``.  When the problem shows on the
+      start-of-packet beat the TLP never appears on ``o_tlp``; otherwise it has started to flow
+      (cut-through) and its last beat leaves with ``err`` set, so downstream discards it.
+    - Headers leave normalised: DW 3 of a 3-DW header is zero, ``td`` is cleared (digests do not
+      travel inside the chip; the hard IP variant must have ECRC forwarding off, so none reaches
+      the adapter), and ``bar`` is the hard IP's ``rx_st_bardec`` for memory requests, zero for
+      every other TLP.
 
     Members
     -------
@@ -63,8 +66,10 @@ class AvalonST128RX(wiring.Component):
     """
 
     def __init__(self, *, fifo_depth=8, counter_width=32):
-        if fifo_depth < 4:
-            raise ValueError("the input FIFO must hold at least 4 beats for ready latency 2")
+        """``fifo_depth`` (at least 6) sets the input FIFO that absorbs ready latency 2."""
+        if fifo_depth < 6:
+            raise ValueError(f"fifo_depth must be at least 6 to take one beat per cycle with "
+                             f"ready latency 2, not {fifo_depth}")
         self._fifo_depth = fifo_depth
         super().__init__({
             "rx_st_data":      In(128),
@@ -114,6 +119,16 @@ class AvalonST128RX(wiring.Component):
         c_beats = avalon_beats(c_total)
         c_single = c_beats == 1
         c_bad_fmt = c_fmt[2]              # TLP prefixes are not supported
+        # The header as it travels inside the chip: DW 3 of a 3-DW header zero, no digest.
+        c_hdr_out = Signal(TLPHeader)
+        m.d.comb += [
+            c_hdr_out.eq(cur_hdr),
+            c_hdr_out.common.td.eq(0),
+        ]
+        with m.If(~c_fmt[0]):
+            m.d.comb += c_hdr_out.dw[3].eq(0)
+        c_is_mem = cur_hdr.common.type.as_value()[1:] == 0      # MEM or MEM_LOCKED
+        c_bar = Mux(c_is_mem, cur.bardec, 0)
 
         # -- per-packet state --------------------------------------------------------------------
         hdr      = Signal(TLPHeader)
@@ -166,7 +181,15 @@ class AvalonST128RX(wiring.Component):
         take = Signal()
         m.d.comb += fifo.r_en.eq(take)
 
-        with m.If(fifo.r_rdy & discard):
+        with m.If(fifo.r_rdy & (discard | in_pkt) & cur.sop):
+            # A new packet starts before the current one ended: end the current one as
+            # malformed (with `err` if part of it has left) and take the new one next cycle.
+            with m.If(~discard):
+                m.d.sync += [flush.eq(emitted), pmal.eq(1)]
+                end_packet(perr, 1)
+            m.d.sync += [discard.eq(0), in_pkt.eq(0)]
+
+        with m.Elif(fifo.r_rdy & discard):
             m.d.comb += take.eq(1)
             with m.If(cur.eop):
                 m.d.sync += [discard.eq(0), in_pkt.eq(0)]
@@ -231,8 +254,8 @@ class AvalonST128RX(wiring.Component):
                 with m.Elif(~flush):
                     m.d.comb += [
                         out.valid.eq(1),
-                        out.p.hdr.eq(cur_hdr),
-                        out.p.bar.eq(cur.bardec),
+                        out.p.hdr.eq(c_hdr_out),
+                        out.p.bar.eq(c_bar),
                         out.p.data.eq(select_lanes(cur.data, cur.data, offset(c_s[:2]))),
                         out.p.dw_en.eq(Mux(c_has_data, 0b0001, 0)),
                         out.p.first.eq(1),
@@ -249,8 +272,8 @@ class AvalonST128RX(wiring.Component):
                         end_packet(cur.err, 1)
                     with m.Else():
                         m.d.sync += [
-                            hdr.eq(cur_hdr),
-                            bar.eq(cur.bardec),
+                            hdr.eq(c_hdr_out),
+                            bar.eq(c_bar),
                             s_mod.eq(c_s[:2]),
                             rem.eq(c_len),
                             n_beats.eq(c_beats),

@@ -39,9 +39,14 @@ class AvalonST128TX(wiring.Component):
       (cut-through: then the source must deliver the rest of the packet without gaps).  A gap
       that still happens is an underrun: ``tx_st_valid`` drops and ``underrun_count`` counts the
       cycle.  A FIFO full with a partial packet also starts it, so no packet size deadlocks.
-    - A packet whose last beat carries ``err`` is nullified: it ends at once with ``tx_st_eop``
-      and ``tx_st_err``.  A packet whose beat count disagrees with its length field is
-      nullified the same way, the rest of it dropped, and counted in ``malformed_count``.
+    - A packet whose last beat carries ``err`` is dropped and counted in ``dropped_count``.  When
+      it lies whole in the FIFO before it starts (always, in store-and-forward) nothing of it
+      is sent.  A packet already started (cut-through) is nullified: it ends at once with
+      ``tx_st_eop`` and ``tx_st_err``.  The hard IP accepts nullification only for posted and
+      completion TLPs with payload longer than two beats; choose ``start_level`` of at least 3
+      so that shorter packets are always held whole.
+    - A packet whose beat count disagrees with its length field is nullified the same way, the
+      rest of it dropped, and counted in ``malformed_count``.
     - In the steady state one beat leaves per cycle with no bubble between packets; the link,
       not the adapter, sets the pace (a 256-byte write is 16 beats inside, 17 or 18 here).
 
@@ -54,13 +59,15 @@ class AvalonST128TX(wiring.Component):
     tx_st_ready, tx_cred : In
         From the hard IP.  ``tx_cred`` is not used: the hard IP holds ``tx_st_ready`` low while
         the link partner lacks credits for the packet at its head.
-    underrun_count, malformed_count : Out(counter_width)
-        Saturating event counts (underrun: cycles; malformed: packets).
+    underrun_count, malformed_count, dropped_count : Out(counter_width)
+        Saturating event counts (underrun: cycles; malformed and dropped: packets).
     """
 
     def __init__(self, *, depth=512, hdr_depth=32, start_level=None, counter_width=32):
-        if start_level is not None and not 1 <= start_level <= depth:
-            raise ValueError(f"start_level must be in 1..{depth}, not {start_level}")
+        if start_level is not None and not 3 <= start_level <= depth:
+            raise ValueError(f"start_level must be in 3..{depth} (packets of one or two beats "
+                             f"cannot be nullified, so they are always held whole), "
+                             f"not {start_level}")
         self._depth = depth
         self._hdr_depth = hdr_depth
         self._start_level = depth if start_level is None else start_level
@@ -76,6 +83,7 @@ class AvalonST128TX(wiring.Component):
             "tx_cred":         In(36),
             "underrun_count":  Out(counter_width),
             "malformed_count": Out(counter_width),
+            "dropped_count":   Out(counter_width),
         })
 
     def elaborate(self, platform):
@@ -85,10 +93,12 @@ class AvalonST128TX(wiring.Component):
         m.submodules.dfifo = dfifo = SyncFIFOBuffered(width=_TXData.size, depth=self._depth)
         m.submodules.hfifo = hfifo = SyncFIFOBuffered(width=TLPHeader.as_shape().size,
                                                       depth=self._hdr_depth)
+        # The `err` flag of each complete packet, so that one held whole is dropped unsent.
+        m.submodules.sfifo = sfifo = SyncFIFOBuffered(width=1, depth=self._hdr_depth)
         i = self.i_tlp
         w_d = data.View(_TXData, dfifo.w_data)
         m.d.comb += [
-            i.ready.eq(dfifo.w_rdy & (hfifo.w_rdy | ~i.p.first)),
+            i.ready.eq(dfifo.w_rdy & (hfifo.w_rdy | ~i.p.first) & (sfifo.w_rdy | ~i.p.last)),
             w_d.data.eq(i.p.data),
             w_d.dw_en.eq(i.p.dw_en),
             w_d.last.eq(i.p.last),
@@ -103,6 +113,11 @@ class AvalonST128TX(wiring.Component):
         pkt_in = dfifo.w_en & i.p.last
         pkt_out = dfifo.r_en & data.View(_TXData, dfifo.r_data).last
         m.d.sync += pkts.eq(pkts + pkt_in - pkt_out)
+        m.d.comb += [
+            sfifo.w_data.eq(i.p.err),
+            sfifo.w_en.eq(pkt_in),
+            sfifo.r_en.eq(pkt_out),
+        ]
 
         # -- head of the FIFOs -------------------------------------------------------------------
         d = data.View(_TXData, dfifo.r_data)
@@ -127,8 +142,10 @@ class AvalonST128TX(wiring.Component):
 
         ev_underrun = Signal()
         ev_malformed = Signal()
+        ev_dropped = Signal()
         count_saturating(m, self.underrun_count, ev_underrun)
         count_saturating(m, self.malformed_count, ev_malformed)
+        count_saturating(m, self.dropped_count, ev_dropped)
 
         # Ready latency 2 with registered outputs: the beat computed at t is seen at t+1 and
         # needs tx_st_ready at t-1.
@@ -160,16 +177,25 @@ class AvalonST128TX(wiring.Component):
             m.d.sync += [carry.eq(d.data), ib.eq(index + 1), int_done.eq(d.last)]
             with m.If(~d.last & (index == expected - 1)):
                 m.d.sync += overlong.eq(1)
-            with m.If(early):
+            with m.If(d.last & d.err):
+                m.d.comb += ev_dropped.eq(1)
+            with m.Elif(early):
                 m.d.comb += ev_malformed.eq(1)
             return early | (d.last & d.err)
 
         can_start = hfifo.r_rdy & dfifo.r_rdy & (
             (pkts != 0) | (dfifo.level >= self._start_level) | ~dfifo.w_rdy)
 
+        # A complete packet at the head that ended with `err` is dropped without a trace on the
+        # link (the hard IP may only nullify some TLPs, and not those of one or two beats).
+        head_bad = (pkts != 0) & sfifo.r_rdy & sfifo.r_data[0]
+
         with m.FSM():
             with m.State("IDLE"):
-                with m.If(advance & can_start):
+                with m.If(hfifo.r_rdy & head_bad):
+                    m.d.comb += [hfifo.r_en.eq(1), ev_dropped.eq(1)]
+                    m.next = "DROP"
+                with m.Elif(advance & can_start):
                     m.d.comb += hfifo.r_en.eq(1)
                     s3 = h_has_data & (h_s == 3)
                     lane3 = Mux(h_four, h.dw[3], Mux(s3, d.data[:32], 0))

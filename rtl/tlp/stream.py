@@ -22,7 +22,9 @@ Contract
   (cut-through) and must be discarded by whoever terminates it; an Avalon-ST TX adapter
   nullifies it on the link.  A packet ending with ``err`` may have fewer beats than its length.
 - ``bar`` is the one-hot BAR hit of a memory request received from the link (hard-IP
-  ``rx_st_bardec``), valid on the first beat; zero elsewhere.
+  ``rx_st_bardec``), valid on the first beat; zero for every other TLP and for TLPs made
+  inside the chip.
+- ``hdr`` never announces a digest (``td`` = 0) and DW 3 of a 3-DW header is zero.
 - Stream rules of :mod:`amaranth.lib.stream` hold: a beat moves when ``valid & ready``;
   ``valid`` never waits for ``ready``; one beat can move every cycle.
 """
