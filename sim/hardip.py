@@ -43,7 +43,6 @@ from collections import deque
 from typing import NamedTuple
 
 import cocotb
-from cocotb.handle import Immediate
 from cocotb.triggers import Event, RisingEdge, ValueChange
 from cocotb.utils import get_sim_time
 from cocotbext.pcie.core import Device, Endpoint
@@ -247,7 +246,7 @@ class _Out:
     def __init__(self, sig, val=0):
         self.sig, self.val = sig, val
         if sig is not None:
-            sig.value = Immediate(val)
+            sig.value = val  # not Immediate(): a no-delay write breaks Icarus nets
 
     def set(self, val):
         if val != self.val and self.sig is not None:
@@ -262,12 +261,13 @@ def _bit(sig):
         return 0
 
 
-
 class _TxPacket:
+    """A packet being received from the DUT: beats so far (concatenated), expected count."""
     __slots__ = ("word", "beats", "want", "err", "start", "bad")
 
     def __init__(self, word, want, err, start):
-        self.word, self.beats, self.want, self.err, self.start, self.bad = word, 1, want, err, start, False
+        self.word, self.beats, self.want, self.err = word, 1, want, err
+        self.start, self.bad = start, False
 
 
 class HardIP(Device):
@@ -379,9 +379,8 @@ class HardIP(Device):
         self._rx_ready, self._rx_mask = pin("rx_st_ready"), pin("rx_st_mask", False)
         self._o_rx = [_Out(pin(n, n in ("rx_st_data", "rx_st_sop", "rx_st_eop", "rx_st_empty")))
                       for n in ("rx_st_data", "rx_st_sop", "rx_st_eop", "rx_st_empty",
-                                "rx_st_bardec", "rx_st_be")]
+                                "rx_st_bardec", "rx_st_be", "rx_st_err")]
         self._o_rx_valid = _Out(pin("rx_st_valid"))
-        _Out(pin("rx_st_err", False))
         self._tx_valid, self._tx_sop, self._tx_eop = (pin("tx_st_valid"), pin("tx_st_sop"),
                                                       pin("tx_st_eop"))
         self._tx_data, self._tx_empty = pin("tx_st_data"), pin("tx_st_empty")
@@ -466,8 +465,23 @@ class HardIP(Device):
             await self._tx_idle_evt.wait()
 
     def inject(self, tlp, bardec=0):
-        """Queue ``tlp`` toward the DUT as if it came from the link (no BAR lookup)."""
+        """Queue ``tlp`` toward the DUT as if it came from the link (no BAR lookup).
+
+        The object is queued, not copied: do not change it until ``on_rx`` reports it.
+        """
         self._rx_enqueue(tlp, bardec)
+
+    def inject_beats(self, beats):
+        """Queue raw :class:`Beat` s toward the DUT, framing errors and ``err`` flags included.
+
+        For testing how the DUT treats what the real hard IP would only send on a fault
+        (``rx_st_err``) or never (malformed framing).  Beats keep their order with the TLPs
+        queued by :meth:`inject`; ``on_rx`` is not called for them and ``rx_tlps`` does not
+        count them.
+        """
+        self._rx_pc.append((self._rx_seq, None, 0, list(beats)))
+        self._rx_seq += 1
+        self._rx_idle_evt.clear()
 
     def check(self):
         """Raise ``AssertionError`` listing the recorded violations, if any."""
@@ -497,7 +511,7 @@ class HardIP(Device):
             else:
                 tlp.release_fc()
                 self.unexpected_cpl += 1
-                self.log.warning("Unexpected completion dropped: %r", tlp)
+                self.log.warning("Unexpected completion dropped: %s", describe(tlp))
             return
         elif ft in _MEM_REQ or ft in _IO_REQ:
             for f in self.functions:
@@ -509,7 +523,7 @@ class HardIP(Device):
                 self._rx_enqueue(tlp, 0)
                 return
         tlp.release_fc()
-        self.log.warning("Unsupported request (no BAR/function match): %r", tlp)
+        self.log.warning("Unsupported request (no BAR/function match): %s", describe(tlp))
         if tlp.is_posted():
             return
         await self.upstream_send(Tlp.create_ur_completion_for_tlp(tlp, PcieId(self.bus_num, 0, 0)))
@@ -521,7 +535,8 @@ class HardIP(Device):
             if self._cpl_h > self.cpl_space[0] or self._cpl_b > self.cpl_space[1]:
                 self._violate("rx-cpl-overflow", f"{self._cpl_h} completions / {self._cpl_b} B "
                               f"waiting, completion space is {self.cpl_space}")
-        (self._rx_np if tlp.is_nonposted() else self._rx_pc).append((self._rx_seq, tlp, bardec))
+        (self._rx_np if tlp.is_nonposted() else self._rx_pc).append(
+            (self._rx_seq, tlp, bardec, None))
         self._rx_seq += 1
         self._rx_idle_evt.clear()
 
@@ -617,8 +632,10 @@ class HardIP(Device):
                 if self._o_rx_valid.val:
                     self._rx_go_idle()
                 return
-            _, tlp, bardec = entry
-            self._rx_cur, self._rx_idx = (tlp, bardec, tlp_to_beats(tlp, bardec, self._rng)), 0
+            _, tlp, bardec, beats = entry
+            if beats is None:
+                beats = tlp_to_beats(tlp, bardec, self._rng)
+            self._rx_cur, self._rx_idx = (tlp, bardec, beats), 0
         if allowed:
             gen = self._idle_gen
             if (gen is None or (self._rx_idx and not self.idle_inside_packets)
@@ -632,6 +649,7 @@ class HardIP(Device):
                 o[3].set(b.empty)
                 o[4].set(b.bardec)
                 o[5].set(b.be)
+                o[6].set(int(b.err))
                 self._o_rx_valid.set(1)
                 self._rx_idx += 1
                 if self._rx_idx == len(beats):
@@ -650,6 +668,10 @@ class HardIP(Device):
 
     def _rx_done(self, tlp, bardec):
         self._rx_cur = None
+        if tlp is None:  # raw beats from inject_beats
+            if not self._rx_pc and not self._rx_np:
+                self._rx_idle_evt.set()
+            return
         self.rx_tlps += 1
         tlp.release_fc()
         if tlp.is_completion() and self.cpl_space is not None:

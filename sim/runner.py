@@ -92,6 +92,17 @@ def write_gtkw(path, dumpfile, toplevel, ports):
     return path
 
 
+def _failure_excerpt(build_dir, lines=40):
+    log = build_dir / "sim.log"
+    if not log.exists():
+        return ""
+    text = log.read_text(errors="replace").splitlines()
+    for i, line in enumerate(text):
+        if "failed" in line and "Traceback" in "".join(text[i:i + 2]):
+            return "\n".join(text[i:i + lines])
+    return "\n".join(text[-lines:])
+
+
 def _top_ports(component):
     ports = []
     for path, member, _ in component.signature.flatten(component):
@@ -158,14 +169,20 @@ def run_cocotb(*, component, toplevel, test_module, name, test_dir, testcase=Non
     runner = get_runner("icarus")
     runner.build(sources=[source], hdl_toplevel=toplevel, build_dir=build_dir,
                  timescale=("1ns", "1ps"), waves=waves, always=True)
-    results = runner.test(test_module=test_module, hdl_toplevel=toplevel, build_dir=build_dir,
-                          test_dir=test_dir, testcase=testcase, seed=seed, plusargs=plusargs,
-                          extra_env=env, waves=waves, results_xml=str(build_dir / "results.xml"),
-                          log_file=build_dir / "sim.log")
-    tests, failed = get_results(Path(results))
     where = f"log: {build_dir / 'sim.log'}"
     if waves:
         where += f"; waves: {ROOT / 'waves' / (name + '.fst')}"
+    results = build_dir / "results.xml"
+    try:
+        runner.test(test_module=test_module, hdl_toplevel=toplevel, build_dir=build_dir,
+                    test_dir=test_dir, testcase=testcase, seed=seed, plusargs=plusargs,
+                    extra_env=env, waves=waves, results_xml=str(results),
+                    log_file=build_dir / "sim.log")
+    except SystemExit as exit_:
+        # The runner exits on a failed test; report it with the log's failure lines instead.
+        raise AssertionError(f"cocotb run {name} failed ({where})\n{_failure_excerpt(build_dir)}"
+                             ) from exit_
+    tests, failed = get_results(results)
     assert tests > 0, f"no cocotb test ran ({where})"
     assert failed == 0, f"{failed} of {tests} cocotb tests failed ({where})"
     return build_dir

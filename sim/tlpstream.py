@@ -68,6 +68,14 @@ def beats_to_tlp(beats):
     return Tlp.unpack(raw)
 
 
+def _resolve(value):
+    """Return (integer with X/Z read as 0, mask of the X/Z bits) of a cocotb ``LogicArray``."""
+    text = str(value)
+    known = int(text.translate(str.maketrans("xXzZuUwW-", "000000000")), 2)
+    unknown = int("".join("0" if c in "01" else "1" for c in text), 2)
+    return known, unknown
+
+
 def _lanes(data, dw_en):
     return [(data >> (32 * lane)) & 0xffffffff if dw_en >> lane & 1 else None
             for lane in range(4)]
@@ -125,10 +133,17 @@ class StreamMonitor:
             await edge
             if not (s["valid"].value and s["ready"].value):
                 continue
-            beat = Beat(
-                hdr=s["hdr"].value.to_unsigned(), data=s["data"].value.to_unsigned(),
-                dw_en=int(s["dw_en"].value), first=int(s["first"].value),
-                last=int(s["last"].value), err=int(s["err"].value), bar=int(s["bar"].value))
+            dw_en = int(s["dw_en"].value)
+            first = int(s["first"].value)
+            hdr, hdr_x = _resolve(s["hdr"].value)
+            data, data_x = _resolve(s["data"].value)
+            enabled = sum(0xFFFFFFFF << (32 * lane) for lane in range(4) if dw_en >> lane & 1)
+            if data_x & enabled or (first and hdr_x):
+                self.errors.append(f"X/Z in an enabled lane or the header: "
+                                   f"data {s['data'].value}, hdr {s['hdr'].value}")
+            beat = Beat(hdr=hdr, data=data, dw_en=dw_en, first=first,
+                        last=int(s["last"].value), err=int(s["err"].value),
+                        bar=int(s["bar"].value))
             if beat.first and self._cur:
                 self.errors.append(f"first beat inside a packet: {beat}")
                 self._cur = []

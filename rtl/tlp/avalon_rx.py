@@ -1,6 +1,6 @@
 """Receive adapter: Stratix IV hard IP Avalon-ST 128 (RX) to the internal TLP stream."""
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
@@ -119,14 +119,11 @@ class AvalonST128RX(wiring.Component):
         c_beats = avalon_beats(c_total)
         c_single = c_beats == 1
         c_bad_fmt = c_fmt[2]              # TLP prefixes are not supported
-        # The header as it travels inside the chip: DW 3 of a 3-DW header zero, no digest.
-        c_hdr_out = Signal(TLPHeader)
-        m.d.comb += [
-            c_hdr_out.eq(cur_hdr),
-            c_hdr_out.common.td.eq(0),
-        ]
-        with m.If(~c_fmt[0]):
-            m.d.comb += c_hdr_out.dw[3].eq(0)
+        # The header as it travels inside the chip: DW 3 of a 3-DW header zero, no digest (td is
+        # DW 0 bit 15).  Built as one expression: Icarus never evaluates an `always @*` block
+        # that Amaranth emits for a constant-only assignment.
+        c_hdr_out = data.View(TLPHeader, Cat(
+            cur.data[:15], Const(0, 1), cur.data[16:96], Mux(c_fmt[0], cur.data[96:128], 0)))
         c_is_mem = cur_hdr.common.type.as_value()[1:] == 0      # MEM or MEM_LOCKED
         c_bar = Mux(c_is_mem, cur.bardec, 0)
 

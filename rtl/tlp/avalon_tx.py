@@ -108,11 +108,10 @@ class AvalonST128TX(wiring.Component):
             hfifo.w_en.eq(i.valid & i.ready & i.p.first),
         ]
 
-        # Complete packets in the FIFO (a packet is complete once its last beat is in).
-        pkts = Signal(range(self._depth + 1))
+        # One status entry per complete packet (written with its last beat): while the status
+        # FIFO has an entry, the packet at the head is complete.
         pkt_in = dfifo.w_en & i.p.last
         pkt_out = dfifo.r_en & data.View(_TXData, dfifo.r_data).last
-        m.d.sync += pkts.eq(pkts + pkt_in - pkt_out)
         m.d.comb += [
             sfifo.w_data.eq(i.p.err),
             sfifo.w_en.eq(pkt_in),
@@ -183,12 +182,12 @@ class AvalonST128TX(wiring.Component):
                 m.d.comb += ev_malformed.eq(1)
             return early | (d.last & d.err)
 
-        can_start = hfifo.r_rdy & dfifo.r_rdy & (
-            (pkts != 0) | (dfifo.level >= self._start_level) | ~dfifo.w_rdy)
-
         # A complete packet at the head that ended with `err` is dropped without a trace on the
         # link (the hard IP may only nullify some TLPs, and not those of one or two beats).
-        head_bad = (pkts != 0) & sfifo.r_rdy & sfifo.r_data[0]
+        head_bad = sfifo.r_rdy & sfifo.r_data[0]
+        can_start = hfifo.r_rdy & dfifo.r_rdy & (
+            (sfifo.r_rdy & ~sfifo.r_data[0]) | (dfifo.level >= self._start_level)
+            | ~dfifo.w_rdy)
 
         with m.FSM():
             with m.State("IDLE"):
