@@ -325,7 +325,9 @@ class HardIP(Device):
     on_rx : callable or None
         ``on_rx(tlp, bardec)`` when a TLP's EOP beat is presented to the DUT.
     on_tx : callable or None
-        ``on_tx(tlp)`` when a TLP from the DUT passes the checks (before it goes to the link).
+        ``on_tx(tlp)`` when a TLP from the DUT passes the checks (before it goes to the link);
+        if it returns ``False`` the TLP does not go to the link (a loopback test uses this to
+        keep a looped-back request from bouncing between host and device).
     """
 
     def __init__(self, dut, clk=None, prefix="", *, rst=None, bars=((1 << 16, False, False),),
@@ -728,8 +730,8 @@ class HardIP(Device):
         if problems:
             return  # dropped: a link partner would call it malformed
         self.tx_tlps += 1
-        if self.on_tx is not None:
-            self.on_tx(tlp)
+        if self.on_tx is not None and self.on_tx(tlp) is False:
+            return  # the test took it off the link
         self._tx_buf.append(tlp)
         self._tx_idle_evt.clear()
         self._tx_evt.set()

@@ -40,3 +40,19 @@ def test_round_trip_every_length(pauses):
 @pytest.mark.parametrize("pauses", ["none", "random"])
 def test_bad_input(pauses):
     run(f"adapters-bad_input-{pauses}", "bad_input_dropped_and_counted", seed=13, pauses=pauses)
+
+
+def run_host(name, testcase, seed=21, **params):
+    run_cocotb(component=Loopback(), toplevel="loopback", test_module="host_loopback_tb",
+               name=name, test_dir=HERE, testcase=testcase, params=params, seed=seed)
+
+
+def test_host_enumerate_and_bar_access():
+    run_host("host-bar_access", "enumerate_and_bar_access")
+
+
+@pytest.mark.parametrize("above_4g", [True, False], ids=["4dw", "3dw"])
+def test_host_write_stream_throughput(above_4g):
+    """256-byte writes looped into host memory: byte exact, >= 99% of the wire bound, never above."""
+    run_host(f"host-write_stream-{'4dw' if above_4g else '3dw'}", "write_stream",
+             count=1000, payload=256, above_4g=above_4g, min_fraction=0.99)
