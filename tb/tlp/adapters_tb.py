@@ -249,3 +249,32 @@ async def bad_input_dropped_and_counted(dut):
     assert counts["tx_dropped_count"] == errs, (counts, errs)
     assert tb.model.nullified == 0
     tb.model.check()
+
+
+@cocotb.test()
+async def cut_through(dut):
+    """TX with ``start_level``: exact when the source has no gaps inside packets; else underruns.
+
+    With gaps only between packets the TX adapter must never underrun and the output must be
+    exact.  With gaps inside packets (``gaps_inside``) it underruns: the adapter counts the
+    cycles, and the hard-IP model must see the ``tx_st_valid`` gaps (recorded, not raised).
+    """
+    gaps_inside = PARAMS.get("gaps_inside", False)
+    tb = TB(dut, pauses="fixed", strict=not gaps_inside, idle_inside=gaps_inside)
+    tb.model.set_backpressure_generator(None)
+    await tb.start()
+    tlps = [make_tlp(tb.rng, "mwr64", tb.rng.choice([16, 32, 64]), tb.rng.randrange(2))
+            for _ in range(40)]
+    for tlp in tlps:
+        tb.model.inject(tlp, bardec=0b1)
+    await tb.drain(len(tlps))
+    counts = tb.counters()
+    rules = {v.rule for v in tb.model.violations}
+    dut._log.info("counters %s, model violations %s", counts, rules)
+    if gaps_inside:
+        assert counts["tx_underrun_count"] > 0, counts
+        assert rules == {"tx-valid-gap"}, rules
+    else:
+        assert counts["tx_underrun_count"] == 0, counts
+        check_round_trip(tb, tlps)
+        tb.model.check()

@@ -19,9 +19,10 @@ from peach2.sim.runner import run_cocotb  # noqa: E402
 FAST_LENGTHS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 63, 64, 65, 255, 256, 257, 1023, 1024]
 
 
-def run(name, testcase, seed, **params):
-    run_cocotb(component=Loopback(), toplevel="loopback", test_module="adapters_tb",
-               name=name, test_dir=HERE, testcase=testcase, params=params, seed=seed)
+def run(name, testcase, seed, component=None, **params):
+    run_cocotb(component=component or Loopback(), toplevel="loopback",
+               test_module="adapters_tb", name=name, test_dir=HERE, testcase=testcase,
+               params=params, seed=seed)
 
 
 @pytest.mark.parametrize("pauses", ["none", "fixed", "random"])
@@ -40,6 +41,13 @@ def test_round_trip_every_length(pauses):
 @pytest.mark.parametrize("pauses", ["none", "random"])
 def test_bad_input(pauses):
     run(f"adapters-bad_input-{pauses}", "bad_input_dropped_and_counted", seed=13, pauses=pauses)
+
+
+@pytest.mark.parametrize("gaps_inside", [False, True], ids=["clean", "gappy"])
+def test_cut_through(gaps_inside):
+    """TX cut-through (start_level=4): exact without gaps in packets, counted underruns with."""
+    run(f"adapters-cut_through-{'gappy' if gaps_inside else 'clean'}", "cut_through", seed=14,
+        component=Loopback(tx_start_level=4), gaps_inside=gaps_inside)
 
 
 def run_host(name, testcase, seed=21, **params):
