@@ -58,14 +58,19 @@ def waves_requested(waves=None):
 
 
 _GROUP_RULES = [
-    (re.compile(r"^(?:(?P<port>[a-z])_)?(?P<dir>rx|tx)_st_"), "{port}{dir} hard IP"),
+    # hard-IP pins, per port: rx_st_*, n_tx_st_*, tx_cred ...
+    (re.compile(r"^(?:(?P<port>[a-z])_)?(?P<dir>rx|tx)_(?:st_|cred)"), "{port}{dir} hard IP"),
+    # amaranth.lib.stream ports: i_tlp__valid, o_tlp__payload ...
     (re.compile(r"^(?P<stream>[io]_[a-z0-9_]+?)__"), "{stream} stream"),
+    # internal streams brought out for monitors: mon_*, <name>_mon_*
+    (re.compile(r"^(?P<stream>(?:[a-z0-9]+_)?mon)_"), "{stream} internal stream"),
+    (re.compile(r"_count$"), "counters"),
 ]
 
 
 def _group_of(port):
     for pattern, label in _GROUP_RULES:
-        match = pattern.match(port)
+        match = pattern.search(port)
         if match:
             parts = {k: (v or "") for k, v in match.groupdict().items()}
             if parts.get("port"):

@@ -1,0 +1,126 @@
+"""Benchmarks: run the measuring simulations, print the figures, write ``docs/benchmarks.md``.
+
+Usage (from the repository root, after the README's test install)::
+
+    python tb/benchmarks.py            # every benchmark
+    python tb/benchmarks.py --quick    # fewer TLPs per point
+
+Every figure comes from a simulation of the real design, timed by the wire model of the link
+(cocotbext-pcie ``SimPort``, Gen2 x8), and is printed beside the wire-format bound for the same
+TLPs.  Nothing here is asserted; the regression asserts the goals.
+"""
+
+import argparse
+import json
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE / "tlp"))
+
+from loopback_top import Loopback  # noqa: E402
+
+from peach2.sim.runner import run_cocotb  # noqa: E402
+
+DOC = ROOT / "docs" / "benchmarks.md"
+PLOT = ROOT / "docs" / "img" / "loopback_throughput.png"
+
+
+def loopback_point(payload, above_4g, count):
+    name = f"bench-loopback-{payload}-{'4dw' if above_4g else '3dw'}"
+    result_file = ROOT / "sim_build" / name / "bench.json"
+    result_file.parent.mkdir(parents=True, exist_ok=True)
+    run_cocotb(component=Loopback(), toplevel="loopback", test_module="host_loopback_tb",
+               name=name, test_dir=HERE / "tlp", testcase="write_stream", seed=1,
+               params={"count": count, "payload": payload, "above_4g": above_4g,
+                       "min_fraction": 0.0, "result_file": str(result_file)})
+    result = json.loads(result_file.read_text())
+    result.update(payload=payload, header_dw=4 if above_4g else 3)
+    return result
+
+
+def loopback(count):
+    points = [(p, h) for h in (True, False) for p in (32, 64, 128, 256, 512)]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return list(pool.map(lambda ph: loopback_point(ph[0], ph[1], count), points))
+
+
+def plot(results):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    PLOT.parent.mkdir(parents=True, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(6.4, 4))
+    for hdr, marker in ((4, "o"), (3, "s")):
+        pts = sorted((r for r in results if r["header_dw"] == hdr), key=lambda r: r["payload"])
+        xs = [r["payload"] for r in pts]
+        ax.plot(xs, [r["gbps"] for r in pts], marker=marker, label=f"measured, {hdr}-DW header")
+        ax.plot(xs, [r["bound_gbps"] for r in pts], linestyle=":", color="black", zorder=3,
+                label=f"wire bound, {hdr}-DW header")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("MWr payload (bytes)")
+    ax.set_ylabel("GB/s")
+    ax.set_title("RX -> TX loopback into host memory, Gen2 x8")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(PLOT, dpi=100)
+
+
+def write_doc(results, command, seconds):
+    rows = "\n".join(
+        f"| {r['payload']} | {r['header_dw']} | {r['tlps']} | {r['gbps']:.3f} | "
+        f"{r['bound_gbps']:.3f} | {100 * r['fraction']:.1f}% |"
+        for r in sorted(results, key=lambda r: (-r["header_dw"], r["payload"])))
+    DOC.write_text(f"""# Benchmarks
+
+Produced by `{command}` ({seconds:.0f} s on the 2-core CI machine class). Every figure is
+simulated time of the real design (Icarus Verilog), with the link timed by cocotbext-pcie's wire
+model at Gen2 x8 (4 GB/s raw; each TLP costs header + payload + 8 bytes of framing). The bound
+is that wire-format bound for exactly the TLPs measured.
+
+## Hard-IP adapters: loopback write stream
+
+Memory writes are injected at the receive side of the Stratix IV hard-IP model, cross
+`AvalonST128RX`, the internal TLP stream and `AvalonST128TX`, leave over the timed link and land
+in the host's memory (checked byte for byte). Throughput is payload bytes over the time from the
+first TLP's start to the last TLP's end on the link. The regression asserts >= 99% of the bound
+for 256-byte writes (`tb/tlp/test_adapters.py::test_host_write_stream_throughput`).
+
+| payload (B) | header (DW) | TLPs | GB/s | bound GB/s | of bound |
+| ---: | ---: | ---: | ---: | ---: | ---: |
+{rows}
+
+![loopback throughput](img/loopback_throughput.png)
+
+The 4-DW, 256-byte row is the papers' 3.66 GB/s bound (002 section 4.1:
+4 GB/s x 256 / (256 + 16 + 2 + 4 + 1 + 1)). Writes with address bit 2 set and a 4-DW header
+take 18 Avalon beats for 256 bytes (72 ns) against 70 ns of wire time, so for that one alignment
+the hard IP's interface, not the link, would set the pace; the benchmark uses aligned buffers as
+DMA does.
+""")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer TLPs per point")
+    args = parser.parse_args(argv)
+    count = 200 if args.quick else 1000
+    start = time.time()
+    results = loopback(count)
+    print(f"{'payload':>8} {'hdr':>4} {'TLPs':>6} {'GB/s':>7} {'bound':>7} {'of bound':>9}")
+    for r in sorted(results, key=lambda r: (-r["header_dw"], r["payload"])):
+        print(f"{r['payload']:>8} {r['header_dw']:>4} {r['tlps']:>6} {r['gbps']:>7.3f} "
+              f"{r['bound_gbps']:>7.3f} {100 * r['fraction']:>8.1f}%")
+    plot(results)
+    command = "python tb/benchmarks.py" + (" --quick" if args.quick else "")
+    write_doc(results, command, time.time() - start)
+    print(f"wrote {DOC.relative_to(ROOT)} and {PLOT.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
