@@ -63,6 +63,8 @@ class AvalonST128RX(wiring.Component):
         Received TLPs.
     err_count, malformed_count : Out(counter_width)
         Saturating counts of dropped TLPs.
+    err_event, malformed_event : Out(1)
+        One-cycle strobe per TLP counted (for a register block's own counters).
     """
 
     def __init__(self, *, fifo_depth=8, counter_width=32):
@@ -86,6 +88,8 @@ class AvalonST128RX(wiring.Component):
             "o_tlp":           Out(TLPStream()),
             "err_count":       Out(counter_width),
             "malformed_count": Out(counter_width),
+            "err_event":       Out(1),
+            "malformed_event": Out(1),
         })
 
     def elaborate(self, platform):
@@ -148,6 +152,7 @@ class AvalonST128RX(wiring.Component):
         ev_mal = Signal()
         count_saturating(m, self.err_count, ev_err)
         count_saturating(m, self.malformed_count, ev_mal)
+        m.d.comb += [self.err_event.eq(ev_err), self.malformed_event.eq(ev_mal)]
 
         def offset(sm):
             # RX rotation: internal lane j of beat k comes from Avalon position s + 4k + j.

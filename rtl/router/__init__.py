@@ -1,0 +1,1 @@
+"""The PEACH2 router: ingress classification, packet buffers, crossbar, N-port egress."""

@@ -1,0 +1,167 @@
+"""Ingress: classify every TLP arriving on one port and decide where it goes."""
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..tlp.layouts import Type
+from ..tlp.stream import TLPStream
+from .common import Port, Reason, RouteEntry, URRequest
+from .table import request_address, route_lookup
+
+__all__ = ["Ingress", "OUTPUTS"]
+
+
+#: Crossbar outputs an ingress can choose, in one-hot bit order of ``o_dest``.
+OUTPUTS = ("N", "E", "W", "S", "CSR")
+
+
+class Ingress(wiring.Component):
+    """Classify the TLPs received on one port (002 sections 3.3 and 3.5, 000 section 2.2).
+
+    Decided on the header of the first beat, registered with the beat (one cycle):
+
+    ======================================  =========================================
+    TLP                                      where it goes
+    ======================================  =========================================
+    poisoned (``ep``)                        dropped, POISONED
+    completion                               dropped, UNEXPECTED_CPL (no requester yet)
+    N: memory request hitting the register   CSR
+    BAR
+    N: memory write into the TCA window      routed, if CONTROL.PIO_ENABLE (else
+                                             WINDOW_CLOSED)
+    N: memory read into the TCA window       dropped, READ_REJECTED (remote reads are not
+                                             part of TCA)
+    E/W/S: memory write                      routed, if CONTROL.ROUTE_ENABLE (else
+                                             WINDOW_CLOSED)
+    E/W/S: memory read                       dropped, READ_REJECTED
+    configuration, I/O, message, other BAR   dropped, UNSUPPORTED
+    routed, but no table entry matches       dropped, UNROUTABLE
+    ======================================  =========================================
+
+    Every dropped non-posted request is answered: its requester ID, tag, traffic class and
+    attributes go to ``o_ur`` for an Unsupported Request completion on this port.  Dropped
+    TLPs are consumed at one beat per cycle and disturb nothing else.
+
+    Members
+    -------
+    i_tlp : In(TLPStream())
+        From the port's RX adapter.
+    o_tlp : Out(TLPStream())
+        Forwarded TLPs, one cycle later.
+    o_dest : Out(5)
+        One-hot crossbar output (bit order :data:`OUTPUTS`), valid with the first beat of
+        ``o_tlp``.
+    o_ur : Out(stream.Signature(URRequest))
+        Requests to answer with UR.
+    routes : In(ArrayLayout(RouteEntry, n_routes))
+    pio_enable, route_enable : In(1)
+        CONTROL register bits.
+    events : Out(ArrayLayout(1, 16))
+        One-cycle strobes indexed by :class:`~peach2.router.common.Reason`.
+    """
+
+    def __init__(self, port, *, n_routes=8, csr_bar=0, tca_bar=2):
+        self.port = Port(port)
+        self.csr_bar = csr_bar
+        self.tca_bar = tca_bar
+        super().__init__({
+            "i_tlp":        In(TLPStream()),
+            "o_tlp":        Out(TLPStream()),
+            "o_dest":       Out(len(OUTPUTS)),
+            "o_ur":         Out(stream.Signature(URRequest)),
+            "routes":       In(data.ArrayLayout(RouteEntry, n_routes)),
+            "pio_enable":   In(1),
+            "route_enable": In(1),
+            "events":       Out(data.ArrayLayout(1, 16)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        i, o = self.i_tlp, self.o_tlp
+        h = i.p.hdr
+        fmt = h.common.fmt.as_value()
+        typ = h.common.type.as_value()
+        has_data = fmt[1]
+        is_mem = typ[1:] == 0                          # MEM, MEM_LOCKED
+        is_mwr = has_data & (typ == Type.MEM.value)
+        is_mrd = is_mem & ~has_data
+        is_cpl = typ[1:] == (Type.CPL.value >> 1)      # CPL, CPL_LOCKED
+        is_msg = typ[3:] == (Type.MSG.value >> 3)
+        posted = is_mwr | is_msg
+
+        hit, port = route_lookup(m, request_address(h), self.routes)
+
+        # -- the decision for a first beat ------------------------------------------------------
+        forward = Signal()
+        dest = Signal(len(OUTPUTS))
+        reason = Signal(Reason)
+        routed_ok = Signal()
+        window_open = self.pio_enable if self.port == Port.N else self.route_enable
+        m.d.comb += routed_ok.eq(0)
+        with m.If(h.common.ep):
+            m.d.comb += reason.eq(Reason.POISONED)
+        with m.Elif(is_cpl):
+            m.d.comb += reason.eq(Reason.UNEXPECTED_CPL)
+        with m.Elif(is_mem & (self.port == Port.N) & i.p.bar[self.csr_bar]):
+            m.d.comb += [forward.eq(1), dest.eq(1 << OUTPUTS.index("CSR"))]
+        with m.Elif(is_mem & ((self.port != Port.N) | i.p.bar[self.tca_bar])):
+            with m.If(is_mrd):
+                m.d.comb += reason.eq(Reason.READ_REJECTED)
+            with m.Elif(~window_open):
+                m.d.comb += reason.eq(Reason.WINDOW_CLOSED)
+            with m.Elif(~hit):
+                m.d.comb += reason.eq(Reason.UNROUTABLE)
+            with m.Else():
+                m.d.comb += [forward.eq(1), routed_ok.eq(1)]
+        with m.Else():
+            m.d.comb += reason.eq(Reason.UNSUPPORTED)
+        with m.If(routed_ok):
+            for p in Port:
+                with m.If(port == p):
+                    m.d.comb += dest.eq(1 << OUTPUTS.index(p.name))
+
+        # -- datapath: one register stage; dropped packets are consumed here --------------------
+        dropping = Signal()
+        in_pkt = Signal()
+        room = ~o.valid | o.ready
+        with m.If(o.ready):
+            m.d.sync += o.valid.eq(0)
+
+        start = i.valid & i.p.first & ~in_pkt & ~dropping
+        want_ur = start & ~forward & ~posted & ~is_cpl
+        m.d.comb += [
+            self.o_ur.valid.eq(want_ur),
+            self.o_ur.p.requester_id.eq(h.mem32.requester_id),
+            self.o_ur.p.tag.eq(h.mem32.tag | (h.common.t8 << 8) | (h.common.t9 << 9)),
+            self.o_ur.p.tc.eq(h.common.tc),
+            self.o_ur.p.attr.eq(h.common.attr | (h.common.attr2 << 2)),
+            self.o_ur.p.port.eq(self.port),
+        ]
+
+        with m.If(dropping):
+            m.d.comb += i.ready.eq(1)
+            with m.If(i.valid & i.p.last):
+                m.d.sync += dropping.eq(0)
+        with m.Elif(start & ~forward):
+            m.d.comb += i.ready.eq(~want_ur | self.o_ur.ready)
+            with m.If(i.ready):
+                m.d.comb += [
+                    self.events[Reason.RX_TLPS.value].eq(1),
+                    self.events[Reason.UR_SENT.value].eq(want_ur),
+                ]
+                for r in Reason:
+                    with m.If(reason == r):
+                        m.d.comb += self.events[r.value].eq(1)
+                with m.If(~i.p.last):
+                    m.d.sync += dropping.eq(1)
+        with m.Else():
+            # Forwarding (a new packet, or the rest of one).
+            m.d.comb += i.ready.eq(room)
+            with m.If(i.valid & room):
+                m.d.sync += [o.valid.eq(1), o.p.eq(i.p)]
+                with m.If(start):
+                    m.d.sync += self.o_dest.eq(dest)
+                    m.d.comb += self.events[Reason.RX_TLPS.value].eq(1)
+                m.d.sync += in_pkt.eq(~i.p.last)
+        return m

@@ -1,0 +1,172 @@
+"""The PEACH2 chip: four Stratix IV PCIe ports around a router (002 section 3.3, Figure 2)."""
+
+from amaranth.hdl import Cat, Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from .csr.block import CSR
+from .router.buffer import PacketBuffer
+from .router.common import Port, Reason
+from .router.crossbar import Crossbar
+from .router.egress import OffsetSubtract
+from .router.ingress import OUTPUTS, Ingress
+from .router.ur import URGenerator
+from .tlp.avalon_rx import AvalonST128RX
+from .tlp.avalon_tx import AvalonST128TX
+
+__all__ = ["PEACH2", "PORT_ROLES"]
+
+
+#: Role of each port's hard IP (002 section 3.3): N and E endpoints, W root port, S either.
+PORT_ROLES = {"n": "ep", "e": "ep", "w": "rc", "s": None}
+
+#: The LTSSM state the Stratix IV hard IP reports in L0 (link up).
+LTSSM_L0 = 0x0F
+
+#: Crossbar inputs: the four ports, register completions, UR completions, then reserved.
+_IN_CSR, _IN_UR = 4, 5
+
+
+def _adapter_pins(adapter, prefix):
+    return {name: member for name, member in adapter.signature.members.items()
+            if name.startswith(prefix)}
+
+
+class PEACH2(wiring.Component):
+    """PEACH2: PCI Express router for Tightly Coupled Accelerators.
+
+    Four ports, each the application side of a Stratix IV GX hard IP for PCI Express (Gen2 x8,
+    Avalon-ST 128, brief section 3), with pins ``<p>_rx_st_*``, ``<p>_tx_st_*``,
+    ``<p>_tx_cred`` and ``<p>_ltssm`` for ``p`` in ``n``, ``e``, ``w``, ``s``.
+
+    Datapath of each port: RX adapter -> :class:`~peach2.router.ingress.Ingress` (classify,
+    route, drop and count) -> :class:`~peach2.router.buffer.PacketBuffer` -> crossbar input.
+    Crossbar outputs N, E, W, S feed the TX adapters (N through
+    :class:`~peach2.router.egress.OffsetSubtract`); output CSR feeds the register block,
+    whose completions, like the UR generator's, are crossbar inputs.  Two more crossbar inputs
+    are reserved for the DMA controller and idle until it is built.
+
+    Parameters
+    ----------
+    n_routes : int
+        Routing table entries (at least 8).
+    buffer_beats : int
+        Per-input packet buffer, in 16-byte beats (default 128: eight 256-byte TLPs).
+    s_role : "rc" or "ep"
+        Role of the S port's hard IP (recorded for the synthesis flow and in CONFIG).
+    tx_start_level : int or None
+        TX adapters' cut-through threshold in beats (None: store-and-forward).
+
+    Members
+    -------
+    <p>_rx_st_*, <p>_tx_st_*, <p>_tx_cred : hard IP application interface of port p.
+    <p>_ltssm : In(5)
+        The hard IP's LTSSM state (PORT_STATUS; link up in L0).
+    n_pcie_id : In(16)
+        Bus/device/function of the N endpoint (from the hard IP's configuration output
+        ``tl_cfg_ctl``, decoded by the platform wrapper); completer ID of completions.
+    n_app_msi_req, n_app_msi_num : Out ; n_app_msi_ack : In
+        MSI request to the N hard IP (held until acknowledged).
+    """
+
+    def __init__(self, *, n_routes=8, buffer_beats=128, s_role="rc", tx_start_level=4):
+        if n_routes < 8:
+            raise ValueError(f"the routing table needs at least 8 entries, not {n_routes}")
+        if s_role not in ("rc", "ep"):
+            raise ValueError(f"s_role must be 'rc' or 'ep', not {s_role!r}")
+        self.n_routes = n_routes
+        self.buffer_beats = buffer_beats
+        self.s_role = s_role
+        self.port_roles = {**PORT_ROLES, "s": s_role}
+        self._rx = {p.name.lower(): AvalonST128RX() for p in Port}
+        self._tx = {p.name.lower(): AvalonST128TX(start_level=tx_start_level) for p in Port}
+        members = {}
+        for p in self._rx:
+            members.update({f"{p}_{n}": m for n, m in _adapter_pins(self._rx[p], "rx_st_").items()})
+            members.update({f"{p}_{n}": m for n, m in _adapter_pins(self._tx[p], "tx_").items()})
+            members[f"{p}_ltssm"] = In(5)
+        members.update({
+            "n_pcie_id":     In(16),
+            "n_app_msi_req": Out(1),
+            "n_app_msi_num": Out(5),
+            "n_app_msi_ack": In(1),
+        })
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        ports = [p.name.lower() for p in Port]
+        m.submodules.csr = csr = CSR(n_routes=self.n_routes, buffer_beats=self.buffer_beats,
+                                     s_is_rc=self.s_role == "rc")
+        m.submodules.ur = ur = URGenerator(len(ports))
+        m.submodules.xbar = xbar = Crossbar(n_in=8, n_out=len(OUTPUTS))
+        m.submodules.egress_n = egress = OffsetSubtract()
+
+        m.d.comb += [
+            csr.completer_id.eq(self.n_pcie_id),
+            csr.pcie_id.eq(self.n_pcie_id),
+            ur.completer_id.eq(self.n_pcie_id),
+            egress.offset.eq(csr.node_offset),
+        ]
+
+        for index, p in enumerate(ports):
+            rx, tx = self._rx[p], self._tx[p]
+            m.submodules[f"{p}_rx"] = rx
+            m.submodules[f"{p}_tx"] = tx
+            for block in (rx, tx):
+                for name, member in _adapter_pins(block, ("rx_st_", "tx_")).items():
+                    outer = getattr(self, f"{p}_{name}")
+                    if member.flow == In:
+                        m.d.comb += getattr(block, name).eq(outer)
+                    else:
+                        m.d.comb += outer.eq(getattr(block, name))
+
+            m.submodules[f"{p}_ingress"] = ing = Ingress(Port(index), n_routes=self.n_routes)
+            m.submodules[f"{p}_buffer"] = buf = PacketBuffer(depth=self.buffer_beats,
+                                                             dest_width=len(OUTPUTS))
+            wiring.connect(m, rx.o_tlp, ing.i_tlp)
+            wiring.connect(m, ing.o_tlp, buf.i_tlp)
+            wiring.connect(m, ing.o_ur, ur.i_req[index])
+            wiring.connect(m, buf.o_tlp, xbar.i[index])
+            m.d.comb += [
+                buf.i_dest.eq(ing.o_dest),
+                xbar.i_dest[index].eq(buf.o_dest),
+                ing.routes.eq(csr.route),
+                ing.pio_enable.eq(csr.pio_enable),
+                ing.route_enable.eq(csr.route_enable),
+            ]
+
+            out = xbar.o[OUTPUTS.index(p.upper())]
+            if p == "n":
+                wiring.connect(m, out, egress.i_tlp)
+                wiring.connect(m, egress.o_tlp, tx.i_tlp)
+            else:
+                wiring.connect(m, out, tx.i_tlp)
+
+            # Counters: COUNT[port][reason].
+            def count(reason, strobe, base=16 * index):
+                m.d.comb += csr.count_inc[base + reason.value].eq(strobe)
+            for reason in Reason:
+                if reason not in (Reason.TX_TLPS, Reason.MALFORMED, Reason.RX_ERR):
+                    count(reason, ing.events[reason.value])
+            count(Reason.MALFORMED, rx.malformed_event)
+            count(Reason.RX_ERR, rx.err_event)
+            count(Reason.TX_TLPS, tx.i_tlp.valid & tx.i_tlp.ready & tx.i_tlp.p.first)
+
+            ltssm = getattr(self, f"{p}_ltssm")
+            m.d.comb += csr.port_status[index].eq(Cat(ltssm == LTSSM_L0, ltssm))
+
+        # Register completions and UR completions enter the crossbar like packets from a port.
+        wiring.connect(m, csr.o_cpl, xbar.i[_IN_CSR])
+        m.d.comb += xbar.i_dest[_IN_CSR].eq(1 << OUTPUTS.index("N"))
+        wiring.connect(m, ur.o_tlp, xbar.i[_IN_UR])
+        m.d.comb += xbar.i_dest[_IN_UR].eq(ur.o_dest)
+        wiring.connect(m, xbar.o[OUTPUTS.index("CSR")], csr.i_req)
+        # Inputs 6 and 7 are the DMA controller's (write and read-request streams): idle.
+
+        # MSI: held until the hard IP acknowledges it.
+        with m.If(csr.msi_req):
+            m.d.sync += [self.n_app_msi_req.eq(1), self.n_app_msi_num.eq(csr.msi_num)]
+        with m.Elif(self.n_app_msi_ack):
+            m.d.sync += self.n_app_msi_req.eq(0)
+        return m
