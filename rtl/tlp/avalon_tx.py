@@ -45,8 +45,9 @@ class AvalonST128TX(wiring.Component):
       ``tx_st_eop`` and ``tx_st_err``.  The hard IP accepts nullification only for posted and
       completion TLPs with payload longer than two beats; choose ``start_level`` of at least 3
       so that shorter packets are always held whole.
-    - A packet whose beat count disagrees with its length field is nullified the same way, the
-      rest of it dropped, and counted in ``malformed_count``.
+    - A packet whose beat count disagrees with its length field is counted in
+      ``malformed_count`` and treated the same way: dropped unsent when held whole, else
+      nullified with the rest of it dropped.
     - In the steady state one beat leaves per cycle with no bubble between packets; the link,
       not the adapter, sets the pace (a 256-byte write is 16 beats inside, 17 or 18 here).
 
@@ -93,8 +94,9 @@ class AvalonST128TX(wiring.Component):
         m.submodules.dfifo = dfifo = SyncFIFOBuffered(width=_TXData.size, depth=self._depth)
         m.submodules.hfifo = hfifo = SyncFIFOBuffered(width=TLPHeader.as_shape().size,
                                                       depth=self._hdr_depth)
-        # The `err` flag of each complete packet, so that one held whole is dropped unsent.
-        m.submodules.sfifo = sfifo = SyncFIFOBuffered(width=1, depth=self._hdr_depth)
+        # Status of each complete packet ([0] ended with `err`, [1] beat count disagrees with
+        # its length field), so that a bad packet held whole is dropped unsent.
+        m.submodules.sfifo = sfifo = SyncFIFOBuffered(width=2, depth=self._hdr_depth)
         i = self.i_tlp
         w_d = data.View(_TXData, dfifo.w_data)
         m.d.comb += [
@@ -112,8 +114,18 @@ class AvalonST128TX(wiring.Component):
         # FIFO has an entry, the packet at the head is complete.
         pkt_in = dfifo.w_en & i.p.last
         pkt_out = dfifo.r_en & data.View(_TXData, dfifo.r_data).last
+        # Beat count check at the input.
+        in_hdr = i.p.hdr
+        in_len = Mux(in_hdr.common.length == 0, 1024, in_hdr.common.length)
+        in_beats = Mux(in_hdr.common.fmt.as_value()[1], (in_len + 3) >> 2, 1)
+        expect = Signal(9)      # beats the current input packet should have
+        seen = Signal(9)        # beats of it written so far
+        n_now = Mux(i.p.first, in_beats, expect)
+        k_now = Mux(i.p.first, 0, seen)
+        with m.If(dfifo.w_en):
+            m.d.sync += [seen.eq(k_now + 1), expect.eq(n_now)]
         m.d.comb += [
-            sfifo.w_data.eq(i.p.err),
+            sfifo.w_data.eq(Cat(i.p.err, ~i.p.err & (k_now + 1 != n_now))),
             sfifo.w_en.eq(pkt_in),
             sfifo.r_en.eq(pkt_out),
         ]
@@ -184,15 +196,17 @@ class AvalonST128TX(wiring.Component):
 
         # A complete packet at the head that ended with `err` is dropped without a trace on the
         # link (the hard IP may only nullify some TLPs, and not those of one or two beats).
-        head_bad = sfifo.r_rdy & sfifo.r_data[0]
+        head_bad = sfifo.r_rdy & sfifo.r_data.any()
         can_start = hfifo.r_rdy & dfifo.r_rdy & (
-            (sfifo.r_rdy & ~sfifo.r_data[0]) | (dfifo.level >= self._start_level)
+            (sfifo.r_rdy & ~sfifo.r_data.any()) | (dfifo.level >= self._start_level)
             | ~dfifo.w_rdy)
 
         with m.FSM():
             with m.State("IDLE"):
                 with m.If(hfifo.r_rdy & head_bad):
-                    m.d.comb += [hfifo.r_en.eq(1), ev_dropped.eq(1)]
+                    m.d.comb += [hfifo.r_en.eq(1),
+                                 ev_dropped.eq(sfifo.r_data[0]),
+                                 ev_malformed.eq(sfifo.r_data[1])]
                     m.next = "DROP"
                 with m.Elif(advance & can_start):
                     m.d.comb += hfifo.r_en.eq(1)

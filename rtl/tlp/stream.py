@@ -19,8 +19,9 @@ Contract
   the last beat always agree with ``hdr.common.length`` (0 meaning 1024 DWs), except for a packet
   ended with ``err`` (below).
 - ``err`` may be set on the last beat only: the packet was found bad after it started to flow
-  (cut-through) and must be discarded by whoever terminates it; an Avalon-ST TX adapter
-  nullifies it on the link.  A packet ending with ``err`` may have fewer beats than its length.
+  (cut-through) and must be discarded by whoever terminates it; an Avalon-ST TX adapter drops
+  it unsent when it holds it whole, and nullifies it on the link only when it had already
+  started it.  A packet ending with ``err`` may have fewer beats than its length.
 - ``bar`` is the one-hot BAR hit of a memory request received from the link (hard-IP
   ``rx_st_bardec``), valid on the first beat; zero for every other TLP and for TLPs made
   inside the chip.

@@ -1,0 +1,13 @@
+"""Control registers: the register map (one Python description) and the register block."""
+
+from .block import CSR, RouteEntry
+from .regmap import (
+    REGMAP, REGS, Access, CountReason, COUNT_REASONS, Field, Group, Port, Register, RegisterMap,
+    peach2_regmap,
+)
+
+__all__ = [
+    "CSR", "RouteEntry",
+    "REGMAP", "REGS", "Access", "CountReason", "COUNT_REASONS", "Field", "Group", "Port",
+    "Register", "RegisterMap", "peach2_regmap",
+]

@@ -1,0 +1,424 @@
+"""The register block: BAR 0 decode, generated from the register map.
+
+:class:`CSR` serves memory reads and writes of BAR 0 arriving on the internal TLP stream and
+answers reads with completions.  Its ports, its write decode and its read multiplexer are built by
+loops over :data:`~peach2.csr.regmap.REGMAP` (or the map given); only the two action registers
+(``COUNTER_CLEAR``, ``MSI``) and the typed views for the router are written by hand.
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..tlp.layouts import Completion, CplStatus, Fmt, FmtType, Type
+from ..tlp.stream import TLPBeat, TLPStream
+from ..util import count_saturating
+from .regmap import DEFAULT_BUFFER_BEATS, Access, peach2_regmap
+
+__all__ = ["CSR", "RouteEntry"]
+
+
+#: One route table entry as the router sees it (see ``docs/registers.md``, ROUTE).
+RouteEntry = data.StructLayout({
+    "mask":   64,
+    "lower":  64,
+    "upper":  64,
+    "port":   2,
+    "enable": 1,
+})
+
+_ACTIONS = ("COUNTER_CLEAR", "MSI")
+
+
+class CSR(wiring.Component):
+    """PEACH2 control registers (BAR 0): decode, storage, counters and read completions.
+
+    Requests are served one at a time, in order.  A read of 1 DW, or of 2 DWs not crossing the
+    end of the BAR, gets one CplD (status SC) whose data are the register values (0 for unmapped
+    offsets and reserved bits); ``lower_address`` and ``byte_count`` follow the PCIe rules for
+    ``first_be``/``last_be`` (a zero-length read returns 1 DW, byte count 1).  Longer reads get a
+    Cpl with status CA, byte count 4.  Writes apply ``first_be``/``last_be``; longer writes are
+    applied DW by DW, walking the addresses, at up to one DW per cycle.  ``docs/registers.md``
+    lists the rules and the map.
+
+    Parameters
+    ----------
+    n_routes : int
+        Route table entries (1..16).
+    buffer_beats : int
+        Router buffer depth in beats; only reported in ``CONFIG``.
+    s_is_rc : bool
+        Port S is a root port; only reported in ``CONFIG``.
+    regmap : RegisterMap or None
+        The map to implement; ``None`` builds :func:`~peach2.csr.regmap.peach2_regmap` from the
+        parameters above.  A given map must have been built with the same parameters.
+    counter_width : int
+        Bits of each counter (1..32), 32 for the chip.  Narrower counters saturate earlier and
+        read zero-extended; tests use them.
+
+    Members
+    -------
+    i_req : In(TLPStream())
+        Memory requests (MRd/MWr, 3- or 4-DW header, any ``bar``) to BAR 0.  The offset in the
+        BAR is address bits [11:0].  Other TLPs, poisoned writes and packets ended with ``err``
+        are dropped (and raise ``bad_req``).
+    o_cpl : Out(TLPStream())
+        One single-beat completion per read.
+    completer_id : In(16)
+        The chip's bus/device/function, used as completer ID.
+    bad_req : Out(1)
+        One-cycle strobe for each request not served in full: a CA completion, a write with DWs
+        past the end of the BAR, a dropped TLP (not MRd/MWr, poisoned write, ``err``, a read
+        with payload beats, a stray beat).  Count it where the top sees fit.
+    node, offset_lo, offset_hi, control : Out(32)
+        Values of the read-write registers (one port per ``RW`` register, lower-case name).
+    route_mask_lo, route_mask_hi, route_lower_lo, route_lower_hi, route_upper_lo, route_upper_hi, route_target : Out(ArrayLayout(32, n_routes))
+        The ROUTE[i] registers.
+    port_status : In(ArrayLayout(32, 4))
+        PORT_STATUS[p]; bits outside ``link_up``/``ltssm`` are ignored (read 0).
+    pcie_id : In(16)
+        PCIE_ID.
+    count_inc : In(ArrayLayout(1, 64))
+        Counter strobes, element ``p * 16 + r``: each high element counts one event in that
+        cycle.  Elements of reserved reasons (11-15) are ignored.
+    msi_req : Out(1)
+        One-cycle strobe per write to MSI (with byte 0 enabled).
+    msi_num : Out(5)
+        Vector of the last MSI write; valid with ``msi_req`` and held after it.
+    route : Out(ArrayLayout(RouteEntry, n_routes))
+        The route table as typed entries (same storage as ``route_*``).
+    node_offset : Out(64)
+        ``OFFSET_HI:OFFSET_LO``.
+    pio_enable, route_enable : Out(1)
+        ``CONTROL`` bits.
+    """
+
+    def __init__(self, *, n_routes=8, buffer_beats=DEFAULT_BUFFER_BEATS, s_is_rc=True,
+                 regmap=None, counter_width=32):
+        params = {"n_routes": n_routes, "buffer_beats": buffer_beats, "s_is_rc": bool(s_is_rc)}
+        if regmap is None:
+            regmap = peach2_regmap(**params)
+        elif regmap.params != params:
+            raise ValueError(f"the register map was built for {regmap.params}, the CSR is "
+                             f"asked for {params}")
+        if not 1 <= counter_width <= 32:
+            raise ValueError(f"counter_width must be 1..32, not {counter_width}")
+        self.regmap = regmap
+        self._n_routes = n_routes
+        self._counter_width = counter_width
+        #: Test hook, filled by :meth:`elaborate`: flat element -> counter signal.
+        self._counters = {}
+
+        members = {
+            "i_req":        In(TLPStream()),
+            "o_cpl":        Out(TLPStream()),
+            "completer_id": In(16),
+            "bad_req":      Out(1),
+        }
+        for reg in regmap:
+            shape = data.ArrayLayout(reg.width, reg.count) if reg.dims else reg.width
+            if reg.access is Access.RW:
+                members[reg.port_name] = Out(shape)
+            elif reg.access is Access.RO:
+                members[reg.port_name] = In(shape)
+            elif reg.access is Access.COUNTER:
+                members[f"{reg.port_name}_inc"] = In(data.ArrayLayout(1, reg.count))
+            elif reg.access is Access.ACTION and reg.name not in _ACTIONS:
+                raise ValueError(f"no hardware for action register {reg.name}; the CSR knows "
+                                 f"{list(_ACTIONS)}")
+        msi = regmap["MSI"]
+        members["msi_req"] = Out(1)
+        members["msi_num"] = Out(msi.all_fields[0].width)
+        members["route"] = Out(data.ArrayLayout(RouteEntry, n_routes))
+        members["node_offset"] = Out(64)
+        members["pio_enable"] = Out(1)
+        members["route_enable"] = Out(1)
+        super().__init__(members)
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _port(self, reg, flat):
+        port = getattr(self, reg.port_name)
+        return port[flat] if reg.dims else port
+
+    def elaborate(self, platform):
+        m = Module()
+        rm = self.regmap
+
+        # Write command, one DW per cycle, registered (decoded next cycle).
+        w_en   = Signal()
+        w_addr = Signal(10)
+        w_data = Signal(32)
+        w_be   = Signal(4)
+        w_mask = Cat(*[w_be[i].replicate(8) for i in range(4)])
+
+        def written(dw):
+            return w_en & (w_addr == dw)
+
+        # -- storage, counters and what each DW reads -----------------------------------------
+        reads = {}      # DW index -> value
+        for reg in rm:
+            for flat, offset in reg.elements():
+                dw = offset >> 2
+                suffix = f"_{flat}" if reg.dims else ""
+                if reg.access is Access.CONST:
+                    reads[dw] = Const(reg.value, 32)
+                elif reg.access is Access.RO:
+                    reads[dw] = Value.cast(self._port(reg, flat)) & reg.mask
+                elif reg.access is Access.RW:
+                    store = Signal(reg.width, init=reg.value, name=f"reg_{reg.port_name}{suffix}")
+                    with m.If(written(dw)):
+                        m.d.sync += store.eq(((store & ~w_mask) | (w_data & w_mask)) & reg.mask)
+                    m.d.comb += self._port(reg, flat).eq(store)
+                    reads[dw] = store
+                elif reg.access is Access.COUNTER:
+                    self._counters[flat] = reads[dw] = Signal(
+                        self._counter_width, name=f"count_{reg.element_name(flat).lower()}"
+                        .replace("[", "_").replace("]", ""))
+
+        # -- actions --------------------------------------------------------------------------
+        clear_reg = rm["COUNTER_CLEAR"]
+        clear_bit = clear_reg.all_fields[0].lsb
+        clear = Signal()
+        m.d.comb += clear.eq(written(clear_reg.offset >> 2) & w_be[clear_bit // 8]
+                             & w_data[clear_bit])
+        msi = rm["MSI"]
+        vec = msi.all_fields[0]
+        msi_fire = written(msi.offset >> 2) & w_be[vec.lsb // 8]
+        m.d.sync += self.msi_req.eq(msi_fire)
+        with m.If(msi_fire):
+            m.d.sync += self.msi_num.eq(w_data[vec.lsb:vec.lsb + vec.width])
+
+        for reg in rm:
+            if reg.access is Access.COUNTER:
+                inc = getattr(self, f"{reg.port_name}_inc")
+                for flat, _ in reg.elements():
+                    counter = self._counters[flat]
+                    count_saturating(m, counter, inc[flat])
+                    with m.If(clear):
+                        m.d.sync += counter.eq(inc[flat])
+
+        # -- typed views for the router -------------------------------------------------------
+        def wide(name, flat=None):
+            return Cat(self._port(rm[f"{name}_LO"], flat), self._port(rm[f"{name}_HI"], flat))
+        target = rm["ROUTE_TARGET"]
+        t_fields = {f.name: f for f in target.fields}
+        for i in range(self._n_routes):
+            t = self._port(target, i)
+            m.d.comb += [
+                self.route[i].mask.eq(wide("ROUTE_MASK", i)),
+                self.route[i].lower.eq(wide("ROUTE_LOWER", i)),
+                self.route[i].upper.eq(wide("ROUTE_UPPER", i)),
+                self.route[i].port.eq(t[t_fields["port"].lsb:][:t_fields["port"].width]),
+                self.route[i].enable.eq(t[t_fields["enable"].lsb]),
+            ]
+        control = rm["CONTROL"]
+        c_fields = {f.name: f for f in control.fields}
+        m.d.comb += [
+            self.node_offset.eq(wide("OFFSET")),
+            self.pio_enable.eq(self.control[c_fields["pio_enable"].lsb]),
+            self.route_enable.eq(self.control[c_fields["route_enable"].lsb]),
+        ]
+
+        # -- read pipeline: 64:1 per 256-byte bank, registered, then 16:1 over banks ----------
+        rd_en   = Signal()
+        rd_addr = Signal(10)
+        banks = {}
+        for dw, value in reads.items():
+            banks.setdefault(dw >> 6, {})[dw & 0x3f] = value
+        bank_q = {b: Signal(32, name=f"rd_bank{b}") for b in sorted(banks)}
+        rd_bank = Signal(4)
+        rd_v1   = Signal()
+        m.d.sync += [rd_v1.eq(rd_en), rd_bank.eq(rd_addr[6:10])]
+        for b, entries in banks.items():
+            with m.Switch(rd_addr[0:6]):
+                for k, value in sorted(entries.items()):
+                    with m.Case(k):
+                        m.d.sync += bank_q[b].eq(value)
+                with m.Default():
+                    m.d.sync += bank_q[b].eq(0)
+        rd_data = Signal(32)
+        rd_v2   = Signal()
+        m.d.sync += rd_v2.eq(rd_v1)
+        with m.Switch(rd_bank):
+            for b in bank_q:
+                with m.Case(b):
+                    m.d.sync += rd_data.eq(bank_q[b])
+            with m.Default():
+                m.d.sync += rd_data.eq(0)
+
+        # -- request decode ---------------------------------------------------------------------
+        beat = Signal(TLPBeat)
+        hdr = beat.hdr
+        fmt_type = hdr.dw[0][24:32]
+        is_mwr = (fmt_type == FmtType.MWR32.value) | (fmt_type == FmtType.MWR64.value)
+        is_mrd = (fmt_type == FmtType.MRD32.value) | (fmt_type == FmtType.MRD64.value)
+        four_dw = hdr.common.fmt.as_value()[0]
+        addr_dw = Mux(four_dw, hdr.mem64.address_lo[0:10], hdr.mem32.address[0:10])
+        length = Signal(11)
+        m.d.comb += length.eq(Mux(hdr.common.length == 0, 1024, hdr.common.length))
+        req_first_be = hdr.mem32.first_be
+        req_last_be = hdr.mem32.last_be
+
+        def low_zeros(be):          # offset of the first enabled byte (0000 -> 0)
+            return Mux(be[0], 0, Mux(be[1], 1, Mux(be[2], 2, Mux(be[3], 3, 0))))
+
+        def high_zeros(be):         # disabled bytes after the last enabled one (0000 -> 0)
+            return Mux(be[3], 0, Mux(be[2], 1, Mux(be[1], 2, Mux(be[0], 3, 0))))
+
+        rd_ok = (length == 1) | ((length == 2) & (addr_dw != 0x3ff))
+        byte_count = Signal(12)
+        with m.If(~rd_ok):
+            m.d.comb += byte_count.eq(4)
+        with m.Elif(length == 1):
+            m.d.comb += byte_count.eq(Mux(req_first_be == 0, 1,
+                                          4 - low_zeros(req_first_be) - high_zeros(req_first_be)))
+        with m.Else():
+            m.d.comb += byte_count.eq(8 - low_zeros(req_first_be) - high_zeros(req_last_be))
+
+        cpl_hdr = Signal(Completion)
+        m.d.comb += [
+            cpl_hdr.fmt.eq(Mux(rd_ok, Fmt.DW3_DATA, Fmt.DW3_NO_DATA)),
+            cpl_hdr.type.eq(Type.CPL),
+            cpl_hdr.length.eq(Mux(rd_ok, length, 0)),
+            cpl_hdr.tc.eq(hdr.common.tc),
+            cpl_hdr.attr.eq(hdr.common.attr),
+            cpl_hdr.attr2.eq(hdr.common.attr2),
+            cpl_hdr.t8.eq(hdr.common.t8),
+            cpl_hdr.t9.eq(hdr.common.t9),
+            cpl_hdr.status.eq(Mux(rd_ok, CplStatus.SC, CplStatus.CA)),
+            cpl_hdr.byte_count.eq(byte_count),
+            cpl_hdr.completer_id.eq(self.completer_id),
+            cpl_hdr.requester_id.eq(hdr.mem32.requester_id),
+            cpl_hdr.tag.eq(hdr.mem32.tag),
+            cpl_hdr.lower_address.eq(Cat(low_zeros(req_first_be)[0:2], addr_dw[0:5])),
+        ]
+
+        # -- request state machine --------------------------------------------------------------
+        cur        = Signal(11)   # DW address of the next DW; bit 10 set past the BAR end
+        remaining  = Signal(11)   # DWs of the write still to apply
+        first_dw   = Signal()
+        first_be   = Signal(4)
+        last_be    = Signal(4)
+        lane       = Signal(2)
+        cont       = Signal()     # inside a multi-beat write, waiting for its next beat
+        pkt_bad    = Signal()
+        two        = Signal()
+        got_one    = Signal()
+        data0      = Signal(32)
+        bad        = Signal()
+
+        cpl = self.o_cpl.payload
+        m.d.comb += [cpl.first.eq(1), cpl.last.eq(1)]
+        m.d.sync += [w_en.eq(0), rd_en.eq(0), self.bad_req.eq(bad)]
+
+        def start_cpl(ok, lane0, lane1):
+            m.d.sync += [
+                self.o_cpl.valid.eq(1),
+                cpl.hdr.eq(cpl_hdr),
+                cpl.data.eq(Cat(lane0, lane1)),
+                cpl.dw_en.eq(Mux(ok, Mux(two, 0b0011, 0b0001), 0)),
+            ]
+            m.next = "CPL"
+
+        with m.FSM():
+            with m.State("FETCH"):
+                m.d.comb += self.i_req.ready.eq(1)
+                with m.If(self.i_req.valid):
+                    m.d.sync += beat.eq(self.i_req.payload)
+                    m.next = "DECIDE"
+
+            with m.State("DECIDE"):
+                with m.If(beat.first):
+                    m.d.sync += [
+                        cont.eq(0), pkt_bad.eq(0), cur.eq(addr_dw), remaining.eq(length),
+                        first_dw.eq(1), first_be.eq(req_first_be), last_be.eq(req_last_be),
+                        lane.eq(0), two.eq(length == 2), got_one.eq(0),
+                    ]
+                    good_wr = is_mwr & ~beat.err & ~hdr.common.ep
+                    good_rd = is_mrd & ~beat.err & beat.last
+                    with m.If(good_wr):
+                        m.d.comb += bad.eq(cont)
+                        m.next = "WRITE"
+                    with m.Elif(good_rd & rd_ok):
+                        m.d.comb += bad.eq(cont)
+                        m.next = "READ0"
+                    with m.Elif(good_rd):
+                        m.d.comb += bad.eq(1)       # counted once here; the CA follows
+                        start_cpl(0, 0, 0)
+                    with m.Else():
+                        m.d.comb += bad.eq(1)
+                        with m.If(beat.last):
+                            m.next = "FETCH"
+                        with m.Else():
+                            m.next = "DRAIN"
+                with m.Elif(cont):
+                    m.d.sync += lane.eq(0)
+                    m.next = "WRITE"
+                with m.Else():
+                    m.d.comb += bad.eq(1)           # a beat outside any packet
+                    m.next = "FETCH"
+
+            with m.State("DRAIN"):
+                m.d.comb += self.i_req.ready.eq(1)
+                with m.If(self.i_req.valid & self.i_req.payload.last):
+                    m.next = "FETCH"
+
+            with m.State("WRITE"):
+                lane_en = beat.dw_en.bit_select(lane, 1)
+                active = lane_en & (remaining != 0)
+                left = Signal(11)
+                m.d.comb += left.eq(remaining - active)
+                more = (lane != 3) & beat.dw_en.bit_select(lane + 1, 1) & (left != 0)
+                past_end = active & cur[10]
+                with m.If(beat.err):
+                    # Only a last beat carries err: drop its DWs, the packet ends here.
+                    m.d.comb += bad.eq(1)
+                    m.d.sync += cont.eq(0)
+                    m.next = "FETCH"
+                with m.Else():
+                    with m.If(active):
+                        m.d.sync += [
+                            w_en.eq(~cur[10]),
+                            w_addr.eq(cur[0:10]),
+                            w_data.eq(beat.data.word_select(lane, 32)),
+                            w_be.eq(Mux(first_dw, first_be, Mux(remaining == 1, last_be, 0xf))),
+                            cur.eq(cur + 1),
+                            remaining.eq(left),
+                            first_dw.eq(0),
+                            pkt_bad.eq(pkt_bad | cur[10]),
+                        ]
+                    m.d.sync += lane.eq(lane + 1)
+                    with m.If(~more):
+                        with m.If(beat.last):
+                            m.d.comb += bad.eq(pkt_bad | past_end | (left != 0))
+                            m.d.sync += cont.eq(0)
+                        with m.Else():
+                            m.d.sync += cont.eq(1)
+                        m.next = "FETCH"
+
+            with m.State("READ0"):
+                m.d.sync += [rd_en.eq(1), rd_addr.eq(cur[0:10])]
+                with m.If(two):
+                    m.next = "READ1"
+                with m.Else():
+                    m.next = "READ_WAIT"
+
+            with m.State("READ1"):
+                m.d.sync += [rd_en.eq(1), rd_addr.eq(cur[0:10] + 1)]
+                m.next = "READ_WAIT"
+
+            with m.State("READ_WAIT"):
+                with m.If(rd_v2):
+                    m.d.sync += [data0.eq(rd_data), got_one.eq(1)]
+                    with m.If(~two):
+                        start_cpl(1, rd_data, 0)
+                    with m.Elif(got_one):
+                        start_cpl(1, data0, rd_data)
+
+            with m.State("CPL"):
+                with m.If(self.o_cpl.ready):
+                    m.d.sync += self.o_cpl.valid.eq(0)
+                    m.next = "FETCH"
+
+        return m

@@ -1,0 +1,569 @@
+"""Host driver model: program and observe a PEACH2 chip through its BARs.
+
+This is what the TCA API of the PEACH2 papers offers for the router, in Python, for testbenches
+and for users scripting a simulation:
+
+- :class:`Driver` talks to one chip through any object with async ``read(addr, length)`` and
+  ``write(addr, data)`` methods (a cocotbext-pcie ``bar_window``, or the Amaranth-simulator
+  adapter of ``tb/csr``): registers by name, routes, node offset, enables, counters, MSI, and PIO
+  writes into another node's host or GPU window.
+- :class:`Topology` says which port of which node is cabled to which node (rings and the papers'
+  2xK double ring); :class:`AddressMap` places every node's region and its host/GPU windows in the
+  shared TCA address space; :func:`routes_for` turns both into one node's route table.
+
+Register offsets and fields come from :mod:`peach2.csr.regmap`, never from this file.
+
+Example
+-------
+::
+
+    topo = Topology.double_ring(4)                     # 2x4 sub-cluster, nodes 0..7
+    amap = AddressMap(tca_base=0x80_0000_0000, node_size=1 << 32, host_size=1 << 30,
+                      gpu_size=1 << 28, n_gpus=4)
+    drv = Driver(host.bars[0], host.bars[2])
+    await drv.id_check()
+    await drv.program(topo, amap, node=0, phys_base=0x1_0000_0000)
+    await drv.pio_write(amap, node=5, window="host", offset=0x100, data=b"hello TCA")
+    print(await drv.counters("E"))
+"""
+
+from collections import deque
+from dataclasses import dataclass
+
+from peach2.csr.regmap import REGMAP, VERSION_MAJOR, Access
+
+__all__ = ["Driver", "DriverError", "Topology", "AddressMap", "RouteTableFull", "routes_for",
+           "match_route"]
+
+_MASK64 = (1 << 64) - 1
+PORT_NAMES = ("N", "E", "W", "S")
+LINK_PORTS = ("E", "W", "S")
+
+
+class DriverError(RuntimeError):
+    """The chip does not answer as a PEACH2 of a supported version."""
+
+
+class RouteTableFull(ValueError):
+    """A node needs more route entries than the chip has."""
+
+
+def _port_number(port):
+    if isinstance(port, str):
+        if port not in PORT_NAMES:
+            raise ValueError(f"port must be one of {PORT_NAMES} or 0..3, not {port!r}")
+        return PORT_NAMES.index(port)
+    port = int(port)
+    if not 0 <= port < 4:
+        raise ValueError(f"port must be 0..3 (N, E, W, S), not {port}")
+    return port
+
+
+def _u64(name, value):
+    value = int(value)
+    if not 0 <= value <= _MASK64:
+        raise ValueError(f"{name} must fit 64 bits, not {value:#x}")
+    return value
+
+
+# -- topology and address map ---------------------------------------------------------------------
+
+class Topology:
+    """Which node each link port (E, W, S) of each node is cabled to.
+
+    Parameters
+    ----------
+    n_nodes : int
+    links : dict
+        ``{(node, port): neighbour}`` with port ``"E"``, ``"W"`` or ``"S"``.  Links are
+        bidirectional: if ``(a, p)`` reaches ``b``, some port of ``b`` must reach ``a``.
+
+    Members
+    -------
+    n_nodes : int
+    links : dict
+    """
+
+    def __init__(self, n_nodes, links):
+        if n_nodes < 1:
+            raise ValueError(f"a topology needs at least one node, not {n_nodes}")
+        self.n_nodes = n_nodes
+        self.links = dict(links)
+        for (node, port), peer in self.links.items():
+            if port not in LINK_PORTS:
+                raise ValueError(f"link port must be one of {LINK_PORTS}, not {port!r}")
+            for n in (node, peer):
+                if not 0 <= n < n_nodes:
+                    raise ValueError(f"node {n} out of range 0..{n_nodes - 1}")
+            if not any(p == peer and nb == node for (p, _), nb in self.links.items()):
+                raise ValueError(f"link {node}.{port} -> {peer} has no way back from node "
+                                 f"{peer}")
+        self._dist = [self._bfs(src) for src in range(n_nodes)]
+
+    @classmethod
+    def ring(cls, n):
+        """Return a ring of ``n`` nodes: E of node i goes to i+1, W to i-1 (modulo n)."""
+        if n < 2:
+            raise ValueError(f"a ring needs at least 2 nodes, not {n}")
+        links = {}
+        for i in range(n):
+            links[(i, "E")] = (i + 1) % n
+            links[(i, "W")] = (i - 1) % n
+        return cls(n, links)
+
+    @classmethod
+    def double_ring(cls, k):
+        """Return the 2xK double ring of the papers (2x4, 2x8 sub-clusters).
+
+        Nodes ``0..k-1`` form ring A and ``k..2k-1`` ring B, E/W around each ring; S connects
+        node ``i`` of ring A with node ``k+i`` of ring B.
+        """
+        if k < 2:
+            raise ValueError(f"each ring needs at least 2 nodes, not {k}")
+        links = {}
+        for ring in (0, k):
+            for i in range(k):
+                links[(ring + i, "E")] = ring + (i + 1) % k
+                links[(ring + i, "W")] = ring + (i - 1) % k
+        for i in range(k):
+            links[(i, "S")] = k + i
+            links[(k + i, "S")] = i
+        return cls(2 * k, links)
+
+    def neighbours(self, node):
+        """Return ``{port: node}`` of the links of ``node``."""
+        return {p: nb for (n, p), nb in self.links.items() if n == node}
+
+    def _bfs(self, src):
+        dist = [None] * self.n_nodes
+        dist[src] = 0
+        queue = deque([src])
+        while queue:
+            n = queue.popleft()
+            for nb in self.neighbours(n).values():
+                if dist[nb] is None:
+                    dist[nb] = dist[n] + 1
+                    queue.append(nb)
+        return dist
+
+    def hops(self, src, dst):
+        """Return the number of links on a shortest path from ``src`` to ``dst``."""
+        d = self._dist[src][dst]
+        if d is None:
+            raise ValueError(f"node {dst} cannot be reached from node {src}")
+        return d
+
+    @property
+    def diameter(self):
+        """The largest number of hops between two nodes."""
+        return max(self.hops(a, b) for a in range(self.n_nodes) for b in range(self.n_nodes))
+
+    def next_hop(self, src, dst, *, prefer=LINK_PORTS):
+        """Return the port by which ``src`` sends towards ``dst`` (``"N"`` when equal).
+
+        The port leads to a neighbour one hop closer to ``dst``; among several such ports the
+        first in ``prefer`` wins, so every node decides the same way.
+        """
+        if src == dst:
+            return "N"
+        d = self.hops(src, dst)
+        nbs = self.neighbours(src)
+        for port in prefer:
+            if port in nbs and self.hops(nbs[port], dst) == d - 1:
+                return port
+        raise AssertionError("unreachable: a shortest path always has a next hop")
+
+
+@dataclass(frozen=True)
+class AddressMap:
+    """The shared TCA address space: one region per node, with host and GPU windows.
+
+    Every node's region has the same layout (002 section 3.5): the host window at offset 0, then
+    GPU window ``i`` at ``gpu_start + i * gpu_size``, where ``gpu_start`` is ``host_size``
+    rounded up to ``gpu_size``.  Node ``n``'s region starts at ``tca_base + n * node_size``, so
+    the address bits above ``node_size`` pick the node.
+
+    Parameters
+    ----------
+    tca_base : int
+        Bus address of node 0's region (the TCA BAR), aligned to ``node_size``.
+    node_size : int
+        Bytes of one node's region; a power of two.
+    host_size, gpu_size : int
+        Bytes of the host window and of each GPU window; powers of two.
+    n_gpus : int
+        GPU windows per node.
+    """
+    tca_base: int
+    node_size: int
+    host_size: int
+    gpu_size: int
+    n_gpus: int = 0
+
+    def __post_init__(self):
+        for name in ("node_size", "host_size", "gpu_size"):
+            v = getattr(self, name)
+            if v <= 0 or v & (v - 1):
+                raise ValueError(f"{name} must be a power of two, not {v:#x}")
+        if self.n_gpus < 0:
+            raise ValueError(f"n_gpus must not be negative, not {self.n_gpus}")
+        if self.tca_base % self.node_size:
+            raise ValueError(f"tca_base {self.tca_base:#x} must be aligned to node_size "
+                             f"{self.node_size:#x} so that upper address bits pick the node")
+        if self.used > self.node_size:
+            raise ValueError(f"host window + {self.n_gpus} GPU windows need {self.used:#x} "
+                             f"bytes, more than node_size {self.node_size:#x}")
+        _u64("tca_base", self.tca_base)
+
+    @property
+    def gpu_start(self):
+        """Offset of GPU window 0 in a node's region."""
+        return -(-self.host_size // self.gpu_size) * self.gpu_size
+
+    @property
+    def used(self):
+        """Bytes of a region covered by windows."""
+        return self.gpu_start + self.n_gpus * self.gpu_size if self.n_gpus else self.host_size
+
+    @property
+    def mask(self):
+        """The route-entry mask that keeps the node-selecting address bits."""
+        return ~(self.node_size - 1) & _MASK64
+
+    def region(self, node):
+        """Return ``(base, size)`` of ``node``'s region."""
+        if node < 0:
+            raise ValueError(f"node must not be negative, not {node}")
+        base = self.tca_base + node * self.node_size
+        _u64(f"region of node {node}", base + self.node_size - 1)
+        return base, self.node_size
+
+    def window(self, node, window):
+        """Return ``(base, size)`` of a window: ``"host"`` or ``("gpu", i)``."""
+        base, _ = self.region(node)
+        if window == "host":
+            return base, self.host_size
+        if isinstance(window, tuple) and len(window) == 2 and window[0] == "gpu":
+            i = window[1]
+            if not 0 <= i < self.n_gpus:
+                raise ValueError(f"GPU window {i} out of range 0..{self.n_gpus - 1}")
+            return base + self.gpu_start + i * self.gpu_size, self.gpu_size
+        raise ValueError(f'window must be "host" or ("gpu", i), not {window!r}')
+
+    def node_of(self, address):
+        """Return the node whose region holds ``address`` (``None`` below ``tca_base``)."""
+        if address < self.tca_base:
+            return None
+        return (address - self.tca_base) // self.node_size
+
+
+def _printer(ports):
+    """Fewest first-match-wins ranges painting ``ports``; return ``[(lo, hi, port)]``, top first.
+
+    The "strange printer" dynamic programme: ``cost[i][j]`` is the fewest ranges that give
+    nodes ``i..j`` their ports when later ranges cover earlier ones.
+    """
+    n = len(ports)
+    cost = [[0] * (n + 1) for _ in range(n + 1)]
+    pick = [[None] * (n + 1) for _ in range(n + 1)]
+
+    def c(i, j):
+        return cost[i][j] if i <= j else 0
+
+    for length in range(1, n + 1):
+        for i in range(n - length + 1):
+            j = i + length - 1
+            best, how = c(i + 1, j) + 1, None
+            for k in range(i + 1, j + 1):
+                if ports[k] == ports[i]:
+                    v = c(i + 1, k - 1) + c(k, j)
+                    if v < best:
+                        best, how = v, k
+            cost[i][j], pick[i][j] = best, how
+
+    def build(i, j):            # bottom-to-top; the first range starts at i
+        if i > j:
+            return []
+        k = pick[i][j]
+        if k is None:
+            return [[i, i, ports[i]]] + build(i + 1, j)
+        sub = build(k, j)
+        sub[0][0] = i
+        return sub + build(i + 1, k - 1)
+
+    return [tuple(r) for r in reversed(build(0, n - 1))]
+
+
+def routes_for(topology, address_map, node, *, n_routes=None, prefer=LINK_PORTS):
+    """Return ``node``'s route table as ``[(mask, lower, upper, port)]``, first match first.
+
+    Each destination node gets the next-hop port of :meth:`Topology.next_hop` (port 0, N, for
+    ``node`` itself); runs of nodes are merged into the fewest first-match-wins entries.
+    ``port`` is the port number (0 N, 1 E, 2 W, 3 S).
+
+    Raises
+    ------
+    RouteTableFull
+        More than ``n_routes`` entries would be needed.
+    """
+    ports = [_port_number(topology.next_hop(node, dst, prefer=prefer))
+             for dst in range(topology.n_nodes)]
+    address_map.region(topology.n_nodes - 1)          # the whole space must fit 64 bits
+    entries = []
+    for lo, hi, port in _printer(ports):
+        lower, _ = address_map.region(lo)
+        upper, _ = address_map.region(hi)
+        entries.append((address_map.mask, lower, upper, port))
+    if n_routes is not None and len(entries) > n_routes:
+        raise RouteTableFull(
+            f"node {node} needs {len(entries)} route entries, the chip has {n_routes}; next "
+            f"hops by destination: {''.join(PORT_NAMES[p] for p in ports)}.  Build the chip "
+            f"with more routes or renumber the nodes so that equal next hops are contiguous")
+    return entries
+
+
+def match_route(entries, address):
+    """Return the port of the first entry matching ``address`` (``None``: unroutable).
+
+    ``entries`` as returned by :func:`routes_for` or read back with :meth:`Driver.routes`
+    (enabled entries only); the reference of the router's matching rule.
+    """
+    for mask, lower, upper, port in entries:
+        if lower <= (address & mask) <= upper:
+            return port
+    return None
+
+
+# -- the driver ---------------------------------------------------------------------------------
+
+class Driver:
+    """Program and observe one PEACH2 chip.
+
+    Parameters
+    ----------
+    bar0 : object
+        The register BAR: async ``read(addr, length) -> bytes`` and ``write(addr, data)``,
+        addresses relative to the BAR (a cocotbext-pcie ``bar_window``).
+    tca_bar : object or None
+        The TCA window BAR, same interface, relative to :attr:`AddressMap.tca_base`; needed by
+        :meth:`pio_write` only.
+    regmap : RegisterMap
+        The register description (default: the default build's).
+
+    All methods are coroutines except where noted; arguments are checked and out-of-range values
+    raise ``ValueError``/``IndexError`` instead of being truncated.
+    """
+
+    def __init__(self, bar0, tca_bar=None, *, regmap=REGMAP):
+        self.bar0 = bar0
+        self.tca_bar = tca_bar
+        self.regmap = regmap
+        self._n_routes = None
+
+    # -- registers by name ----------------------------------------------------------------------
+
+    def offset(self, name, index=None):
+        """Return the byte offset of register ``name`` element ``index`` (not a coroutine)."""
+        return self.regmap[name].offset_of(index)
+
+    async def read_reg(self, name, index=None):
+        """Read one 32-bit register; ``index`` is an int, a tuple or index names
+        (``("E", "RX_TLPS")`` for COUNT)."""
+        data = await self.bar0.read(self.offset(name, index), 4)
+        return int.from_bytes(data, "little")
+
+    async def write_reg(self, name, value=None, index=None, **fields):
+        """Write one 32-bit register: a whole ``value`` or named ``fields`` (others 0)."""
+        reg = self.regmap[name]
+        if reg.access not in (Access.RW, Access.ACTION):
+            raise ValueError(f"{name} is {reg.access.value}; software cannot write it")
+        if (value is None) == (not fields):
+            raise TypeError("give either value or fields")
+        if value is None:
+            value = reg.encode(**fields)
+        if not 0 <= value < (1 << 32):
+            raise ValueError(f"{name}: {value:#x} does not fit 32 bits")
+        await self.bar0.write(self.offset(name, index), value.to_bytes(4, "little"))
+
+    async def read_fields(self, name, index=None):
+        """Read a register and return its fields as a dict."""
+        return self.regmap[name].decode(await self.read_reg(name, index))
+
+    async def read_wide(self, name, index=None):
+        """Read the 64-bit pair ``<name>_LO``/``<name>_HI`` (one 64-bit read when aligned)."""
+        lo, hi = self.offset(f"{name}_LO", index), self.offset(f"{name}_HI", index)
+        if hi == lo + 4 and lo % 8 == 0:
+            return int.from_bytes(await self.bar0.read(lo, 8), "little")
+        return (await self.read_reg(f"{name}_LO", index)
+                | await self.read_reg(f"{name}_HI", index) << 32)
+
+    async def write_wide(self, name, value, index=None):
+        """Write the 64-bit pair ``<name>_LO``/``<name>_HI`` (one 64-bit write when aligned)."""
+        value = _u64(name, value)
+        lo, hi = self.offset(f"{name}_LO", index), self.offset(f"{name}_HI", index)
+        if hi == lo + 4 and lo % 8 == 0:
+            await self.bar0.write(lo, value.to_bytes(8, "little"))
+        else:
+            await self.write_reg(f"{name}_LO", value & 0xffffffff, index)
+            await self.write_reg(f"{name}_HI", value >> 32, index)
+
+    # -- identity -------------------------------------------------------------------------------
+
+    async def id_check(self):
+        """Check ID and VERSION; return ``(major, minor)``.
+
+        Raises
+        ------
+        DriverError
+            ID is not "PCH2" or the major version differs from the driver's.
+        """
+        expect = self.regmap["ID"].value
+        got = await self.read_reg("ID")
+        if got != expect:
+            raise DriverError(f"ID reads {got:#010x}, expected {expect:#010x} (\"PCH2\"): is "
+                              f"bar0 the PEACH2 register BAR, and is the chip out of reset?")
+        version = await self.read_fields("VERSION")
+        if version["major"] != VERSION_MAJOR:
+            raise DriverError(f"register map version {version['major']}.{version['minor']}, "
+                              f"this driver knows major version {VERSION_MAJOR}")
+        return version["major"], version["minor"]
+
+    async def config(self):
+        """Return the CONFIG fields (``n_routes``, ``s_is_rc``, ``n_ports``, ``buffer_beats``)."""
+        cfg = await self.read_fields("CONFIG")
+        self._n_routes = cfg["n_routes"]
+        return cfg
+
+    async def n_routes(self):
+        """Return the number of route entries of the chip (read once from CONFIG)."""
+        if self._n_routes is None:
+            await self.config()
+        return self._n_routes
+
+    async def port_status(self, port):
+        """Return ``{"link_up": .., "ltssm": ..}`` of ``port`` (name or number)."""
+        return await self.read_fields("PORT_STATUS", _port_number(port))
+
+    # -- routing --------------------------------------------------------------------------------
+
+    async def set_offset(self, offset):
+        """Set the node offset subtracted from requests leaving through port N (mod 2^64)."""
+        await self.write_wide("OFFSET", offset)
+
+    async def get_offset(self):
+        """Return the node offset."""
+        return await self.read_wide("OFFSET")
+
+    async def _check_route_index(self, i):
+        n = await self.n_routes()
+        if not 0 <= i < n:
+            raise IndexError(f"route entry {i} out of range 0..{n - 1}")
+
+    async def set_route(self, i, mask, lower, upper, port, enable=True):
+        """Program route entry ``i``: ``lower <= (A & mask) <= upper`` goes to ``port``.
+
+        The entry is disabled while its bounds change, then written with ``enable``.
+        """
+        await self._check_route_index(i)
+        port = _port_number(port)
+        values = {"MASK": _u64("mask", mask), "LOWER": _u64("lower", lower),
+                  "UPPER": _u64("upper", upper)}
+        await self.write_reg("ROUTE_TARGET", 0, i)
+        for name, value in values.items():
+            await self.write_wide(f"ROUTE_{name}", value, i)
+        await self.write_reg("ROUTE_TARGET", index=i, port=port, enable=int(bool(enable)))
+
+    async def get_route(self, i):
+        """Return entry ``i`` as ``{"mask", "lower", "upper", "port", "enable"}``."""
+        await self._check_route_index(i)
+        entry = {name.lower(): await self.read_wide(f"ROUTE_{name}", i)
+                 for name in ("MASK", "LOWER", "UPPER")}
+        entry.update(await self.read_fields("ROUTE_TARGET", i))
+        return entry
+
+    async def routes(self):
+        """Return the enabled entries as ``[(mask, lower, upper, port)]`` in index order."""
+        out = []
+        for i in range(await self.n_routes()):
+            e = await self.get_route(i)
+            if e["enable"]:
+                out.append((e["mask"], e["lower"], e["upper"], e["port"]))
+        return out
+
+    async def clear_routes(self):
+        """Disable and zero every route entry."""
+        for i in range(await self.n_routes()):
+            await self.write_reg("ROUTE_TARGET", 0, i)
+            for name in ("MASK", "LOWER", "UPPER"):
+                await self.write_wide(f"ROUTE_{name}", 0, i)
+
+    async def enable(self, pio=True, route=True):
+        """Set CONTROL: ``pio`` opens host writes into the TCA window, ``route`` E/W/S ingress."""
+        await self.write_reg("CONTROL", pio_enable=int(bool(pio)), route_enable=int(bool(route)))
+
+    async def program(self, topology, address_map, node, phys_base):
+        """Set up this chip as ``node`` of ``topology``; return the route entries written.
+
+        Closes the windows, writes the route table of :func:`routes_for` (remaining entries
+        disabled), the node offset ``region base - phys_base`` (so that an address ``A`` in the
+        node's region leaves port N as ``phys_base + (A - region base)``) and NODE, then enables
+        PIO and routing.
+        """
+        if not 0 <= node < topology.n_nodes:
+            raise ValueError(f"node {node} out of range 0..{topology.n_nodes - 1}")
+        node_reg = self.regmap["NODE"]
+        node_bits = node_reg.all_fields[0].width
+        if node >= 1 << node_bits:
+            raise ValueError(f"node {node} does not fit NODE.node_id ({node_bits} bits)")
+        entries = routes_for(topology, address_map, node, n_routes=await self.n_routes())
+        await self.enable(pio=False, route=False)
+        await self.clear_routes()
+        for i, (mask, lower, upper, port) in enumerate(entries):
+            await self.set_route(i, mask, lower, upper, port)
+        base, _ = address_map.region(node)
+        await self.set_offset((base - _u64("phys_base", phys_base)) & _MASK64)
+        await self.write_reg("NODE", node_id=node)
+        await self.enable(pio=True, route=True)
+        return entries
+
+    async def pio_write(self, address_map, node, window, offset, data):
+        """Write ``data`` into ``node``'s ``window`` (``"host"`` or ``("gpu", i)``) at ``offset``.
+
+        Goes through the TCA BAR; return the bus address written.
+        """
+        if self.tca_bar is None:
+            raise ValueError("this Driver has no tca_bar; pass it to Driver(bar0, tca_bar)")
+        base, size = address_map.window(node, window)
+        data = bytes(data)
+        if offset < 0 or offset + len(data) > size:
+            raise ValueError(f"{len(data)} bytes at offset {offset:#x} do not fit the "
+                             f"{size:#x}-byte {window} window of node {node}")
+        address = base + offset
+        await self.tca_bar.write(address - address_map.tca_base, data)
+        return address
+
+    # -- counters and interrupts ------------------------------------------------------------------
+
+    async def counters(self, port=None):
+        """Return ``{reason: count}`` of ``port``, or ``{port: {reason: count}}`` of every port.
+
+        Counts are read one by one while traffic may run, so they are not one snapshot.
+        """
+        reg = self.regmap["COUNT"]
+        ports, reasons = reg.index_names
+        if port is None:
+            return {p: await self.counters(p) for p in ports}
+        p = _port_number(port)
+        out = {}
+        for r, reason in enumerate(reasons):
+            if reason:
+                out[reason] = await self.read_reg("COUNT", (p, r))
+        return out
+
+    async def clear_counters(self):
+        """Zero every counter."""
+        await self.write_reg("COUNTER_CLEAR", clear=1)
+
+    async def msi(self, vector):
+        """Make the chip send MSI ``vector`` to its host."""
+        await self.write_reg("MSI", vector=vector)
