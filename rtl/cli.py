@@ -56,6 +56,21 @@ def _generate(args):
     return 0
 
 
+def _regmap(args):
+    from .csr.regmap import REGMAP
+
+    text = {"md": REGMAP.to_markdown, "c": REGMAP.to_c_header, "json": REGMAP.to_json}[
+        args.format]()
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        path = Path(args.output)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        print(f"wrote {path}")
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="peach2",
@@ -70,6 +85,15 @@ def main(argv=None):
     gen.add_argument("--no-check", action="store_true",
                      help="do not compile the output with iverilog")
     gen.set_defaults(func=_generate)
+
+    reg = sub.add_parser("regmap", help="write the register map (Markdown, C header or JSON)",
+                         description="Write the control register map (BAR 0), generated from "
+                                     "its one Python description (rtl/csr/regmap.py).")
+    reg.add_argument("--format", choices=("md", "c", "json"), default="md",
+                     help="md: docs/registers.md; c: a C header; json (default: %(default)s)")
+    reg.add_argument("-o", "--output", metavar="FILE",
+                     help="write to FILE instead of standard output")
+    reg.set_defaults(func=_regmap)
 
     args = parser.parse_args(argv)
     if args.command is None:

@@ -498,8 +498,23 @@ class Driver:
                 await self.write_wide(f"ROUTE_{name}", 0, i)
 
     async def enable(self, pio=True, route=True):
-        """Set CONTROL: ``pio`` opens host writes into the TCA window, ``route`` E/W/S ingress."""
-        await self.write_reg("CONTROL", pio_enable=int(bool(pio)), route_enable=int(bool(route)))
+        """Set CONTROL: ``pio`` opens host writes into the TCA window, ``route`` E/W/S ingress.
+
+        Returns once the chip has applied it: CONTROL is read back, which also flushes every
+        earlier posted register write (the register block serves requests in order).  Without
+        this a PIO write sent right after the CONTROL write can be classified by the router
+        before CONTROL changes, and be dropped as window closed.
+
+        Raises
+        ------
+        DriverError
+            CONTROL reads back a different value.
+        """
+        want = {"pio_enable": int(bool(pio)), "route_enable": int(bool(route))}
+        await self.write_reg("CONTROL", **want)
+        got = await self.read_fields("CONTROL")
+        if got != want:
+            raise DriverError(f"CONTROL reads back {got} after writing {want}")
 
     async def program(self, topology, address_map, node, phys_base):
         """Set up this chip as ``node`` of ``topology``; return the route entries written.

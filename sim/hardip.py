@@ -238,6 +238,29 @@ class HardIPFunction(Endpoint):
             self.msi_cap.msi_64bit_address_capable = 1
             self.register_capability(self.msi_cap)
 
+    def match_bar(self, addr, io=False):
+        """Return ``(bar, offset)`` of the BAR ``addr`` hits, or None.
+
+        cocotbext-pcie 0.2.16 skips a 64-bit BAR whose low mask word is zero, i.e. every BAR of
+        4 GiB or more; the hard IP has no such limit (the papers' TCA window is 512 GiB), so
+        the two halves are joined before deciding whether the BAR is implemented.
+        """
+        bar = 0
+        while bar < len(self.bar):
+            index, value, mask = bar, self.bar[bar], self.bar_mask[bar]
+            bar += 1
+            if value & 1:
+                if io and mask and (addr ^ value) & mask == 0:
+                    return index, addr & ~mask
+                continue
+            if value & 4 and bar < len(self.bar):
+                value |= self.bar[bar] << 32
+                mask |= self.bar_mask[bar] << 32
+                bar += 1
+            if not io and mask and (addr ^ value) & mask == 0:
+                return index, addr & ~mask
+        return None
+
 
 class _Out:
     """An output pin that is written only when its value changes (GPI writes are the cost)."""

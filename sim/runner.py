@@ -36,6 +36,11 @@ def require_iverilog():
         raise RuntimeError(_MISSING_IVERILOG)
 
 
+# `always @*` whose whole body assigns a constant: Amaranth emits it without the trigger
+# register it gives other processes, so Icarus never runs it.
+_CONSTANT_PROCESS = re.compile(r"always @\*\n\s+([^\n;]+?)\s*=\s*(\d+'[hbd][0-9a-fA-F_xz]+);")
+
+
 def emit_verilog(component, name, path):
     """Write the Verilog of ``component`` as module ``name`` to ``path``; return the path.
 
@@ -43,6 +48,12 @@ def emit_verilog(component, name, path):
     the design changed.
     """
     text = verilog.convert(component, name=name, emit_src=False)
+    stuck = _CONSTANT_PROCESS.findall(text)
+    if stuck:
+        raise ValueError(
+            f"{name}: Amaranth emitted constant-only `always @*` blocks, which Icarus never "
+            f"evaluates (the signals stay X): {sorted(set(lhs for lhs, _ in stuck))[:8]}. "
+            f"Drive these bits from an expression instead of a lone constant assignment.")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if not path.exists() or path.read_text() != text:

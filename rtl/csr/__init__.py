@@ -2,12 +2,12 @@
 
 from .block import CSR, RouteEntry
 from .regmap import (
-    REGMAP, REGS, Access, CountReason, COUNT_REASONS, Field, Group, Port, Register, RegisterMap,
-    peach2_regmap,
+    COUNT_REASONS, REGMAP, REGS, Access, CountReason, Enumeration, Field, Group, Port, Register,
+    RegisterMap, peach2_regmap,
 )
 
 __all__ = [
     "CSR", "RouteEntry",
-    "REGMAP", "REGS", "Access", "CountReason", "COUNT_REASONS", "Field", "Group", "Port",
-    "Register", "RegisterMap", "peach2_regmap",
+    "REGMAP", "REGS", "Access", "CountReason", "COUNT_REASONS", "Enumeration", "Field", "Group",
+    "Port", "Register", "RegisterMap", "peach2_regmap",
 ]

@@ -41,6 +41,12 @@ class CSR(wiring.Component):
     applied DW by DW, walking the addresses, at up to one DW per cycle.  ``docs/registers.md``
     lists the rules and the map.
 
+    Timing: a read completion is valid 5 cycles after the read was taken (6 for 2 DWs; two stages
+    in the read multiplexer: 64:1 within a 256-byte bank, then 16:1 over banks); a write's first
+    DW shows on the ports 3 cycles after its beat was taken, the following ones one per cycle.
+    ``i_req.ready`` and every output are registers or constants (the ``rw`` ports and typed
+    views are the storage registers themselves).
+
     Parameters
     ----------
     n_routes : int
@@ -72,8 +78,9 @@ class CSR(wiring.Component):
         with payload beats, a stray beat).  Count it where the top sees fit.
     node, offset_lo, offset_hi, control : Out(32)
         Values of the read-write registers (one port per ``RW`` register, lower-case name).
-    route_mask_lo, route_mask_hi, route_lower_lo, route_lower_hi, route_upper_lo, route_upper_hi, route_target : Out(ArrayLayout(32, n_routes))
-        The ROUTE[i] registers.
+    route_mask_lo, route_mask_hi, route_lower_lo, route_lower_hi : Out(ArrayLayout(32, n_routes))
+        The ROUTE[i] registers, as are ``route_upper_lo``, ``route_upper_hi``,
+        ``route_target``.
     port_status : In(ArrayLayout(32, 4))
         PORT_STATUS[p]; bits outside ``link_up``/``ltssm`` are ignored (read 0).
     pcie_id : In(16)
@@ -95,14 +102,12 @@ class CSR(wiring.Component):
 
     def __init__(self, *, n_routes=8, buffer_beats=DEFAULT_BUFFER_BEATS, s_is_rc=True,
                  regmap=None, counter_width=32):
-        params = {"n_routes": n_routes, "buffer_beats": buffer_beats, "s_is_rc": bool(s_is_rc)}
-        if regmap is None:
-            regmap = peach2_regmap(**params)
-        elif regmap.params != params:
-            raise ValueError(f"the register map was built for {regmap.params}, the CSR is "
-                             f"asked for {params}")
-        if not 1 <= counter_width <= 32:
-            raise ValueError(f"counter_width must be 1..32, not {counter_width}")
+        try:
+            regmap = self._check(regmap, counter_width, n_routes=n_routes,
+                                 buffer_beats=buffer_beats, s_is_rc=bool(s_is_rc))
+        except ValueError:
+            self._MustUse__silence = True       # a rejected CSR is no unused elaboratable
+            raise
         self.regmap = regmap
         self._n_routes = n_routes
         self._counter_width = counter_width
@@ -123,9 +128,6 @@ class CSR(wiring.Component):
                 members[reg.port_name] = In(shape)
             elif reg.access is Access.COUNTER:
                 members[f"{reg.port_name}_inc"] = In(data.ArrayLayout(1, reg.count))
-            elif reg.access is Access.ACTION and reg.name not in _ACTIONS:
-                raise ValueError(f"no hardware for action register {reg.name}; the CSR knows "
-                                 f"{list(_ACTIONS)}")
         msi = regmap["MSI"]
         members["msi_req"] = Out(1)
         members["msi_num"] = Out(msi.all_fields[0].width)
@@ -136,6 +138,21 @@ class CSR(wiring.Component):
         super().__init__(members)
 
     # -- helpers ----------------------------------------------------------------------------
+
+    @staticmethod
+    def _check(regmap, counter_width, **params):
+        if regmap is None:
+            regmap = peach2_regmap(**params)
+        elif regmap.params != params:
+            raise ValueError(f"the register map was built for {regmap.params}, the CSR is "
+                             f"asked for {params}")
+        if not 1 <= counter_width <= 32:
+            raise ValueError(f"counter_width must be 1..32, not {counter_width}")
+        for reg in regmap:
+            if reg.access is Access.ACTION and reg.name not in _ACTIONS:
+                raise ValueError(f"no hardware for action register {reg.name}; the CSR knows "
+                                 f"{list(_ACTIONS)}")
+        return regmap
 
     def _port(self, reg, flat):
         port = getattr(self, reg.port_name)
@@ -312,6 +329,16 @@ class CSR(wiring.Component):
         m.d.comb += [cpl.first.eq(1), cpl.last.eq(1)]
         m.d.sync += [w_en.eq(0), rd_en.eq(0), self.bad_req.eq(bad)]
 
+        # i_req.ready is a register (set on entering FETCH/DRAIN), not decoded from the state:
+        # a combinational ready reads X in Icarus until the state first changes, and a source
+        # seeing X re-sends a beat the block already took.
+        ready = Signal(init=1)
+        m.d.comb += self.i_req.ready.eq(ready)
+
+        def goto(state):
+            m.next = state
+            m.d.sync += ready.eq(state in ("FETCH", "DRAIN"))
+
         def start_cpl(ok, lane0, lane1):
             m.d.sync += [
                 self.o_cpl.valid.eq(1),
@@ -319,14 +346,13 @@ class CSR(wiring.Component):
                 cpl.data.eq(Cat(lane0, lane1)),
                 cpl.dw_en.eq(Mux(ok, Mux(two, 0b0011, 0b0001), 0)),
             ]
-            m.next = "CPL"
+            goto("CPL")
 
         with m.FSM():
             with m.State("FETCH"):
-                m.d.comb += self.i_req.ready.eq(1)
                 with m.If(self.i_req.valid):
                     m.d.sync += beat.eq(self.i_req.payload)
-                    m.next = "DECIDE"
+                    goto("DECIDE")
 
             with m.State("DECIDE"):
                 with m.If(beat.first):
@@ -339,30 +365,29 @@ class CSR(wiring.Component):
                     good_rd = is_mrd & ~beat.err & beat.last
                     with m.If(good_wr):
                         m.d.comb += bad.eq(cont)
-                        m.next = "WRITE"
+                        goto("WRITE")
                     with m.Elif(good_rd & rd_ok):
                         m.d.comb += bad.eq(cont)
-                        m.next = "READ0"
+                        goto("READ0")
                     with m.Elif(good_rd):
                         m.d.comb += bad.eq(1)       # counted once here; the CA follows
                         start_cpl(0, 0, 0)
                     with m.Else():
                         m.d.comb += bad.eq(1)
                         with m.If(beat.last):
-                            m.next = "FETCH"
+                            goto("FETCH")
                         with m.Else():
-                            m.next = "DRAIN"
+                            goto("DRAIN")
                 with m.Elif(cont):
                     m.d.sync += lane.eq(0)
-                    m.next = "WRITE"
+                    goto("WRITE")
                 with m.Else():
                     m.d.comb += bad.eq(1)           # a beat outside any packet
-                    m.next = "FETCH"
+                    goto("FETCH")
 
             with m.State("DRAIN"):
-                m.d.comb += self.i_req.ready.eq(1)
                 with m.If(self.i_req.valid & self.i_req.payload.last):
-                    m.next = "FETCH"
+                    goto("FETCH")
 
             with m.State("WRITE"):
                 lane_en = beat.dw_en.bit_select(lane, 1)
@@ -375,7 +400,7 @@ class CSR(wiring.Component):
                     # Only a last beat carries err: drop its DWs, the packet ends here.
                     m.d.comb += bad.eq(1)
                     m.d.sync += cont.eq(0)
-                    m.next = "FETCH"
+                    goto("FETCH")
                 with m.Else():
                     with m.If(active):
                         m.d.sync += [
@@ -395,18 +420,18 @@ class CSR(wiring.Component):
                             m.d.sync += cont.eq(0)
                         with m.Else():
                             m.d.sync += cont.eq(1)
-                        m.next = "FETCH"
+                        goto("FETCH")
 
             with m.State("READ0"):
                 m.d.sync += [rd_en.eq(1), rd_addr.eq(cur[0:10])]
                 with m.If(two):
-                    m.next = "READ1"
+                    goto("READ1")
                 with m.Else():
-                    m.next = "READ_WAIT"
+                    goto("READ_WAIT")
 
             with m.State("READ1"):
                 m.d.sync += [rd_en.eq(1), rd_addr.eq(cur[0:10] + 1)]
-                m.next = "READ_WAIT"
+                goto("READ_WAIT")
 
             with m.State("READ_WAIT"):
                 with m.If(rd_v2):
@@ -419,6 +444,6 @@ class CSR(wiring.Component):
             with m.State("CPL"):
                 with m.If(self.o_cpl.ready):
                     m.d.sync += self.o_cpl.valid.eq(0)
-                    m.next = "FETCH"
+                    goto("FETCH")
 
         return m

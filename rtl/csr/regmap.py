@@ -258,6 +258,7 @@ class RegisterMap:
     enums: list = field(default_factory=list)
     params: dict = field(default_factory=dict)
     notes: str = ""
+    sections: list = field(default_factory=list)    # (title, text) for the document
 
     def __post_init__(self):
         self.registers = sorted(self.registers, key=lambda r: r.offset)
@@ -343,7 +344,7 @@ VERSION_MINOR = 1
 N_PORTS = 4
 N_REASONS = 16
 MAX_ROUTES = 16
-DEFAULT_BUFFER_BEATS = 512
+DEFAULT_BUFFER_BEATS = 128     # the top's default (eight 256-byte TLPs)
 
 _PORTS = (
     ("N", 0, "north: the host (root complex side)"),
@@ -414,6 +415,23 @@ _ACCESS_NOTES = """\
   returns the effect of every earlier write."""
 
 
+_SOFTWARE_NOTES = """\
+The host driver model `peach2.sim.driver.Driver` (numpydoc in `sim/driver.py`) does all of this
+by name; a C driver follows the same steps with the header of `peach2 regmap --format c`.
+
+1. Check the chip: `ID` reads `0x50434832` and `VERSION.major` is the one the driver knows
+   (`Driver.id_check()`); `CONFIG` gives the number of route entries.
+2. Close the windows: write `CONTROL` = 0.
+3. Program the route table (`Driver.program(topology, address_map, node, phys_base)` computes it
+   from the topology): for each entry clear `ROUTE_TARGET.enable`, write the 64-bit `MASK`,
+   `LOWER` and `UPPER` (one 64-bit write each, or two 32-bit writes), then `ROUTE_TARGET` with
+   the port and `enable`.  Disable unused entries.
+4. Write the node offset (`OFFSET_LO`, `OFFSET_HI`): the node's region base minus the physical
+   address that region maps to in this host, modulo 2^64.  Write `NODE`.
+5. Open the windows: `CONTROL.pio_enable` and `CONTROL.route_enable`.
+6. Watch `COUNT[p][r]` (`Driver.counters()`), clear them with `COUNTER_CLEAR`."""
+
+
 def _reason_values():
     named = {v: (n, d) for n, v, d in _REASONS}
     return tuple((named[r][0], r, named[r][1]) if r in named else (None, r, "reserved")
@@ -480,8 +498,11 @@ def peach2_regmap(*, n_routes=8, buffer_beats=DEFAULT_BUFFER_BEATS, s_is_rc=True
                      Field("ltssm", 1, 5, "hard IP LTSSM state"),
                  )),
         Register("PCIE_ID", 0x030, Access.RO, "bus/device/function of the chip on port N",
-                 width=16, fields=(Field("function", 0, 3), Field("device", 3, 5),
-                                   Field("bus", 8, 8))),
+                 width=16, fields=(Field("function", 0, 3, "function number"),
+                                   Field("device", 3, 5, "device number"),
+                                   Field("bus", 8, 8, "bus number")),
+                 notes="Captured by the hard IP from configuration writes of the host; also the "
+                       "completer ID of the chip's completions."),
         Register("MSI", 0x034, Access.ACTION, "raise an MSI",
                  fields=(Field("vector", 0, 5, "MSI vector number; the write raises it"),),
                  notes="A write with byte 0 enabled sends one MSI request with this vector "
@@ -507,7 +528,7 @@ def peach2_regmap(*, n_routes=8, buffer_beats=DEFAULT_BUFFER_BEATS, s_is_rc=True
                            _PORTS),
                Enumeration("COUNT_REASON", "counter reasons r of COUNT[p][r]", _reason_values())],
         params={"n_routes": n_routes, "buffer_beats": buffer_beats, "s_is_rc": bool(s_is_rc)},
-        notes=_ACCESS_NOTES)
+        notes=_ACCESS_NOTES, sections=[("Programming sequence", _SOFTWARE_NOTES)])
 
 
 #: The map of the default build.
@@ -685,6 +706,10 @@ def _to_markdown(rm):
         "hardware; **RW** read-write; **WO action** a write acts, reads return 0; **RO "
         "counter** saturating event counter.",
         "",
+    ]
+    for title, text in rm.sections:
+        out += [f"## {title}", "", text, ""]
+    out += [
         "## Summary",
         "",
         "| Offset | Register | Access | Value / reset | Description |",
@@ -695,7 +720,13 @@ def _to_markdown(rm):
                    f"{_ACCESS_TEXT[r.access]} | {_md_value(r)} | {r.doc} |")
     out += ["", "Every other offset reads 0; writes there are ignored.", ""]
     out += ["## Registers", ""]
+    groups_done = set()
     for r in rm.registers:
+        if r.group:
+            if r.group not in groups_done:
+                groups_done.add(r.group)
+                out += _md_group(rm, r.group)
+            continue
         out.append(f"### {r.name}")
         out.append("")
         where = f"offset {_md_offset(r)}"
@@ -713,12 +744,6 @@ def _to_markdown(rm):
         out.append("")
         if r.notes:
             out += [r.notes, ""]
-        if r.group:
-            g = next(g for g in rm.groups if g.name == r.group)
-            if r.offset == g.base:
-                out += [f"Registers `{g.name}_*` form {g.name}[i], {g.doc}, at "
-                        f"`{g.base:#05x} + {g.stride:#x}*i`, i = 0..{g.count - 1}.", "",
-                        g.notes, ""]
         if len(r.dims) == 2 and r.index_names:
             out += _md_matrix(r)
     for e in rm.enums:
@@ -728,6 +753,29 @@ def _to_markdown(rm):
             out.append(f"| {v} | {f'`{n}`' if n else '—'} | {d} |")
         out.append("")
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _md_group(rm, name):
+    g = next(g for g in rm.groups if g.name == name)
+    members = [r for r in rm.registers if r.group == name]
+    access = {_ACCESS_TEXT[r.access] for r in members}
+    out = [f"### {g.name}[i]", "",
+           f"{g.doc[0].upper() + g.doc[1:]}; {', '.join(sorted(access))}, at "
+           f"`{g.base:#05x} + {g.stride:#x}*i`, i = 0..{g.count - 1}.", "",
+           "| Offset in entry | Register | Reset | Description |", "| --- | --- | --- | --- |"]
+    for r in members:
+        doc = r.doc.split(": ", 1)[-1]
+        out.append(f"| `+{r.offset - g.base:#04x}` | <a id=\"{r.name.lower()}\"></a>"
+                   f"`{r.name}[i]` | {_md_value(r)} | {doc} |")
+    out.append("")
+    for r in members:
+        if r.fields:
+            out += [f"`{r.name}` fields:", "", "| Bits | Field | Description |",
+                    "| --- | --- | --- |"]
+            for f in sorted(r.fields, key=lambda f: -f.lsb):
+                out.append(f"| {f.bits} | `{f.name}` | {f.doc or '—'} |")
+            out.append("")
+    return out + [g.notes, ""]
 
 
 def _md_matrix(r):

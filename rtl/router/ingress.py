@@ -57,7 +57,7 @@ class Ingress(wiring.Component):
     routes : In(ArrayLayout(RouteEntry, n_routes))
     pio_enable, route_enable : In(1)
         CONTROL register bits.
-    events : Out(ArrayLayout(1, 16))
+    events : Out(ArrayLayout(1, len(Reason)))
         One-cycle strobes indexed by :class:`~peach2.router.common.Reason`.
     """
 
@@ -73,7 +73,7 @@ class Ingress(wiring.Component):
             "routes":       In(data.ArrayLayout(RouteEntry, n_routes)),
             "pio_enable":   In(1),
             "route_enable": In(1),
-            "events":       Out(data.ArrayLayout(1, 16)),
+            "events":       Out(data.ArrayLayout(1, len(Reason))),
         })
 
     def elaborate(self, platform):

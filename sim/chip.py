@@ -1,0 +1,114 @@
+"""One PEACH2 chip in simulation: its four hard-IP models, a host on N, captures on every port.
+
+::
+
+    Host (RootComplex) --link-- N model --+                        +-- E model -- partner/link
+                                          |   PEACH2 (DUT, prefix)  |
+                                          |                        +-- W model -- partner/link
+                                          +------------------------+-- S model -- partner/link
+
+:class:`Chip` is what router testbenches (and later multi-node assemblies) are built from.  Each
+port's model captures the TLPs the chip sends (``sent[port]``); requests are kept off the link
+by default so a test can inject arbitrary traffic without a real far end having to accept it.
+"""
+
+import random
+
+from cocotb.triggers import ClockCycles
+from cocotbext.pcie.core.utils import PcieId
+
+from .hardip import HardIP
+from .host import Host
+from .link import terminate
+
+__all__ = ["Chip", "PORTS", "CSR_BAR", "TCA_BAR", "TCA_SIZE", "LTSSM_L0"]
+
+PORTS = ("n", "e", "w", "s")
+CSR_BAR = 0
+TCA_BAR = 2
+#: Size of the TCA window BAR in simulation (the papers' system used 512 GiB).
+TCA_SIZE = 1 << 36
+LTSSM_L0 = 0x0F
+
+
+class Chip:
+    """The hard-IP models and host around one ``peach2`` instance.
+
+    Parameters
+    ----------
+    dut : cocotb handle
+    prefix : str
+        Pin prefix of this chip's instance ("" for a single-chip top).
+    host : bool
+        Put a RootComplex host on N (else N gets a bare link partner).
+    seed : int
+        Seeds the models' dirty-mode data and the testbench's own choices.
+    pass_to_link : callable, optional
+        ``pass_to_link(port, tlp) -> bool``: which TLPs the chip sends really go onto the
+        link (default: completions on N, so host register reads complete; nothing else).
+
+    Members
+    -------
+    models : dict of HardIP
+    host : Host or None
+    sent : dict of list of Tlp
+        Every TLP the chip sent, per port, in order.
+    """
+
+    def __init__(self, dut, prefix="", *, host=True, seed=0, mps=256, pass_to_link=None,
+                 dirty=True):
+        self.dut = dut
+        self.prefix = prefix
+        self.rng = random.Random(seed)
+        self.sent = {p: [] for p in PORTS}
+        self.models = {}
+        for k, p in enumerate(PORTS):
+            if p == "n":
+                bars = [(4096, False, False), None, (TCA_SIZE, True, True)]
+                self.models[p] = HardIP(dut, prefix=f"{prefix}{p}_", bars=bars,
+                                        max_payload_size=mps, dirty=dirty, seed=seed)
+            else:
+                self.models[p] = HardIP(dut, prefix=f"{prefix}{p}_", accept_all=True,
+                                        max_payload_size=mps, dirty=dirty, seed=seed + k)
+        self.host = Host(self.models["n"], max_payload_size=mps) if host else None
+        self.partners = {}
+        for p in PORTS:
+            if p != "n" or not host:
+                self.partners[p] = terminate(self.models[p], max_payload_size=mps)
+            self.models[p].set_link_config(max_payload_size=mps)
+        self._pass = pass_to_link or self._default_pass
+        for p in PORTS:
+            self.models[p].on_tx = self._capture(p)
+
+    @staticmethod
+    def _default_pass(port, tlp):
+        return port == "n" and tlp.is_completion() and tlp.requester_id == PcieId(0, 0, 0)
+
+    def _capture(self, port):
+        def on_tx(tlp):
+            self.sent[port].append(tlp)
+            return bool(self._pass(port, tlp))
+        return on_tx
+
+    def pin(self, name):
+        return getattr(self.dut, f"{self.prefix}{name}")
+
+    async def start(self):
+        """Bring the links up (LTSSM L0), enumerate the host, give the chip its PCIe ID."""
+        for p in PORTS:
+            self.pin(f"{p}_ltssm").value = LTSSM_L0
+        self.pin("n_app_msi_ack").value = 0
+        self.pin("n_pcie_id").value = 0
+        bars = None
+        if self.host is not None:
+            bars = await self.host.enumerate()
+            self.pin("n_pcie_id").value = int(self.models["n"].pcie_id)
+        await ClockCycles(self.dut.clk, 2)
+        return bars
+
+    def check(self):
+        """Assert no model or host recorded a protocol violation."""
+        for model in self.models.values():
+            model.check()
+        if self.host is not None:
+            self.host.check()
