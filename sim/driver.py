@@ -576,8 +576,13 @@ class Driver:
         return out
 
     async def clear_counters(self):
-        """Zero every counter."""
+        """Zero every counter; return once the chip has done it.
+
+        The clear is a posted write; a read of the same BAR behind it cannot pass it (PCIe
+        ordering), so when the read completes the counters are zero.
+        """
         await self.write_reg("COUNTER_CLEAR", clear=1)
+        await self.read_reg("ID")
 
     async def msi(self, vector):
         """Make the chip send MSI ``vector`` to its host."""

@@ -41,10 +41,25 @@ def require_iverilog():
 _CONSTANT_PROCESS = re.compile(r"always @\*\n\s+([^\n;]+?)\s*=\s*(\d+'[hbd][0-9a-fA-F_xz]+);")
 
 
+# Amaranth lists this register in the sensitivity of every `always @*` it emits so that the
+# process runs once at time 0.  Icarus compiling as SystemVerilog (cocotb passes -g2012) gives
+# its initialiser no event, so a process whose inputs never change after time 0 (e.g. decode of
+# registers that reset to their initial value) is never evaluated and its outputs stay X.
+_TRIGGER = re.compile(r"^(\s*)reg (\\\$auto\$verilog_backend\S*dump_module\$\d+ ) = 0;$",
+                      re.MULTILINE)
+
+
+def _kick_comb_processes(text):
+    """Return the Verilog with each process trigger toggled at time 0 (simulation only)."""
+    return _TRIGGER.sub(lambda m: f"{m.group(0)}\n{m.group(1)}initial #0 {m.group(2)}= 1'h1;",
+                        text)
+
+
 def emit_verilog(component, name, path):
     """Write the Verilog of ``component`` as module ``name`` to ``path``; return the path.
 
-    The file is left untouched when its content would not change, so Icarus rebuilds only when
+    For simulation: every combinational process is made to run at time 0 (see
+    ``_kick_comb_processes``).  The file is left untouched when its content would not change, so Icarus rebuilds only when
     the design changed.
     """
     text = verilog.convert(component, name=name, emit_src=False)
@@ -54,6 +69,7 @@ def emit_verilog(component, name, path):
             f"{name}: Amaranth emitted constant-only `always @*` blocks, which Icarus never "
             f"evaluates (the signals stay X): {sorted(set(lhs for lhs, _ in stuck))[:8]}. "
             f"Drive these bits from an expression instead of a lone constant assignment.")
+    text = _kick_comb_processes(text)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if not path.exists() or path.read_text() != text:

@@ -96,8 +96,6 @@ async def registers_and_pio(dut):
     await bars[TCA_BAR].write(node_size + 0x1004, data)        # to node 1, leaves on E
     await bars[TCA_BAR].write(0x80, b"\xaa\xbb\xcc\xdd")        # to ourselves, leaves on N
     await wait_quiet(chip)
-    dut._log.info("sent %s, rx %s, counters %s", chip.sent, chip.models["n"].rx_tlps,
-                  {p: {k: v for k, v in c.items() if v} for p, c in (await drv.counters()).items()})
     assert [t.address for t in chip.sent["e"]] == [base + node_size + 0x1004]
     assert bytes(chip.sent["e"][0].get_data())[:13] == data
     n_writes = [t for t in chip.sent["n"] if not t.is_completion()]
@@ -142,6 +140,9 @@ async def routing_against_model(dut):
     entries = random_table(rng, n)
     for i, e in enumerate(entries):
         await drv.set_route(i, e.mask, e.lower, e.upper, e.port, enable=e.enable)
+    readback = await drv.routes()
+    for i, (e, r) in enumerate(zip(entries, readback)):
+        assert r[:4] == (e.mask, e.lower, e.upper, "NEWS".index(e.port)), (i, e, r)
     offset = rng.getrandbits(40) << 12
     await drv.set_offset(offset)
     await drv.enable(pio=True, route=True)
@@ -149,6 +150,7 @@ async def routing_against_model(dut):
     await drv.clear_counters()
 
     expected = defaultdict(list)            # out port -> [(in port, seq, Tlp)]
+    decisions = {}
     drops = defaultdict(int)
     per_port = PARAMS.get("per_port", 250)
     seq = 0
@@ -161,6 +163,7 @@ async def routing_against_model(dut):
             payload = seq.to_bytes(4, "little") + rng.randbytes(4 * length - 4)
             tlp = mwr(address, payload)
             decision = route(state, p.upper(), tlp, bar=TCA_BAR if p == "n" else None)
+            decisions[seq] = (p, decision, tlp.address)
             if decision.action == "forward":
                 out = decision.port.lower()
                 want = translate(state, tlp) if out == "n" else tlp
@@ -171,10 +174,18 @@ async def routing_against_model(dut):
             seq += 1
     await wait_quiet(chip, 2000)
 
+    injected = {s: (p, t) for p, s, t in sum(expected.values(), [])}
     for out in PORTS:
         got = [t for t in chip.sent[out] if not t.is_completion()]
         want = expected[out]
-        assert len(got) == len(want), f"port {out}: {len(got)} TLPs, expected {len(want)}"
+        got_seqs = [int.from_bytes(bytes(t.get_data())[:4], "little") for t in got]
+        extra = sorted(set(got_seqs) - {s for _, s, _ in want})
+        missing = sorted({s for _, s, _ in want} - set(got_seqs))
+        assert not extra and not missing and len(got) == len(want), (
+            f"port {out}: {len(got)} TLPs, expected {len(want)}; unexpected seqs {extra[:5]} "
+            f"(decided {[decisions[s] for s in extra[:5]]}), missing "
+            f"{missing[:5]}; first unexpected: "
+            f"{[t for t, s in zip(got, got_seqs) if s in extra][:2]}")
         by_seq = {s: (src, t) for src, s, t in want}
         last = {}
         for t in got:
