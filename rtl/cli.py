@@ -1,28 +1,23 @@
 """The ``peach2`` command.
 
-``peach2 generate`` writes the Verilog of the gateware that exists so far and checks that Icarus
-Verilog accepts it.  Until the ``peach2`` top module lands (router issue) that is the two
-Stratix IV hard-IP adapters; the command's options grow with the design.
+``peach2 generate`` writes the Verilog of the ``peach2`` top module (simulatable by Icarus without
+vendor libraries), its register header and a configuration record, and checks the Verilog with
+Icarus.  ``peach2 regmap`` writes the register map as Markdown, a C header or JSON.
 """
 
 import argparse
+import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+from amaranth.hdl import Shape
+from amaranth.lib.wiring import In
+
 from . import __version__
 
 __all__ = ["main"]
-
-
-def _blocks():
-    from .tlp.avalon_rx import AvalonST128RX
-    from .tlp.avalon_tx import AvalonST128TX
-    return {
-        "peach2_avalon_rx": AvalonST128RX,
-        "peach2_avalon_tx": AvalonST128TX,
-    }
 
 
 def _check_with_iverilog(paths):
@@ -37,29 +32,62 @@ def _check_with_iverilog(paths):
             sys.exit(f"error: iverilog rejected {path}:\n{result.stderr}")
 
 
+def _design(args):
+    from .top import PEACH2
+    try:
+        return PEACH2(n_routes=args.routes, buffer_beats=args.buffer_beats, s_role=args.s_role,
+                      tx_start_level=args.tx_start_level or None)
+    except ValueError as error:
+        sys.exit(f"error: {error}")
+
+
+def _regmap_for(args):
+    from .csr.regmap import peach2_regmap
+    return peach2_regmap(n_routes=args.routes, buffer_beats=args.buffer_beats,
+                         s_is_rc=args.s_role == "rc")
+
+
 def _generate(args):
     from amaranth.back import verilog
 
+    top = _design(args)
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, block in _blocks().items():
-        path = out / f"{name}.v"
-        path.write_text(verilog.convert(block(), name=name, emit_src=False))
-        written.append(path)
+    verilog_path = out / "peach2.v"
+    verilog_path.write_text(verilog.convert(top, name="peach2", emit_src=False))
+    regmap = _regmap_for(args)
+    header_path = out / "peach2_regs.h"
+    header_path.write_text(regmap.to_c_header())
+    config_path = out / "peach2_config.json"
+    pins = [{"name": "__".join(map(str, path)), "dir": "in" if member.flow == In else "out",
+             "width": member.shape.size if hasattr(member.shape, "size") else
+             Shape.cast(member.shape).width}
+            for path, member, _ in top.signature.flatten(top)]
+    config_path.write_text(json.dumps({
+        "module": "peach2",
+        "parameters": {"routes": args.routes, "buffer_beats": args.buffer_beats,
+                       "s_role": args.s_role, "tx_start_level": args.tx_start_level or None},
+        "port_roles": top.port_roles,
+        "clock": {"name": "clk", "mhz": 250},
+        "reset": {"name": "rst", "active": "high", "synchronous": True},
+        "pins": pins,
+    }, indent=2) + "\n")
     if not args.no_check:
-        _check_with_iverilog(written)
-    for path in written:
-        print(f"wrote {path}")
+        _check_with_iverilog([verilog_path])
+    print(f"wrote {verilog_path} (module peach2: {args.routes} routes, "
+          f"{args.buffer_beats}-beat packet buffers, S port {args.s_role.upper()}, TX "
+          + (f"cut-through from {args.tx_start_level} beats)" if args.tx_start_level
+             else "store-and-forward)"))
+    print(f"wrote {header_path} (register map for C drivers)")
+    print(f"wrote {config_path} (parameters, port roles N/E/W/S, pin list)")
     if not args.no_check:
-        print("checked: Icarus Verilog compiles every file")
+        print("checked: Icarus Verilog compiles peach2.v")
     return 0
 
 
 def _regmap(args):
-    from .csr.regmap import REGMAP
-
-    text = {"md": REGMAP.to_markdown, "c": REGMAP.to_c_header, "json": REGMAP.to_json}[
+    regmap = _regmap_for(args)
+    text = {"md": regmap.to_markdown, "c": regmap.to_c_header, "json": regmap.to_json}[
         args.format]()
     if args.output is None:
         sys.stdout.write(text)
@@ -71,6 +99,15 @@ def _regmap(args):
     return 0
 
 
+def _at_least(minimum):
+    def parse(text):
+        value = int(text)
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, not {value}")
+        return value
+    return parse
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="peach2",
@@ -78,10 +115,24 @@ def main(argv=None):
     parser.add_argument("--version", action="version", version=f"peach2 {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    gen = sub.add_parser("generate", help="write the Verilog of the design",
-                         description="Write the Verilog of the design and check it with Icarus.")
+    def design_options(p):
+        p.add_argument("--routes", type=_at_least(8), default=8, metavar="N",
+                       help="routing table entries (at least 8; default %(default)s)")
+        p.add_argument("--buffer-beats", type=_at_least(32), default=128, metavar="N",
+                       help="per-port packet buffer in 16-byte beats (default %(default)s)")
+        p.add_argument("--s-role", choices=("rc", "ep"), default="rc",
+                       help="role of the S port's hard IP (default %(default)s)")
+        p.add_argument("--tx-start-level", type=int, default=4, metavar="N",
+                       help="TX cut-through threshold in beats, 3 or more; 0 for "
+                            "store-and-forward (default %(default)s)")
+
+    gen = sub.add_parser("generate", help="write the Verilog of the peach2 top module",
+                         description="Write the Verilog of the peach2 top module, its register "
+                                     "header and configuration, and check the Verilog with "
+                                     "Icarus.")
     gen.add_argument("-o", "--output", default="build", metavar="DIR",
                      help="output folder (default: %(default)s)")
+    design_options(gen)
     gen.add_argument("--no-check", action="store_true",
                      help="do not compile the output with iverilog")
     gen.set_defaults(func=_generate)
@@ -93,6 +144,7 @@ def main(argv=None):
                      help="md: docs/registers.md; c: a C header; json (default: %(default)s)")
     reg.add_argument("-o", "--output", metavar="FILE",
                      help="write to FILE instead of standard output")
+    design_options(reg)
     reg.set_defaults(func=_regmap)
 
     args = parser.parse_args(argv)
