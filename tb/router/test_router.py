@@ -26,3 +26,16 @@ def test_routing_against_model():
 @pytest.mark.slow
 def test_routing_against_model_soak():
     run("router-routing-soak", "routing_against_model", seed=32, per_port=2500)
+
+
+def test_latency_benchmark_runs():
+    """The latency benchmark (figures in docs/benchmarks.md) runs and every TLP gets through."""
+    run_cocotb(component=PEACH2(), toplevel="peach2", test_module="bench_tb",
+               name="router-bench-latency", test_dir=HERE, testcase="latency", seed=33)
+
+
+def test_all_ports_busy():
+    """N->E, E->W, W->S, S->N at once: every TLP delivered, host memory byte-exact."""
+    run_cocotb(component=PEACH2(), toplevel="peach2", test_module="bench_tb",
+               name="router-bench-all_ports", test_dir=HERE, testcase="all_ports_busy",
+               params={"count": 150}, seed=34)
