@@ -13,19 +13,11 @@ from amaranth.lib.wiring import In, Out
 from ..tlp.layouts import Completion, CplStatus, Fmt, FmtType, Type
 from ..tlp.stream import TLPBeat, TLPStream
 from ..util import count_saturating
-from .regmap import DEFAULT_BUFFER_BEATS, Access, peach2_regmap
+from .regmap import DEFAULT_BUFFER_BEATS, Access, RouteEntry, peach2_regmap
 
 __all__ = ["CSR", "RouteEntry"]
 
 
-#: One route table entry as the router sees it (see ``docs/registers.md``, ROUTE).
-RouteEntry = data.StructLayout({
-    "mask":   64,
-    "lower":  64,
-    "upper":  64,
-    "port":   2,
-    "enable": 1,
-})
 
 _ACTIONS = ("COUNTER_CLEAR", "MSI")
 

@@ -14,9 +14,11 @@ import enum
 import json
 from dataclasses import dataclass, field
 
+from amaranth.lib import data
+
 __all__ = [
     "Access", "Field", "Register", "Group", "Enumeration", "RegisterMap",
-    "peach2_regmap", "REGMAP", "REGS", "Port", "CountReason", "COUNT_REASONS",
+    "peach2_regmap", "REGMAP", "REGS", "Port", "CountReason", "COUNT_REASONS", "RouteEntry",
     "ID_VALUE", "VERSION_MAJOR", "VERSION_MINOR", "N_PORTS", "N_REASONS", "MAX_ROUTES",
     "DEFAULT_BUFFER_BEATS", "BAR_SIZE",
 ]
@@ -536,6 +538,17 @@ REGMAP = peach2_regmap()
 #: Registers of the default build by name.
 REGS = REGMAP.by_name
 #: Port numbers (N, E, W, S).
+#: One route table entry as the router sees it (registers ROUTE[i]; the router's lookup in
+#: ``rtl/router/table.py``): a request to ``A`` matches when ``enable`` and
+#: ``lower <= (A & mask) <= upper``; ``port`` numbers as :class:`Port`.
+RouteEntry = data.StructLayout({
+    "mask":   64,
+    "lower":  64,
+    "upper":  64,
+    "port":   2,
+    "enable": 1,
+})
+
 Port = enum.IntEnum("Port", {n: v for n, v, _ in _PORTS})
 Port.__doc__ = "Port numbers, as in PORT_STATUS[p], COUNT[p][r] and ROUTE_TARGET.port."
 #: Counter reasons r of COUNT[p][r] (reserved reasons left out).

@@ -2,44 +2,30 @@
 
 from amaranth.lib import data, enum
 
+from ..csr.regmap import COUNT_REASONS, RouteEntry, Port as _RegPort
+
 __all__ = ["Port", "Reason", "RouteEntry", "URRequest", "PORTS"]
 
 
-class Port(enum.Enum, shape=2):
-    """The four PCIe ports of PEACH2 (002 section 3.3): N to the host, E/W ring, S cross link."""
-    N = 0
-    E = 1
-    W = 2
-    S = 3
+def _from_regmap(name, members, shape, doc):
+    """An Amaranth enum with the register map's names and values (one source of truth)."""
+    namespace = enum.EnumMeta.__prepare__(name, (enum.Enum,))
+    for key, value in members.items():
+        namespace[key] = value
+    namespace["__doc__"] = doc
+    return enum.EnumMeta(name, (enum.Enum,), namespace, shape=shape)
 
 
-PORTS = (Port.N, Port.E, Port.W, Port.S)
+#: The four PCIe ports of PEACH2 (002 section 3.3): N to the host, E/W ring, S cross link.
+Port = _from_regmap("Port", {p.name: p.value for p in _RegPort}, 2,
+                    "The four PCIe ports (numbering of PORT_STATUS, COUNT and ROUTE_TARGET).")
+
+PORTS = tuple(Port)
+
+#: Per-port event counters, register COUNT[port][reason].
+Reason = _from_regmap("Reason", COUNT_REASONS, 4, "Per-port event counter reasons.")
 
 
-class Reason(enum.Enum, shape=4):
-    """Per-port event counters (register COUNT[port][reason])."""
-    RX_TLPS        = 0
-    TX_TLPS        = 1
-    UNROUTABLE     = 2
-    WINDOW_CLOSED  = 3
-    UNSUPPORTED    = 4
-    READ_REJECTED  = 5
-    MALFORMED      = 6
-    POISONED       = 7
-    RX_ERR         = 8
-    UNEXPECTED_CPL = 9
-    UR_SENT        = 10
-
-
-#: One routing table entry (002 section 3.5): a request to address ``A`` matches when
-#: ``enable`` and ``lower <= (A & mask) <= upper``; ``port`` is where it leaves.
-RouteEntry = data.StructLayout({
-    "mask":   64,
-    "lower":  64,
-    "upper":  64,
-    "port":   Port,
-    "enable": 1,
-})
 
 
 #: What the UR generator needs to answer a rejected non-posted request.
