@@ -25,6 +25,20 @@ def _mwr(rng, length):
     return t
 
 
+async def send(ctx, dut, beats):
+    """Drive ``beats`` into the TX adapter's internal stream, one per accepted cycle."""
+    for b in beats:
+        ctx.set(dut.i_tlp.valid, 1)
+        ctx.set(dut.i_tlp.p.hdr.as_value(), b.hdr)
+        ctx.set(dut.i_tlp.p.data, b.data)
+        ctx.set(dut.i_tlp.p.dw_en, b.dw_en)
+        ctx.set(dut.i_tlp.p.first, b.first)
+        ctx.set(dut.i_tlp.p.last, b.last)
+        ctx.set(dut.i_tlp.p.err, b.err)
+        await ctx.tick().until(dut.i_tlp.ready)
+    ctx.set(dut.i_tlp.valid, 0)
+
+
 def test_bad_internal_packets_dropped_unsent():
     rng = random.Random(5)
     dut = AvalonST128TX()
@@ -50,16 +64,7 @@ def test_bad_internal_packets_dropped_unsent():
 
     async def drive(ctx):
         for beats, _ in packets:
-            for b in beats:
-                ctx.set(dut.i_tlp.valid, 1)
-                ctx.set(dut.i_tlp.p.hdr.as_value(), b.hdr)
-                ctx.set(dut.i_tlp.p.data, b.data)
-                ctx.set(dut.i_tlp.p.dw_en, b.dw_en)
-                ctx.set(dut.i_tlp.p.first, b.first)
-                ctx.set(dut.i_tlp.p.last, b.last)
-                ctx.set(dut.i_tlp.p.err, b.err)
-                await ctx.tick().until(dut.i_tlp.ready)
-            ctx.set(dut.i_tlp.valid, 0)
+            await send(ctx, dut, beats)
 
     async def collect(ctx):
         ctx.set(dut.tx_st_ready, 1)
@@ -95,16 +100,7 @@ def test_counters_for_bad_internal_packets():
     async def bench(ctx):
         ctx.set(dut.tx_st_ready, 1)
         for beats in (good, with_err, short, good):
-            for b in beats:
-                ctx.set(dut.i_tlp.valid, 1)
-                ctx.set(dut.i_tlp.p.hdr.as_value(), b.hdr)
-                ctx.set(dut.i_tlp.p.data, b.data)
-                ctx.set(dut.i_tlp.p.dw_en, b.dw_en)
-                ctx.set(dut.i_tlp.p.first, b.first)
-                ctx.set(dut.i_tlp.p.last, b.last)
-                ctx.set(dut.i_tlp.p.err, b.err)
-                await ctx.tick().until(dut.i_tlp.ready)
-        ctx.set(dut.i_tlp.valid, 0)
+            await send(ctx, dut, beats)
         await ctx.tick().repeat(100)
         result.update(dropped=ctx.get(dut.dropped_count), malformed=ctx.get(dut.malformed_count),
                       underrun=ctx.get(dut.underrun_count))
