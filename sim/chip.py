@@ -10,6 +10,9 @@
 :class:`Chip` is what router testbenches (and later multi-node assemblies) are built from.  Each
 port's model captures the TLPs the chip sends (``sent[port]``); requests are kept off the link
 by default so a test can inject arbitrary traffic without a real far end having to accept it.
+Ports named in ``linked`` are left for the caller to cable to another chip's model
+(:func:`peach2.sim.link.connect`, as :class:`peach2.sim.cluster.Cluster` does); everything the
+chip sends on them goes onto that link.
 """
 
 import random
@@ -45,7 +48,12 @@ class Chip:
         Seeds the models' dirty-mode data and the testbench's own choices.
     pass_to_link : callable, optional
         ``pass_to_link(port, tlp) -> bool``: which TLPs the chip sends really go onto the
-        link (default: completions on N, so host register reads complete; nothing else).
+        link (default: every TLP on a ``linked`` port, completions on N so host register reads
+        complete; nothing else).
+    linked : iterable of str
+        Link ports (``"e"``, ``"w"``, ``"s"``) that get no :func:`~peach2.sim.link.terminate`
+        partner: the caller connects their models (to another chip's, with
+        :func:`~peach2.sim.link.connect`) before simulation time advances.  Default: none.
 
     Members
     -------
@@ -56,9 +64,12 @@ class Chip:
     """
 
     def __init__(self, dut, prefix="", *, host=True, seed=0, mps=256, pass_to_link=None,
-                 dirty=True):
+                 dirty=True, linked=()):
         self.dut = dut
         self.prefix = prefix
+        self.linked = frozenset(linked)
+        if not self.linked <= {"e", "w", "s"}:
+            raise ValueError(f"only link ports e, w, s can be linked, not {sorted(self.linked)}")
         self.rng = random.Random(seed)
         self.sent = {p: [] for p in PORTS}
         self.models = {}
@@ -73,6 +84,8 @@ class Chip:
         self.host = Host(self.models["n"], max_payload_size=mps) if host else None
         self.partners = {}
         for p in PORTS:
+            if p in self.linked:
+                continue
             if p != "n" or not host:
                 self.partners[p] = terminate(self.models[p], max_payload_size=mps)
             self.models[p].set_link_config(max_payload_size=mps)
@@ -80,8 +93,9 @@ class Chip:
         for p in PORTS:
             self.models[p].on_tx = self._capture(p)
 
-    @staticmethod
-    def _default_pass(port, tlp):
+    def _default_pass(self, port, tlp):
+        if port in self.linked:
+            return True
         return port == "n" and tlp.is_completion() and tlp.requester_id == PcieId(0, 0, 0)
 
     def _capture(self, port):

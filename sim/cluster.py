@@ -1,0 +1,271 @@
+"""Several PEACH2 chips cabled into a sub-cluster, each node with its own host (simulation).
+
+::
+
+    Host 0 (RC, memory)                 Host 1 (RC, memory)          ... host k
+      | Gen2 x8                           | Gen2 x8
+    N model                             N model
+    chip 0 (pins c0_*)                  chip 1 (pins c1_*)           ... chip k
+    E model ====== Gen2 x8 cable ====== W model                      (cables per the Topology)
+    W, S models: terminate()            E, S models: terminate()     (ports without a cable)
+
+:class:`Cluster` builds one :class:`~peach2.sim.chip.Chip` per node of a
+:class:`~peach2.sim.driver.Topology` on a top holding every chip's pins (``c<i>_<pin>``, e.g.
+``tb/system/chips_top.py``), cables each topology link as a timed Gen2 x8 link between the two
+hard-IP models (:func:`~peach2.sim.link.connect`: wire time of every TLP and DLLP, 10 ns port
+delay one way, credit flow control), and on :meth:`Cluster.start` enumerates every host, gives
+every node a region of its host's memory (above 4 GiB by default) and programs every chip with
+:meth:`~peach2.sim.driver.Driver.program`.  After that a store by host ``a`` into node ``b``'s
+host window (:meth:`Cluster.pio_write`) lands in host ``b``'s memory (:meth:`Cluster.memory`).
+
+Cabling rule: a topology link ``(a, p) -> b`` is paired with a port ``q`` of ``b`` that leads
+back to ``a``, preferring the opposite port (E with W, S with S), so a ring of two nodes
+(``Topology.ring(2)``) is two cables, c0.E-c1.W and c0.W-c1.E.
+
+Simplifications: all chips share one clock (the real boards each run their own 250 MHz);
+both ends of a cable are endpoint models that accept every TLP (on the board one is a root port);
+every host's TCA BAR must sit at the same bus address, the address map's ``tca_base`` (true of
+identical hosts enumerated the same way, and what the shared layout of 002 section 3.5 needs).
+"""
+
+import cocotb
+from cocotb.triggers import ClockCycles
+from cocotb.utils import get_sim_time
+from cocotbext.pcie.core.tlp import TlpType
+
+from .chip import TCA_BAR, TCA_SIZE, Chip
+from .driver import AddressMap, Driver
+from .link import connect
+
+__all__ = ["Cluster", "cable_plan", "default_address_map", "write_tlps", "TCA_BAR_BASE"]
+
+#: Bus address the cocotbext-pcie root complex gives the first prefetchable 64-bit BAR, i.e. the
+#: TCA BAR of every host in these simulations.
+TCA_BAR_BASE = 0x8000_0000_0000_0000
+
+_OPPOSITE = {"E": "W", "W": "E", "S": "S"}
+
+
+def cable_plan(topology):
+    """Return the cables of ``topology`` as ``[(a, port_a, b, port_b)]`` (ports upper-case).
+
+    Each link ``(a, p) -> b`` is paired with a port of ``b`` leading back to ``a``; among
+    several, the opposite port of ``p`` (E-W, S-S) wins, then E, W, S order.
+    """
+    free = dict(topology.links)
+    cables = []
+    for (a, p), b in sorted(topology.links.items()):
+        if (a, p) not in free:
+            continue
+        back = [q for q in ("E", "W", "S") if free.get((b, q)) == a and (b, q) != (a, p)]
+        if not back:
+            raise ValueError(f"link {a}.{p} -> {b}: no free port of node {b} leads back")
+        q = _OPPOSITE[p] if _OPPOSITE[p] in back else back[0]
+        del free[(a, p)], free[(b, q)]
+        cables.append((a, p, b, q))
+    return cables
+
+
+def default_address_map(n_nodes, *, host_size=1 << 20, node_size=1 << 32):
+    """Return an :class:`AddressMap` for ``n_nodes`` at :data:`TCA_BAR_BASE` (no GPU windows)."""
+    if n_nodes * node_size > TCA_SIZE:
+        raise ValueError(f"{n_nodes} regions of {node_size:#x} bytes exceed the simulated TCA "
+                         f"BAR ({TCA_SIZE:#x} bytes)")
+    return AddressMap(tca_base=TCA_BAR_BASE, node_size=node_size, host_size=host_size,
+                      gpu_size=host_size)
+
+
+def write_tlps(address, length, mps=256):
+    """Return ``[(address, length)]`` of the MWr TLPs a root complex splits a store into.
+
+    The reference of cocotbext-pcie's write splitting: at most ``mps`` bytes counted from the
+    DW holding the first byte, never across a 4 KiB boundary.
+    """
+    out = []
+    while length > 0:
+        n = min(length, mps - address % 4, 0x1000 - (address & 0xFFF))
+        out.append((address, n))
+        address += n
+        length -= n
+    return out
+
+
+class Cluster:
+    """``topology.n_nodes`` PEACH2 chips, their hosts and the cables between them.
+
+    Parameters
+    ----------
+    dut : cocotb handle
+        Top with every chip's pins, chip ``i`` under ``prefixes[i]``, and ``clk``/``rst``.
+    topology : Topology
+    address_map : AddressMap
+        The shared TCA layout; ``tca_base`` must be where the hosts put the TCA BAR
+        (:data:`TCA_BAR_BASE`, see :func:`default_address_map`).
+    prefixes : list of str, optional
+        Pin prefix per node (default ``c0_``, ``c1_``, ...).
+    seed : int
+        Seeds the models (node ``i`` uses ``seed + 16 * i``).
+    mps : int
+        Max payload size of every link, bytes.
+    dirty : bool
+        Models drive random bits on don't-care data.
+    port_delay_ns : float, optional
+        Per-side delay of the chip-to-chip cables (default 5 ns, i.e. 10 ns one way).
+    above_4g : bool
+        Put each node's host memory above 4 GiB (writes leave port N with 4-DW headers, as in
+        the papers' system) or below (N rewrites them to 3-DW headers).
+
+    Members
+    -------
+    chips : list of Chip
+    cables : list of (int, str, int, str, Link)
+        ``(a, port_a, b, port_b, link)``: ``link.a`` sends from ``a`` to ``b``.
+    drivers : list of Driver
+        One per node, through its own host (after :meth:`start`).
+    arrivals : list of list of (float, Tlp)
+        Per host, every memory write its root complex received, with the time in ns.
+    """
+
+    def __init__(self, dut, topology, address_map, *, prefixes=None, seed=0, mps=256,
+                 dirty=True, port_delay_ns=None, above_4g=True):
+        n = topology.n_nodes
+        self.above_4g = above_4g
+        self.dut = dut
+        self.topology = topology
+        self.address_map = address_map
+        self.mps = mps
+        prefixes = prefixes or [f"c{i}_" for i in range(n)]
+        if len(prefixes) != n:
+            raise ValueError(f"{len(prefixes)} prefixes for {n} nodes")
+        plan = cable_plan(topology)
+        linked = [set() for _ in range(n)]
+        for a, pa, b, pb in plan:
+            linked[a].add(pa.lower())
+            linked[b].add(pb.lower())
+        self.chips = []
+        for i in range(n):
+            ports = frozenset(linked[i])
+            self.chips.append(Chip(dut, prefixes[i], seed=seed + 16 * i, mps=mps, dirty=dirty,
+                                   linked=ports, pass_to_link=self._passer(ports)))
+        # Cable before simulation time advances (an unconnected SimPort fails at once).
+        self.cables = []
+        for a, pa, b, pb in plan:
+            link = connect(self.chips[a].models[pa.lower()], self.chips[b].models[pb.lower()],
+                           port_delay_ns=port_delay_ns, max_payload_size=mps)
+            self.cables.append((a, pa, b, pb, link))
+        self.drivers = []
+        self.arrivals = [[] for _ in range(n)]
+        self._memory = []
+        for i, chip in enumerate(self.chips):
+            self._watch_writes(chip.host.rc, self.arrivals[i])
+
+    @staticmethod
+    def _passer(linked):
+        # Everything the chip sends to its host or onto a cable really goes; on unused ports
+        # TLPs are only captured (``chip.sent``), a misroute the tests see there.
+        def pass_to_link(port, tlp):
+            return port == "n" or port in linked
+        return pass_to_link
+
+    @staticmethod
+    def _watch_writes(rc, log):
+        for ft in (TlpType.MEM_WRITE, TlpType.MEM_WRITE_64):
+            handler = rc.rx_tlp_handler[ft]
+
+            async def watched(tlp, handler=handler):
+                await handler(tlp)
+                log.append((get_sim_time("ns"), tlp))
+            rc.register_rx_tlp_handler(ft, watched)
+
+    @property
+    def n_nodes(self):
+        return self.topology.n_nodes
+
+    # -- bring-up ------------------------------------------------------------------------------
+
+    async def start(self):
+        """Enumerate every host, give each node host memory, program every chip.
+
+        Raises
+        ------
+        ValueError
+            A host put its TCA BAR somewhere else than ``address_map.tca_base``.
+        """
+        await _all(chip.start() for chip in self.chips)
+        amap = self.address_map
+        span = amap.node_size * self.n_nodes
+        for i, chip in enumerate(self.chips):
+            bar, size = chip.host.dev.bar_addr[TCA_BAR], chip.host.dev.bar_size[TCA_BAR]
+            if bar != amap.tca_base or size < span:
+                raise ValueError(f"host {i} put the TCA BAR ({size:#x} bytes) at {bar:#x}; the "
+                                 f"address map needs {span:#x} bytes at {amap.tca_base:#x}")
+        self.drivers = [Driver(chip.host.bars[0], chip.host.bars[TCA_BAR])
+                        for chip in self.chips]
+        self._memory = [chip.host.alloc(amap.host_size, above_4g=self.above_4g)
+                        for chip in self.chips]
+        await _all(drv.id_check() for drv in self.drivers)
+        await _all(drv.program(self.topology, amap, i, self._memory[i][0])
+                   for i, drv in enumerate(self.drivers))
+
+    def set_pauses(self, rng, *, idle=0.2, backpressure=0.2):
+        """Give every model seeded random pauses: RX idles between packets, TX ready drops.
+
+        ``rng`` (a ``random.Random``) draws them; ``idle``/``backpressure`` are probabilities
+        per cycle (0 turns that kind off).
+        """
+        for chip in self.chips:
+            for model in chip.models.values():
+                model.idle_inside_packets = False   # the hard IP streams a started TLP whole
+                model.set_idle_generator(
+                    iter(lambda: int(rng.random() < idle), 2) if idle else None)
+                model.set_backpressure_generator(
+                    iter(lambda: int(rng.random() < backpressure), 2) if backpressure else None)
+
+    # -- traffic ---------------------------------------------------------------------------------
+
+    def memory(self, node):
+        """Return ``(bus address, MemoryRegion)`` of the memory behind ``node``'s host window."""
+        return self._memory[node]
+
+    async def pio_write(self, src, dst, offset, data, window="host"):
+        """Store ``data`` from host ``src`` into node ``dst``'s ``window`` at ``offset``.
+
+        Returns when host ``src``'s root complex has queued the TLPs (stores are posted).
+        """
+        return await self.drivers[src].pio_write(self.address_map, dst, window, offset, data)
+
+    async def wait_writes(self, node, count, timeout_ns=200_000):
+        """Wait until host ``node`` has received ``count`` memory writes in all."""
+        clk = self.dut.clk
+        start = get_sim_time("ns")
+        while len(self.arrivals[node]) < count:
+            if get_sim_time("ns") - start > timeout_ns:
+                raise AssertionError(f"host {node} received {len(self.arrivals[node])} memory "
+                                     f"writes, expected {count}, within {timeout_ns} ns")
+            await ClockCycles(clk, 8)
+
+    async def quiet(self, cycles=100):
+        """Wait until no model holds a TLP for its chip or its link, then ``cycles`` more."""
+        for chip in self.chips:
+            for model in chip.models.values():
+                await model.rx_idle()
+                await model.tx_idle()
+        await ClockCycles(self.dut.clk, cycles)
+
+    async def counters(self):
+        """Return every node's counters, ``[{port: {reason: count}}]`` (nodes read at once)."""
+        return await _all(drv.counters() for drv in self.drivers)
+
+    async def clear_counters(self):
+        """Zero every chip's counters."""
+        await _all(drv.clear_counters() for drv in self.drivers)
+
+    def check(self):
+        """Assert no model or host of any node recorded a protocol violation."""
+        for chip in self.chips:
+            chip.check()
+
+
+async def _all(coros):
+    tasks = [cocotb.start_soon(c) for c in coros]
+    return [await t for t in tasks]
