@@ -55,7 +55,10 @@ class PEACH2(wiring.Component):
     s_role : "rc" or "ep"
         Role of the S port's hard IP (recorded for the synthesis flow and in CONFIG).
     tx_start_level : int or None
-        TX adapters' cut-through threshold in beats (None: store-and-forward).
+        TX adapters' cut-through threshold in beats, at least 3 (None: store-and-forward).
+    tx_depth : int
+        TX adapters' FIFOs, in beats (the packet buffers are at the inputs; up to 64 beats the
+        FIFO is distributed RAM and adds one cycle, deeper it is block RAM and adds two).
 
     Members
     -------
@@ -69,7 +72,8 @@ class PEACH2(wiring.Component):
         MSI request to the N hard IP (held until acknowledged).
     """
 
-    def __init__(self, *, n_routes=8, buffer_beats=128, s_role="rc", tx_start_level=4):
+    def __init__(self, *, n_routes=8, buffer_beats=128, s_role="rc", tx_start_level=3,
+                 tx_depth=64):
         if n_routes < 8:
             raise ValueError(f"the routing table needs at least 8 entries, not {n_routes}")
         if s_role not in ("rc", "ep"):
@@ -79,7 +83,8 @@ class PEACH2(wiring.Component):
         self.s_role = s_role
         self.port_roles = {**PORT_ROLES, "s": s_role}
         self._rx = {p.name.lower(): AvalonST128RX() for p in Port}
-        self._tx = {p.name.lower(): AvalonST128TX(start_level=tx_start_level) for p in Port}
+        self._tx = {p.name.lower(): AvalonST128TX(start_level=tx_start_level, depth=tx_depth)
+                    for p in Port}
         members = {}
         for p in self._rx:
             members.update({f"{p}_{n}": m for n, m in _adapter_pins(self._rx[p], "rx_st_").items()})
@@ -151,7 +156,7 @@ class PEACH2(wiring.Component):
                     count(reason, ing.events[reason.value])
             count(Reason.MALFORMED, rx.malformed_event)
             count(Reason.RX_ERR, rx.err_event)
-            count(Reason.TX_TLPS, tx.i_tlp.valid & tx.i_tlp.ready & tx.i_tlp.p.first)
+            count(Reason.TX_TLPS, tx.sent_event)
 
             ltssm = getattr(self, f"{p}_ltssm")
             m.d.comb += csr.port_status[index].eq(Cat(ltssm == LTSSM_L0, ltssm))

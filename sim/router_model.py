@@ -15,8 +15,6 @@ PORT_NAMES = ("N", "E", "W", "S")
 _MEM_WRITE = (TlpType.MEM_WRITE, TlpType.MEM_WRITE_64)
 _MEM_READ = (TlpType.MEM_READ, TlpType.MEM_READ_64)
 _CPL = (TlpType.CPL, TlpType.CPL_DATA, TlpType.CPL_LOCKED, TlpType.CPL_LOCKED_DATA)
-_POSTED_MSG = (TlpType.MSG_TO_RC, TlpType.MSG_ADDR, TlpType.MSG_ID, TlpType.MSG_BCAST,
-               TlpType.MSG_LOCAL, TlpType.MSG_GATHER)
 MASK64 = (1 << 64) - 1
 
 
@@ -67,7 +65,7 @@ def route(state, port, tlp, bar=None):
     ``bar`` is the BAR index the hard IP matched (N only).
     """
     ft = tlp.fmt_type
-    nonposted = not (ft in _MEM_WRITE or ft in _CPL or ft in _POSTED_MSG)
+    nonposted = tlp.is_nonposted()
 
     def drop(reason):
         return Decision("drop", reason=reason, ur=nonposted)

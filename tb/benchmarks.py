@@ -85,7 +85,7 @@ def router_section(latency, busy, pio):
 ## Router: latency through one chip
 
 Cycles at 250 MHz from the start of packet on the receiving port's `rx_st` to the start of
-packet on the sending port's `tx_st`, idle chip, default build (TX cut-through from 4 beats).
+packet on the sending port's `tx_st`, idle chip, default build (TX cut-through from 3 beats).
 Goal: 8 cycles or fewer (the papers' 0.3-0.4 us per extra hop includes hard IPs and cable).
 
 | path | MWr payload (B) | cycles | ns |

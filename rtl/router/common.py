@@ -35,4 +35,5 @@ URRequest = data.StructLayout({
     "tc":           3,
     "attr":         3,
     "port":         Port,
+    "locked":       1,      # the request was a locked read: answer with CplLk
 })

@@ -1,6 +1,6 @@
 """Ingress: classify every TLP arriving on one port and decide where it goes."""
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -40,8 +40,11 @@ class Ingress(wiring.Component):
     ======================================  =========================================
 
     Every dropped non-posted request is answered: its requester ID, tag, traffic class and
-    attributes go to ``o_ur`` for an Unsupported Request completion on this port.  Dropped
-    TLPs are consumed at one beat per cycle and disturb nothing else.
+    attributes go to ``o_ur`` for an Unsupported Request completion on this port.  A dropped
+    TLP is counted and answered on its last beat, and only if that beat carries no ``err``
+    (a TLP the RX adapter found bad after its first beat is counted there, as MALFORMED or
+    RX_ERR, and not answered).  Dropped TLPs are consumed at one beat per cycle and disturb
+    nothing else.  Locked reads are UNSUPPORTED.
 
     Members
     -------
@@ -83,7 +86,9 @@ class Ingress(wiring.Component):
         fmt = h.common.fmt.as_value()
         typ = h.common.type.as_value()
         has_data = fmt[1]
-        is_mem = typ[1:] == 0                          # MEM, MEM_LOCKED
+        # Locked requests (MRdLk) are not memory requests here: they are UNSUPPORTED (and get
+        # a locked UR completion).
+        is_mem = typ == Type.MEM.value
         is_mwr = has_data & (typ == Type.MEM.value)
         is_mrd = is_mem & ~has_data
         is_cpl = typ[1:] == (Type.CPL.value >> 1)      # CPL, CPL_LOCKED
@@ -122,6 +127,9 @@ class Ingress(wiring.Component):
                     m.d.comb += dest.eq(1 << OUTPUTS.index(p.name))
 
         # -- datapath: one register stage; dropped packets are consumed here --------------------
+        # A dropped packet is counted, and answered with UR, on its last beat, and only when that
+        # beat carries no `err`: a packet the RX adapter found bad after its first beat is its
+        # MALFORMED or RX_ERR, not a request to answer.
         dropping = Signal()
         in_pkt = Signal()
         room = ~o.valid | o.ready
@@ -129,32 +137,48 @@ class Ingress(wiring.Component):
             m.d.sync += o.valid.eq(0)
 
         start = i.valid & i.p.first & ~in_pkt & ~dropping
-        want_ur = start & ~forward & ~posted & ~is_cpl
+        ur_now = Signal(URRequest)
         m.d.comb += [
-            self.o_ur.valid.eq(want_ur),
-            self.o_ur.p.requester_id.eq(h.mem32.requester_id),
-            self.o_ur.p.tag.eq(h.mem32.tag | (h.common.t8 << 8) | (h.common.t9 << 9)),
-            self.o_ur.p.tc.eq(h.common.tc),
-            self.o_ur.p.attr.eq(h.common.attr | (h.common.attr2 << 2)),
-            self.o_ur.p.port.eq(self.port),
+            ur_now.requester_id.eq(h.mem32.requester_id),
+            ur_now.tag.eq(h.mem32.tag | (h.common.t8 << 8) | (h.common.t9 << 9)),
+            ur_now.tc.eq(h.common.tc),
+            ur_now.attr.eq(h.common.attr | (h.common.attr2 << 2)),
+            ur_now.port.eq(self.port),
+            ur_now.locked.eq(typ == Type.MEM_LOCKED.value),
+        ]
+        ur_held = Signal(URRequest)
+        reason_held = Signal(Reason)
+        answer_held = Signal()
+
+        # Where the drop decision is taken from: this cycle's header, or the one held.
+        deciding = Signal()
+        drop_reason = Signal(Reason)
+        answer = Signal()
+        m.d.comb += [
+            deciding.eq(start & ~forward),
+            drop_reason.eq(Mux(deciding, reason, reason_held)),
+            answer.eq(Mux(deciding, ~posted & ~is_cpl, answer_held)),
+            self.o_ur.p.eq(Mux(deciding, ur_now, ur_held)),
         ]
 
-        with m.If(dropping):
-            m.d.comb += i.ready.eq(1)
-            with m.If(i.valid & i.p.last):
-                m.d.sync += dropping.eq(0)
-        with m.Elif(start & ~forward):
-            m.d.comb += i.ready.eq(~want_ur | self.o_ur.ready)
-            with m.If(i.ready):
-                m.d.comb += [
-                    self.events[Reason.RX_TLPS.value].eq(1),
-                    self.events[Reason.UR_SENT.value].eq(want_ur),
-                ]
-                for r in Reason:
-                    with m.If(reason == r):
-                        m.d.comb += self.events[r.value].eq(1)
-                with m.If(~i.p.last):
-                    m.d.sync += dropping.eq(1)
+        with m.If(dropping | deciding):
+            end = i.valid & i.p.last
+            good_end = end & ~i.p.err
+            m.d.comb += [
+                self.o_ur.valid.eq(good_end & answer),
+                i.ready.eq(~(good_end & answer) | self.o_ur.ready),
+            ]
+            with m.If(i.valid & i.ready):
+                with m.If(deciding):
+                    m.d.comb += self.events[Reason.RX_TLPS.value].eq(1)
+                    m.d.sync += [reason_held.eq(reason), answer_held.eq(~posted & ~is_cpl),
+                                 ur_held.eq(ur_now)]
+                m.d.sync += dropping.eq(~i.p.last)
+                with m.If(good_end):
+                    m.d.comb += self.events[Reason.UR_SENT.value].eq(answer)
+                    for r in Reason:
+                        with m.If(drop_reason == r):
+                            m.d.comb += self.events[r.value].eq(1)
         with m.Else():
             # Forwarding (a new packet, or the rest of one).
             m.d.comb += i.ready.eq(room)

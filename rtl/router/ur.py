@@ -1,6 +1,6 @@
 """Unsupported Request completions for rejected non-posted requests."""
 
-from amaranth.hdl import Cat, Const, Module, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -18,8 +18,9 @@ class URGenerator(wiring.Component):
 
     So that no requester waits for a completion that never comes (PCIe base specification,
     Unsupported Request).  Requests from the ingresses are taken in round robin; each becomes
-    one header-only completion: status UR, byte count 4, lower address 0, the request's
-    requester ID, tag, traffic class and attributes, completer ID from ``completer_id``.
+    one header-only completion (CplLk for a locked read): status UR, byte count 4, lower
+    address 0, the request's requester ID, tag, traffic class and attributes, completer ID from
+    ``completer_id``.
 
     Members
     -------
@@ -53,7 +54,9 @@ class URGenerator(wiring.Component):
             with m.If(take):
                 r = req.p
                 dw0 = Cat(Const(0, 10), Const(0, 2), r.attr[:2], Const(0, 2), Const(0, 2),
-                          r.attr[2], r.tag[8], r.tc, r.tag[9], Const(Type.CPL.value, 5),
+                          r.attr[2], r.tag[8], r.tc, r.tag[9],
+                          Mux(r.locked, Const(Type.CPL_LOCKED.value, 5),
+                              Const(Type.CPL.value, 5)),
                           Const(Fmt.DW3_NO_DATA.value, 3))
                 dw1 = Cat(Const(4, 12), Const(0, 1), Const(CplStatus.UR.value, 3),
                           self.completer_id)

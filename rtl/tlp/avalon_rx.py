@@ -2,7 +2,7 @@
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from ..util import count_saturating, dw_mask
@@ -96,7 +96,8 @@ class AvalonST128RX(wiring.Component):
         m = Module()
 
         # -- ready latency 2: a small FIFO absorbs the beats still in flight ----------------------
-        m.submodules.fifo = fifo = SyncFIFOBuffered(width=_RXBeat.size, depth=self._fifo_depth)
+        # First-word fall-through (LUTRAM-sized): a beat is readable the cycle after it arrives.
+        m.submodules.fifo = fifo = SyncFIFO(width=_RXBeat.size, depth=self._fifo_depth)
         w_beat = data.View(_RXBeat, fifo.w_data)
         m.d.comb += [
             w_beat.data.eq(self.rx_st_data),

@@ -2,7 +2,7 @@
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.fifo import SyncFIFO, SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from ..util import count_saturating
@@ -10,7 +10,10 @@ from .align import avalon_beats, ends_low, payload_start, select_lanes
 from .layouts import TLPHeader
 from .stream import TLPStream
 
-__all__ = ["AvalonST128TX"]
+__all__ = ["AvalonST128TX", "LUTRAM_DEPTH"]
+
+#: Packet FIFOs up to this many beats are built for distributed RAM (MLAB on Stratix IV).
+LUTRAM_DEPTH = 64
 
 
 _TXData = data.StructLayout({
@@ -62,6 +65,8 @@ class AvalonST128TX(wiring.Component):
         the link partner lacks credits for the packet at its head.
     underrun_count, malformed_count, dropped_count : Out(counter_width)
         Saturating event counts (underrun: cycles; malformed and dropped: packets).
+    sent_event : Out(1)
+        One-cycle strobe per TLP sent whole (its last beat goes out without ``tx_st_err``).
     """
 
     def __init__(self, *, depth=512, hdr_depth=32, start_level=None, counter_width=32):
@@ -85,18 +90,22 @@ class AvalonST128TX(wiring.Component):
             "underrun_count":  Out(counter_width),
             "malformed_count": Out(counter_width),
             "dropped_count":   Out(counter_width),
+            "sent_event":      Out(1),
         })
 
     def elaborate(self, platform):
         m = Module()
 
         # -- packet FIFO: payload beats, and one header per packet ------------------------------
-        m.submodules.dfifo = dfifo = SyncFIFOBuffered(width=_TXData.size, depth=self._depth)
-        m.submodules.hfifo = hfifo = SyncFIFOBuffered(width=TLPHeader.as_shape().size,
-                                                      depth=self._hdr_depth)
+        # Up to LUTRAM_DEPTH beats the FIFO reads asynchronously (readable one cycle after a
+        # write); deeper ones are block RAM with a registered read (two cycles).
+        fifo_cls = SyncFIFO if self._depth <= LUTRAM_DEPTH else SyncFIFOBuffered
+        m.submodules.dfifo = dfifo = fifo_cls(width=_TXData.size, depth=self._depth)
+        m.submodules.hfifo = hfifo = SyncFIFO(width=TLPHeader.as_shape().size,
+                                              depth=self._hdr_depth)
         # Status of each complete packet ([0] ended with `err`, [1] beat count disagrees with
         # its length field), so that a bad packet held whole is dropped unsent.
-        m.submodules.sfifo = sfifo = SyncFIFOBuffered(width=2, depth=self._hdr_depth)
+        m.submodules.sfifo = sfifo = SyncFIFO(width=2, depth=self._hdr_depth)
         i = self.i_tlp
         w_d = data.View(_TXData, dfifo.w_data)
         m.d.comb += [
@@ -172,6 +181,7 @@ class AvalonST128TX(wiring.Component):
         ]
 
         def emit(data_, sop, eop, err, empty):
+            m.d.comb += self.sent_event.eq(eop & ~err)
             m.d.sync += [
                 self.tx_st_data.eq(data_),
                 self.tx_st_valid.eq(1),

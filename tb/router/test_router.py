@@ -39,3 +39,33 @@ def test_all_ports_busy():
     run_cocotb(component=PEACH2(), toplevel="peach2", test_module="bench_tb",
                name="router-bench-all_ports", test_dir=HERE, testcase="all_ports_busy",
                params={"count": 150}, seed=34)
+
+
+def test_bad_input():
+    run("router-bad_input", "bad_input")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pauses", [True, False], ids=["random", "none"])
+def test_bad_input_soak(pauses):
+    run(f"router-bad_input-soak-{'random' if pauses else 'none'}", "bad_input", seed=35,
+        times=4, good=80, pauses=pauses)
+
+
+def test_late_errors():
+    run("router-late_errors", "late_errors")
+
+
+def test_locked_read():
+    run("router-locked_read", "locked_read")
+
+
+def test_four_ports_concurrent():
+    run("router-four_ports", "four_ports_concurrent")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pauses", [True, False], ids=["random", "none"])
+def test_four_ports_concurrent_soak(pauses):
+    run(f"router-four_ports-soak-{'random' if pauses else 'none'}", "four_ports_concurrent",
+        seed=36, per_flow=40, permutations=6, backlog=64, pauses=pauses)
