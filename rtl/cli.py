@@ -122,9 +122,9 @@ def main(argv=None):
                        help="per-port packet buffer in 16-byte beats (default %(default)s)")
         p.add_argument("--s-role", choices=("rc", "ep"), default="rc",
                        help="role of the S port's hard IP (default %(default)s)")
-        p.add_argument("--tx-start-level", type=int, default=3, metavar="N",
-                       help="TX cut-through threshold in beats, 3 or more; 0 for "
-                            "store-and-forward (default %(default)s)")
+        p.add_argument("--tx-start-level", type=int, default=1, metavar="N",
+                       help="TX cut-through threshold in beats; 0 for store-and-forward "
+                            "(default %(default)s)")
 
     gen = sub.add_parser("generate", help="write the Verilog of the peach2 top module",
                          description="Write the Verilog of the peach2 top module, its register "

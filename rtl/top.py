@@ -8,7 +8,6 @@ from .csr.block import CSR
 from .router.buffer import PacketBuffer
 from .router.common import Port, Reason
 from .router.crossbar import Crossbar
-from .router.egress import OffsetSubtract
 from .router.ingress import OUTPUTS, Ingress
 from .router.ur import URGenerator
 from .tlp.avalon_rx import AvalonST128RX
@@ -41,8 +40,9 @@ class PEACH2(wiring.Component):
 
     Datapath of each port: RX adapter -> :class:`~peach2.router.ingress.Ingress` (classify,
     route, drop and count) -> :class:`~peach2.router.buffer.PacketBuffer` -> crossbar input.
-    Crossbar outputs N, E, W, S feed the TX adapters (N through
-    :class:`~peach2.router.egress.OffsetSubtract`); output CSR feeds the register block,
+    Crossbar outputs N, E, W, S feed the TX adapters; a request bound for N has its address
+    translated (:func:`~peach2.router.egress.translate_header`) as it enters its packet buffer.
+    Output CSR feeds the register block,
     whose completions, like the UR generator's, are crossbar inputs.  Two more crossbar inputs
     are reserved for the DMA controller and idle until it is built.
 
@@ -55,7 +55,8 @@ class PEACH2(wiring.Component):
     s_role : "rc" or "ep"
         Role of the S port's hard IP (recorded for the synthesis flow and in CONFIG).
     tx_start_level : int or None
-        TX adapters' cut-through threshold in beats, at least 3 (None: store-and-forward).
+        TX adapters' cut-through threshold in beats (None: store-and-forward); TLPs of one or
+        two Avalon beats are always held whole.
     tx_depth : int
         TX adapters' FIFOs, in beats (the packet buffers are at the inputs; up to 64 beats the
         FIFO is distributed RAM and adds one cycle, deeper it is block RAM and adds two).
@@ -72,7 +73,7 @@ class PEACH2(wiring.Component):
         MSI request to the N hard IP (held until acknowledged).
     """
 
-    def __init__(self, *, n_routes=8, buffer_beats=128, s_role="rc", tx_start_level=3,
+    def __init__(self, *, n_routes=8, buffer_beats=128, s_role="rc", tx_start_level=1,
                  tx_depth=64):
         if n_routes < 8:
             raise ValueError(f"the routing table needs at least 8 entries, not {n_routes}")
@@ -105,13 +106,11 @@ class PEACH2(wiring.Component):
                                      s_is_rc=self.s_role == "rc")
         m.submodules.ur = ur = URGenerator(len(ports))
         m.submodules.xbar = xbar = Crossbar(n_in=8, n_out=len(OUTPUTS))
-        m.submodules.egress_n = egress = OffsetSubtract()
 
         m.d.comb += [
             csr.completer_id.eq(self.n_pcie_id),
             csr.pcie_id.eq(self.n_pcie_id),
             ur.completer_id.eq(self.n_pcie_id),
-            egress.offset.eq(csr.node_offset),
         ]
 
         for index, p in enumerate(ports):
@@ -127,26 +126,23 @@ class PEACH2(wiring.Component):
                         m.d.comb += outer.eq(getattr(block, name))
 
             m.submodules[f"{p}_ingress"] = ing = Ingress(Port(index), n_routes=self.n_routes)
-            m.submodules[f"{p}_buffer"] = buf = PacketBuffer(depth=self.buffer_beats,
-                                                             dest_width=len(OUTPUTS))
+            m.submodules[f"{p}_buffer"] = buf = PacketBuffer(
+                depth=self.buffer_beats, dest_width=len(OUTPUTS),
+                translate_bit=OUTPUTS.index("N"))
             wiring.connect(m, rx.o_tlp, ing.i_tlp)
             wiring.connect(m, ing.o_tlp, buf.i_tlp)
             wiring.connect(m, ing.o_ur, ur.i_req[index])
             wiring.connect(m, buf.o_tlp, xbar.i[index])
             m.d.comb += [
                 buf.i_dest.eq(ing.o_dest),
+                buf.offset.eq(csr.node_offset),
                 xbar.i_dest[index].eq(buf.o_dest),
                 ing.routes.eq(csr.route),
                 ing.pio_enable.eq(csr.pio_enable),
                 ing.route_enable.eq(csr.route_enable),
             ]
 
-            out = xbar.o[OUTPUTS.index(p.upper())]
-            if p == "n":
-                wiring.connect(m, out, egress.i_tlp)
-                wiring.connect(m, egress.o_tlp, tx.i_tlp)
-            else:
-                wiring.connect(m, out, tx.i_tlp)
+            wiring.connect(m, xbar.o[OUTPUTS.index(p.upper())], tx.i_tlp)
 
             # Counters: COUNT[port][reason].
             def count(reason, strobe, base=16 * index):

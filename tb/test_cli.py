@@ -33,7 +33,7 @@ def test_generate_writes_checked_top(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["--routes", "4"], "at least 8"),
-    (["--tx-start-level", "2"], "start_level must be in 3.."),
+    (["--tx-start-level", "-1"], "start_level must be in 1.."),
 ])
 def test_generate_rejects_bad_options(tmp_path, capsys, argv, message):
     with pytest.raises(SystemExit) as exc:

@@ -1,12 +1,13 @@
 """Per-input packet buffer in block RAM, cut-through."""
 
-from amaranth.hdl import Module
+from amaranth.hdl import Module, Mux
 from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from ..tlp.layouts import TLPHeader
 from ..tlp.stream import TLPStream
+from .egress import translate_header
 
 __all__ = ["PacketBuffer"]
 
@@ -31,17 +32,23 @@ class PacketBuffer(wiring.Component):
         ``hdr`` and ``bar`` are valid on the first beat only.
     o_dest : Out(dest_width)
         The destination of the packet whose first beat is at the output.
+    offset : In(64)
+        With ``translate_bit`` set: packets whose destination has that bit (the N port) are
+        stored with the header :func:`~peach2.router.egress.translate_header` makes, so the
+        N-port egress costs no pipeline stage of its own.
     """
 
-    def __init__(self, *, depth=128, max_packets=16, dest_width=5):
+    def __init__(self, *, depth=128, max_packets=16, dest_width=5, translate_bit=None):
         self._depth = depth
         self._max_packets = max_packets
         self._dest_width = dest_width
+        self._translate_bit = translate_bit
         super().__init__({
             "i_tlp":  In(TLPStream()),
             "i_dest": In(dest_width),
             "o_tlp":  Out(TLPStream()),
             "o_dest": Out(dest_width),
+            "offset": In(64),
         })
 
     def elaborate(self, platform):
@@ -58,7 +65,10 @@ class PacketBuffer(wiring.Component):
             w_d.data.eq(i.p.data), w_d.dw_en.eq(i.p.dw_en), w_d.first.eq(i.p.first),
             w_d.last.eq(i.p.last), w_d.err.eq(i.p.err),
             dfifo.w_en.eq(i.valid & i.ready),
-            w_h.hdr.eq(i.p.hdr), w_h.bar.eq(i.p.bar), w_h.dest.eq(self.i_dest),
+            w_h.hdr.eq(i.p.hdr if self._translate_bit is None else
+                       Mux(self.i_dest[self._translate_bit],
+                           translate_header(i.p.hdr, self.offset), i.p.hdr.as_value())),
+            w_h.bar.eq(i.p.bar), w_h.dest.eq(self.i_dest),
             hfifo.w_en.eq(i.valid & i.ready & i.p.first),
         ]
 

@@ -46,8 +46,8 @@ class AvalonST128TX(wiring.Component):
       it lies whole in the FIFO before it starts (always, in store-and-forward) nothing of it
       is sent.  A packet already started (cut-through) is nullified: it ends at once with
       ``tx_st_eop`` and ``tx_st_err``.  The hard IP accepts nullification only for posted and
-      completion TLPs with payload longer than two beats; choose ``start_level`` of at least 3
-      so that shorter packets are always held whole.
+      completion TLPs with payload longer than two beats, so TLPs of one or two Avalon beats
+      are always held whole, whatever ``start_level``.
     - A packet whose beat count disagrees with its length field is counted in
       ``malformed_count`` and treated the same way: dropped unsent when held whole, else
       nullified with the rest of it dropped.
@@ -70,10 +70,8 @@ class AvalonST128TX(wiring.Component):
     """
 
     def __init__(self, *, depth=512, hdr_depth=32, start_level=None, counter_width=32):
-        if start_level is not None and not 3 <= start_level <= depth:
-            raise ValueError(f"start_level must be in 3..{depth} (packets of one or two beats "
-                             f"cannot be nullified, so they are always held whole), "
-                             f"not {start_level}")
+        if start_level is not None and not 1 <= start_level <= depth:
+            raise ValueError(f"start_level must be in 1..{depth}, not {start_level}")
         self._depth = depth
         self._hdr_depth = hdr_depth
         self._start_level = depth if start_level is None else start_level
@@ -207,9 +205,12 @@ class AvalonST128TX(wiring.Component):
         # A complete packet at the head that ended with `err` is dropped without a trace on the
         # link (the hard IP may only nullify some TLPs, and not those of one or two beats).
         head_bad = sfifo.r_rdy & sfifo.r_data.any()
+        # Cut-through only for TLPs of three or more Avalon beats: the hard IP cannot nullify
+        # shorter ones, so those are always held whole.
+        h_long = avalon_beats(h_total) >= 3
         can_start = hfifo.r_rdy & dfifo.r_rdy & (
-            (sfifo.r_rdy & ~sfifo.r_data.any()) | (dfifo.level >= self._start_level)
-            | ~dfifo.w_rdy)
+            (sfifo.r_rdy & ~sfifo.r_data.any())
+            | (h_long & ((dfifo.level >= self._start_level) | ~dfifo.w_rdy)))
 
         with m.FSM():
             with m.State("IDLE"):
