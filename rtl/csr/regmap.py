@@ -356,13 +356,14 @@ _PORTS = (
 )
 
 _REASONS = (
-    ("RX_TLPS", 0, "TLPs received on the port"),
-    ("TX_TLPS", 1, "TLPs sent on the port"),
+    ("RX_TLPS", 0, "TLPs from the port that reached the router (at their first beat)"),
+    ("TX_TLPS", 1, "TLPs sent whole on the port (not dropped, not nullified)"),
     ("UNROUTABLE", 2, "requests no enabled route entry matched"),
     ("WINDOW_CLOSED", 3, "requests dropped because PIO_ENABLE or ROUTE_ENABLE is off"),
-    ("UNSUPPORTED", 4, "configuration, I/O, message and prefixed TLPs"),
+    ("UNSUPPORTED", 4, "configuration, I/O, message TLPs; locked reads (UR as CplLk); "
+                       "N requests outside BARs 0, 2"),
     ("READ_REJECTED", 5, "reads from E/W/S, and host reads into the TCA window"),
-    ("MALFORMED", 6, "TLPs whose framing or fields are inconsistent"),
+    ("MALFORMED", 6, "TLPs whose framing disagrees with their header, or with a TLP prefix"),
     ("POISONED", 7, "TLPs with EP (poisoned) set"),
     ("RX_ERR", 8, "TLPs the hard IP flagged with rx_st_err"),
     ("UNEXPECTED_CPL", 9, "completions that match no outstanding request"),
@@ -410,9 +411,10 @@ _ACCESS_NOTES = """\
   other, walking the addresses; DWs past the end of the BAR are dropped.
 - Poisoned writes, packets ended with `err` and TLPs other than memory reads and writes are
   dropped.  The register block raises `bad_req` once for each request it could not serve in
-  full (CA completions included); the top counts it.  A write longer than 4 DWs (more than one
-  stream beat) that ends with `err` has its earlier beats applied: the block does not store
-  whole packets.  Hosts map BAR 0 uncached and never send such writes.
+  full (CA completions included): an output for diagnosis, not wired to a counter in this
+  version.  A write longer than 4 DWs (more than one stream beat) that ends with `err` has its
+  earlier beats applied: the block does not store whole packets.  Hosts map BAR 0 uncached and
+  never send such writes.
 - Reads have no side effects.  Register accesses are served in order, one at a time, so a read
   returns the effect of every earlier write."""
 

@@ -68,9 +68,9 @@ class AvalonST128RX(wiring.Component):
     """
 
     def __init__(self, *, fifo_depth=8, counter_width=32):
-        """``fifo_depth`` (at least 6) sets the input FIFO that absorbs ready latency 2."""
-        if fifo_depth < 6:
-            raise ValueError(f"fifo_depth must be at least 6 to take one beat per cycle with "
+        """``fifo_depth`` (at least 5) sets the input FIFO that absorbs ready latency 2."""
+        if fifo_depth < 5:
+            raise ValueError(f"fifo_depth must be at least 5 to take one beat per cycle with "
                              f"ready latency 2, not {fifo_depth}")
         self._fifo_depth = fifo_depth
         super().__init__({

@@ -34,6 +34,8 @@ class AvalonST128TX(wiring.Component):
 
     Behaviour
     ---------
+    - A nullified TLP always has three Avalon beats or more (the hard IP accepts nothing
+      shorter): a packet that ends early with ``err`` after it started is padded to three.
     - Ready latency 2: a beat is presented at cycle ``t`` only when ``tx_st_ready`` was high at
       ``t-2``.  Outputs are registers.
     - The hard IP requires ``tx_st_valid`` to stay high from ``sop`` to ``eop`` on every ready
@@ -41,7 +43,9 @@ class AvalonST128TX(wiring.Component):
       (store-and-forward), or, with ``start_level`` set, as soon as that many beats are buffered
       (cut-through: then the source must deliver the rest of the packet without gaps).  A gap
       that still happens is an underrun: ``tx_st_valid`` drops and ``underrun_count`` counts the
-      cycle.  A FIFO full with a partial packet also starts it, so no packet size deadlocks.
+      cycle.  A FIFO full with a partial packet also starts it, so no packet size deadlocks;
+      if that packet's header says one or two beats it is overlong, and is dropped as
+      malformed instead.
     - A packet whose last beat carries ``err`` is dropped and counted in ``dropped_count``.  When
       it lies whole in the FIFO before it starts (always, in store-and-forward) nothing of it
       is sent.  A packet already started (cut-through) is nullified: it ends at once with
@@ -157,6 +161,7 @@ class AvalonST128TX(wiring.Component):
         carry   = Signal(128)   # last internal beat taken
         int_done = Signal()     # the internal packet's last beat has been taken
         overlong = Signal()     # the internal packet has more beats than its length says
+        aborting = Signal()     # ended early with err: pad to three beats, then nullify
 
         ev_underrun = Signal()
         ev_malformed = Signal()
@@ -219,6 +224,10 @@ class AvalonST128TX(wiring.Component):
                                  ev_dropped.eq(sfifo.r_data[0]),
                                  ev_malformed.eq(sfifo.r_data[1])]
                     m.next = "DROP"
+                with m.Elif(hfifo.r_rdy & ~sfifo.r_rdy & ~dfifo.w_rdy & ~h_long):
+                    # A TLP of one or two beats that fills the FIFO without ending is overlong.
+                    m.d.comb += [hfifo.r_en.eq(1), ev_malformed.eq(1)]
+                    m.next = "DROP"
                 with m.Elif(advance & can_start):
                     m.d.comb += hfifo.r_en.eq(1)
                     s3 = h_has_data & (h_s == 3)
@@ -234,20 +243,23 @@ class AvalonST128TX(wiring.Component):
                         ib.eq(0),
                         int_done.eq(0),
                         overlong.eq(0),
+                        aborting.eq(0),
                     ]
                     with m.If(~h_has_data | s3):
                         abort = take_internal(Const(0, 9), nb)
                         single = avalon_beats(h_total) == 1
                         overlong0 = ~d.last & (nb == 1)
-                        end = single | abort
-                        emit(beat0, 1, end, abort | (end & overlong0),
-                             Mux(abort, 0, ends_low(h_total)))
-                        with m.If(end):
+                        emit(beat0, 1, single, single & (abort | overlong0),
+                             ends_low(h_total))
+                        with m.If(single):
                             m.next = "IDLE"
                             with m.If(overlong0):
                                 m.d.comb += ev_malformed.eq(1)
                                 m.next = "DROP"
                         with m.Else():
+                            # Only TLPs of three or more beats start before they are whole,
+                            # and the hard IP nullifies nothing shorter: pad an early end.
+                            m.d.sync += aborting.eq(abort)
                             m.next = "DATA"
                     with m.Else():
                         emit(beat0, 1, 0, 0, 0)
@@ -255,7 +267,7 @@ class AvalonST128TX(wiring.Component):
 
             with m.State("DATA"):
                 with m.If(advance):
-                    need = ~int_done & (ib != n_int)
+                    need = ~int_done & (ib != n_int) & ~aborting
                     with m.If(need & ~dfifo.r_rdy):
                         m.d.comb += ev_underrun.eq(1)
                     with m.Else():
@@ -263,15 +275,19 @@ class AvalonST128TX(wiring.Component):
                         abort = Signal()
                         with m.If(need):
                             m.d.comb += abort.eq(take_internal(ib, n_int))
+                        stop = abort | aborting
                         last_beat = j == n_beats - 1
                         # An internal packet that is still going at its predicted end is overlong.
                         over = overlong | (need & ~d.last & (ib == n_int - 1))
-                        end = last_beat | abort
-                        emit(lanes, 0, end, abort | (end & over), Mux(abort, 0, low))
+                        # A nullified TLP needs three beats or more: beat j is the (j+1)-th.
+                        end = last_beat | (stop & (j >= 2))
+                        emit(lanes, 0, end, (stop | over) & end, Mux(stop, 0, low))
                         m.d.sync += j.eq(j + 1)
+                        with m.If(stop & ~end):
+                            m.d.sync += aborting.eq(1)
                         with m.If(end):
                             m.next = "IDLE"
-                            with m.If(over & ~abort):
+                            with m.If(over & ~stop):
                                 m.d.comb += ev_malformed.eq(1)
                                 m.next = "DROP"
 

@@ -218,9 +218,10 @@ async def routing_against_model(dut):
     entries = random_table(rng, n)
     for i, e in enumerate(entries):
         await drv.set_route(i, e.mask, e.lower, e.upper, e.port, enable=e.enable)
-    readback = await drv.routes()
-    for i, (e, r) in enumerate(zip(entries, readback)):
-        assert r[:4] == (e.mask, e.lower, e.upper, "NEWS".index(e.port)), (i, e, r)
+    for i, e in enumerate(entries):
+        r = await drv.get_route(i)
+        assert (r["mask"], r["lower"], r["upper"], r["port"], r["enable"]) == (
+            e.mask, e.lower, e.upper, "NEWS".index(e.port), int(e.enable)), (i, e, r)
     offset = rng.getrandbits(40) << 12
     await drv.set_offset(offset)
     await drv.enable(pio=True, route=True)

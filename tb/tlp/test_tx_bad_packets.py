@@ -25,7 +25,7 @@ def _mwr(rng, length):
     return t
 
 
-async def send(ctx, dut, beats):
+async def send(ctx, dut, beats, limit=2000):
     """Drive ``beats`` into the TX adapter's internal stream, one per accepted cycle."""
     for b in beats:
         ctx.set(dut.i_tlp.valid, 1)
@@ -35,7 +35,13 @@ async def send(ctx, dut, beats):
         ctx.set(dut.i_tlp.p.first, b.first)
         ctx.set(dut.i_tlp.p.last, b.last)
         ctx.set(dut.i_tlp.p.err, b.err)
-        await ctx.tick().until(dut.i_tlp.ready)
+        for _ in range(limit):
+            if ctx.get(dut.i_tlp.ready):
+                break
+            await ctx.tick()
+        else:
+            raise AssertionError(f"TX adapter stopped taking beats for {limit} cycles")
+        await ctx.tick()
     ctx.set(dut.i_tlp.valid, 0)
 
 
@@ -110,3 +116,65 @@ def test_counters_for_bad_internal_packets():
     sim.add_testbench(bench)
     sim.run()
     assert result == {"dropped": 1, "malformed": 1, "underrun": 0}, result
+
+
+def _run_tx(dut, packets, cycles=3000):
+    """Send ``packets`` (lists of beats) and return the Avalon packets seen: (beats, err)."""
+    seen = []
+
+    async def drive(ctx):
+        for beats in packets:
+            await send(ctx, dut, beats)
+
+    async def collect(ctx):
+        ctx.set(dut.tx_st_ready, 1)
+        cur = []
+        for _ in range(cycles):
+            await ctx.tick()
+            if ctx.get(dut.tx_st_valid):
+                cur.append(Beat(ctx.get(dut.tx_st_data), ctx.get(dut.tx_st_sop),
+                                ctx.get(dut.tx_st_eop), ctx.get(dut.tx_st_empty)))
+                if cur[-1].eop:
+                    seen.append((cur, ctx.get(dut.tx_st_err)))
+                    cur = []
+
+    sim = Simulator(dut)
+    sim.add_clock(4e-9)
+    sim.add_testbench(drive)
+    sim.add_testbench(collect)
+    sim.run()
+    return seen
+
+
+def test_overlong_short_packet_beyond_fifo_is_dropped():
+    """A header-only TLP followed by more beats than the FIFO holds must not hang TX."""
+    rng = random.Random(7)
+    dut = AvalonST128TX(depth=64, start_level=1)
+    rd = Tlp()
+    rd.fmt_type = TlpType.MEM_READ_64
+    rd.set_addr_be(1 << 33, 64)
+    head = tlp_to_beats(rd)[0]
+    monster = [replace(head, last=0)] + [replace(head, first=0, last=0, dw_en=0xF)] * 68 \
+        + [replace(head, first=0, last=1, dw_en=0xF)]
+    good = _mwr(rng, 8)
+    seen = _run_tx(dut, [monster, tlp_to_beats(good)])
+    assert [bytes(beats_to_tlp(b).pack()) for b, err in seen if not err] == [bytes(good.pack())]
+
+
+def test_early_err_nullified_with_three_beats_at_least():
+    """Cut-through: a TLP ended early by err is nullified, never as a one- or two-beat TLP."""
+    rng = random.Random(8)
+    dut = AvalonST128TX(depth=64, start_level=1)
+    for length in (16, 32):
+        for a2 in (0, 1):
+            t = Tlp()
+            t.fmt_type = TlpType.MEM_WRITE
+            t.set_addr_be_data(0x1000 + 4 * a2, rng.randbytes(4 * length))
+            beats = tlp_to_beats(t)
+            cut = [*beats[:1]]
+            cut[-1] = replace(cut[-1], last=1, err=1)
+            seen = _run_tx(dut, [cut, tlp_to_beats(t)], cycles=400)
+            bad = [b for b, err in seen if err]
+            assert len(bad) <= 1 and all(len(b) >= 3 for b in bad), [len(b) for b in bad]
+            assert [bytes(beats_to_tlp(b).pack()) for b, err in seen if not err] == [
+                bytes(t.pack())]
