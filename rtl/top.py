@@ -1,6 +1,6 @@
 """The PEACH2 chip: four Stratix IV PCIe ports around a router (002 section 3.3, Figure 2)."""
 
-from amaranth.hdl import Cat, Module, Signal
+from amaranth.hdl import Cat, Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 

@@ -210,6 +210,39 @@ def _unpack(word, nbeats, empty):
     return tlp
 
 
+#: The ways :func:`damage` can break a TLP's beats.
+DAMAGE = ("err_sop", "err_late", "short", "long", "empty", "no_eop", "stray")
+
+
+def damage(rng, beats, how):
+    """Return ``beats`` broken in one of the ways the hard IP would only produce on a fault.
+
+    ``how`` is one of :data:`DAMAGE`: ``rx_st_err`` on the first or the last beat, one beat
+    short (eop early), one beat too many, the wrong ``empty``, no eop at all, or a lone beat
+    without sop.  For :meth:`HardIP.inject_beats`.
+    """
+    beats = list(beats)
+    if how == "err_sop":
+        beats[0] = beats[0]._replace(err=True)
+    elif how == "err_late":
+        beats[-1] = beats[-1]._replace(err=True)
+    elif how == "short":
+        beats = beats[:-1]
+        beats[-1] = beats[-1]._replace(eop=True)
+    elif how == "long":
+        beats[-1] = beats[-1]._replace(eop=False)
+        beats.append(Beat(rng.getrandbits(128), False, True))
+    elif how == "empty":
+        beats[-1] = beats[-1]._replace(empty=1 - beats[-1].empty)
+    elif how == "no_eop":
+        beats[-1] = beats[-1]._replace(eop=False)
+    elif how == "stray":
+        beats = [Beat(rng.getrandbits(128), False, True)]
+    else:
+        raise ValueError(f"unknown damage {how!r}; one of {DAMAGE}")
+    return beats
+
+
 def beats_to_tlp(beats):
     """Check the framing of one packet's beats and return its :class:`Tlp`.
 

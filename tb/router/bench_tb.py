@@ -15,7 +15,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge, Timer
 
-from peach2.sim.chip import PORTS, TCA_BAR, Chip
+from peach2.sim.chip import TCA_BAR, Chip
 from peach2.sim.driver import Driver
 from peach2.sim.throughput import ThroughputMeter, ThroughputReport, writes_only
 

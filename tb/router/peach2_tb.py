@@ -26,7 +26,7 @@ from cocotbext.pcie.core.utils import PcieId
 
 from peach2.sim.chip import CSR_BAR, PORTS, TCA_BAR, Chip
 from peach2.sim.driver import Driver
-from peach2.sim.hardip import Beat, tlp_to_beats
+from peach2.sim.hardip import damage, tlp_to_beats
 from peach2.sim.router_model import RouteEntry, RouterState, route, translate
 
 PARAMS = json.loads(os.environ.get("PEACH2_PARAMS", "{}"))
@@ -432,30 +432,6 @@ def message(rng, *, data=None):
     dw1 = int(tlp.requester_id) << 16 | tlp.tag << 8 | 0x7F        # Vendor_Defined Type 1
     beats[0] = beats[0]._replace(data=dw0 | dw1 << 32, be=0)
     return tlp, beats
-
-
-def damage(rng, beats, how):
-    """Return ``beats`` broken in one of the ways the hard IP would only produce on a fault."""
-    beats = list(beats)
-    if how == "err_sop":
-        beats[0] = beats[0]._replace(err=True)
-    elif how == "err_late":
-        beats[-1] = beats[-1]._replace(err=True)
-    elif how == "short":
-        beats = beats[:-1]
-        beats[-1] = beats[-1]._replace(eop=True)
-    elif how == "long":
-        beats[-1] = beats[-1]._replace(eop=False)
-        beats.append(Beat(rng.getrandbits(128), False, True))
-    elif how == "empty":
-        beats[-1] = beats[-1]._replace(empty=1 - beats[-1].empty)
-    elif how == "no_eop":
-        beats[-1] = beats[-1]._replace(eop=False)
-    elif how == "stray":
-        beats = [Beat(rng.getrandbits(128), False, True)]
-    else:
-        raise ValueError(how)
-    return beats
 
 
 class Traffic:

@@ -24,7 +24,7 @@ from cocotb.triggers import ClockCycles, Timer
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId
 
-from peach2.sim.hardip import Beat, HardIP, tlp_to_beats as avalon_beats
+from peach2.sim.hardip import HardIP, damage, tlp_to_beats as avalon_beats
 from peach2.sim.link import terminate
 from peach2.sim.tlpstream import StreamMonitor, compare_packet, tlp_to_beats
 
@@ -182,26 +182,7 @@ async def round_trip(dut):
 
 def corrupt(rng, tlp, how):
     """Return the Avalon beats of ``tlp`` damaged in one of the ways the RX adapter must catch."""
-    beats = avalon_beats(tlp, 0b1)
-    if how == "err_sop":
-        beats[0] = beats[0]._replace(err=True)
-    elif how == "err_late":
-        beats[-1] = beats[-1]._replace(err=True)
-    elif how == "short":
-        beats = beats[:-1]
-        beats[-1] = beats[-1]._replace(eop=True)
-    elif how == "long":
-        beats[-1] = beats[-1]._replace(eop=False)
-        beats.append(Beat(rng.getrandbits(128), False, True))
-    elif how == "empty":
-        beats[-1] = beats[-1]._replace(empty=1 - beats[-1].empty)
-    elif how == "stray":
-        beats = [Beat(rng.getrandbits(128), False, True)]
-    elif how == "no_eop":
-        beats[-1] = beats[-1]._replace(eop=False)
-    else:
-        raise ValueError(how)
-    return beats
+    return damage(rng, avalon_beats(tlp, 0b1), how)
 
 
 BAD_KINDS = {
