@@ -10,6 +10,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from ..tlp.align import payload_dws
 from ..tlp.layouts import Completion, CplStatus, Fmt, FmtType, Type
 from ..tlp.stream import TLPBeat, TLPStream
 from ..util import count_saturating
@@ -265,7 +266,7 @@ class CSR(wiring.Component):
         four_dw = hdr.common.fmt.as_value()[0]
         addr_dw = Mux(four_dw, hdr.mem64.address_lo[0:10], hdr.mem32.address[0:10])
         length = Signal(11)
-        m.d.comb += length.eq(Mux(hdr.common.length == 0, 1024, hdr.common.length))
+        m.d.comb += length.eq(payload_dws(hdr))
         req_first_be = hdr.mem32.first_be
         req_last_be = hdr.mem32.last_be
 

@@ -22,7 +22,18 @@ in lane ``k mod 4`` (see :mod:`peach2.tlp.stream`).
 from amaranth.hdl import Cat, Mux, Value
 
 
-__all__ = ["payload_start", "avalon_beats", "ends_low", "select_lanes"]
+__all__ = ["payload_dws", "internal_beats", "payload_start", "avalon_beats", "ends_low",
+           "select_lanes"]
+
+
+def payload_dws(hdr):
+    """Return the payload length in DWs that a header's ``length`` field gives (0 means 1024)."""
+    return Mux(hdr.common.length == 0, 1024, hdr.common.length)
+
+
+def internal_beats(hdr):
+    """Return how many internal-stream beats carry the TLP (one for a TLP without payload)."""
+    return Mux(hdr.common.fmt.as_value()[1], (payload_dws(hdr) + 3) >> 2, 1)
 
 
 def payload_start(hdr):

@@ -6,7 +6,7 @@ from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from ..util import count_saturating, dw_mask
-from .align import avalon_beats, ends_low, payload_start, select_lanes
+from .align import avalon_beats, ends_low, payload_dws, payload_start, select_lanes
 from .layouts import TLPHeader
 from .stream import TLPStream
 
@@ -118,7 +118,7 @@ class AvalonST128RX(wiring.Component):
         cur_hdr = data.View(TLPHeader, cur.data)
         c_fmt = cur_hdr.common.fmt.as_value()
         c_has_data = c_fmt[1]
-        c_len = Mux(cur_hdr.common.length == 0, 1024, cur_hdr.common.length)
+        c_len = payload_dws(cur_hdr)
         c_s = payload_start(cur_hdr)
         c_total = Mux(c_has_data, c_s + c_len, 3 + c_fmt[0])
         c_beats = avalon_beats(c_total)

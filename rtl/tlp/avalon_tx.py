@@ -6,7 +6,8 @@ from amaranth.lib.fifo import SyncFIFO, SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from ..util import count_saturating
-from .align import avalon_beats, ends_low, payload_start, select_lanes
+from .align import (avalon_beats, ends_low, internal_beats, payload_dws, payload_start,
+                    select_lanes)
 from .layouts import TLPHeader
 from .stream import TLPStream
 
@@ -126,9 +127,7 @@ class AvalonST128TX(wiring.Component):
         pkt_in = dfifo.w_en & i.p.last
         pkt_out = dfifo.r_en & data.View(_TXData, dfifo.r_data).last
         # Beat count check at the input.
-        in_hdr = i.p.hdr
-        in_len = Mux(in_hdr.common.length == 0, 1024, in_hdr.common.length)
-        in_beats = Mux(in_hdr.common.fmt.as_value()[1], (in_len + 3) >> 2, 1)
+        in_beats = internal_beats(i.p.hdr)
         expect = Signal(9)      # beats the current input packet should have
         seen = Signal(9)        # beats of it written so far
         n_now = Mux(i.p.first, in_beats, expect)
@@ -147,7 +146,7 @@ class AvalonST128TX(wiring.Component):
         h_fmt = h.common.fmt.as_value()
         h_four = h_fmt[0]
         h_has_data = h_fmt[1]
-        h_len = Mux(h.common.length == 0, 1024, h.common.length)
+        h_len = payload_dws(h)
         h_s = payload_start(h)
         h_total = Mux(h_has_data, h_s + h_len, 3 + h_four)
 
@@ -233,7 +232,7 @@ class AvalonST128TX(wiring.Component):
                     s3 = h_has_data & (h_s == 3)
                     lane3 = Mux(h_four, h.dw[3], Mux(s3, d.data[:32], 0))
                     beat0 = Cat(h.dw[0], h.dw[1], h.dw[2], lane3)
-                    nb = Mux(h_has_data, (h_len + 3) >> 2, 1)
+                    nb = internal_beats(h)
                     m.d.sync += [
                         s_mod.eq(h_s[:2]),
                         n_beats.eq(avalon_beats(h_total)),
