@@ -12,6 +12,7 @@ from .router.ingress import OUTPUTS, Ingress
 from .router.ur import URGenerator
 from .tlp.avalon_rx import AvalonST128RX
 from .tlp.avalon_tx import AvalonST128TX
+from .util import forward_members, members_with_prefix
 
 __all__ = ["PEACH2", "PORT_ROLES"]
 
@@ -24,11 +25,6 @@ LTSSM_L0 = 0x0F
 
 #: Crossbar inputs: the four ports, register completions, UR completions, then reserved.
 _IN_CSR, _IN_UR = 4, 5
-
-
-def _adapter_pins(adapter, prefix):
-    return {name: member for name, member in adapter.signature.members.items()
-            if name.startswith(prefix)}
 
 
 class PEACH2(wiring.Component):
@@ -88,8 +84,8 @@ class PEACH2(wiring.Component):
                     for p in Port}
         members = {}
         for p in self._rx:
-            members.update({f"{p}_{n}": m for n, m in _adapter_pins(self._rx[p], "rx_st_").items()})
-            members.update({f"{p}_{n}": m for n, m in _adapter_pins(self._tx[p], "tx_").items()})
+            members.update({f"{p}_{n}": m for n, m in members_with_prefix(self._rx[p], "rx_st_").items()})
+            members.update({f"{p}_{n}": m for n, m in members_with_prefix(self._tx[p], "tx_").items()})
             members[f"{p}_ltssm"] = In(5)
         members.update({
             "n_pcie_id":     In(16),
@@ -117,13 +113,8 @@ class PEACH2(wiring.Component):
             rx, tx = self._rx[p], self._tx[p]
             m.submodules[f"{p}_rx"] = rx
             m.submodules[f"{p}_tx"] = tx
-            for block in (rx, tx):
-                for name, member in _adapter_pins(block, ("rx_st_", "tx_")).items():
-                    outer = getattr(self, f"{p}_{name}")
-                    if member.flow == In:
-                        m.d.comb += getattr(block, name).eq(outer)
-                    else:
-                        m.d.comb += outer.eq(getattr(block, name))
+            forward_members(m, rx, self, members_with_prefix(rx, "rx_st_"), f"{p}_")
+            forward_members(m, tx, self, members_with_prefix(tx, "tx_"), f"{p}_")
 
             m.submodules[f"{p}_ingress"] = ing = Ingress(Port(index), n_routes=self.n_routes)
             m.submodules[f"{p}_buffer"] = buf = PacketBuffer(

@@ -1,6 +1,28 @@
 """Small gateware helpers shared by several blocks."""
 
-__all__ = ["count_saturating", "dw_mask"]
+from amaranth.lib import wiring
+
+__all__ = ["count_saturating", "dw_mask", "members_with_prefix", "forward_members"]
+
+
+def members_with_prefix(component, prefix):
+    """Return ``{name: member}`` of ``component``'s signature whose names start with ``prefix``
+    (a string or a tuple of strings)."""
+    return {name: member for name, member in component.signature.members.items()
+            if name.startswith(prefix)}
+
+
+def forward_members(m, inner, outer, members, outer_prefix=""):
+    """Connect ``members`` of submodule ``inner`` to the same-named ports of ``outer``.
+
+    ``outer``'s port is ``outer_prefix + name``; inputs flow in, outputs flow out.
+    """
+    for name, member in members.items():
+        port = getattr(outer, outer_prefix + name)
+        if member.flow == wiring.In:
+            m.d.comb += getattr(inner, name).eq(port)
+        else:
+            m.d.comb += port.eq(getattr(inner, name))
 
 
 def count_saturating(m, counter, event):

@@ -17,11 +17,7 @@ from amaranth.lib.wiring import Out
 from peach2.tlp.avalon_rx import AvalonST128RX
 from peach2.tlp.avalon_tx import AvalonST128TX
 from peach2.tlp.layouts import TLPHeader
-
-
-def _pins(component, prefix):
-    return {name: member for name, member in component.signature.members.items()
-            if name.startswith(prefix)}
+from peach2.util import forward_members, members_with_prefix
 
 
 class Loopback(wiring.Component):
@@ -41,8 +37,8 @@ class Loopback(wiring.Component):
         self.rx = AvalonST128RX()
         self.tx = AvalonST128TX(start_level=tx_start_level, depth=tx_depth)
         super().__init__({
-            **_pins(self.rx, "rx_st_"),
-            **_pins(self.tx, "tx_st_"),
+            **members_with_prefix(self.rx, "rx_st_"),
+            **members_with_prefix(self.tx, "tx_st_"),
             "tx_cred":            wiring.In(36),
             "mon_valid":          Out(1),
             "mon_ready":          Out(1),
@@ -64,12 +60,8 @@ class Loopback(wiring.Component):
         m = Module()
         m.submodules.rx = rx = self.rx
         m.submodules.tx = tx = self.tx
-        for block in (rx, tx):
-            for name, member in _pins(block, ("rx_st_", "tx_st_", "tx_cred")).items():
-                if member.flow == wiring.In:
-                    m.d.comb += getattr(block, name).eq(getattr(self, name))
-                else:
-                    m.d.comb += getattr(self, name).eq(getattr(block, name))
+        forward_members(m, rx, self, members_with_prefix(rx, "rx_st_"))
+        forward_members(m, tx, self, members_with_prefix(tx, ("tx_st_", "tx_cred")))
         wiring.connect(m, rx.o_tlp, tx.i_tlp)
         s = rx.o_tlp
         m.d.comb += [
