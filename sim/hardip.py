@@ -50,6 +50,8 @@ from cocotbext.pcie.core.caps import MsiCapability
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId
 
+from .tlpstream import resolve_unknown
+
 __all__ = ["Beat", "FramingError", "Violation", "HardIP", "HardIPFunction",
            "payload_offset", "tlp_to_beats", "beats_to_tlp", "describe", "quiet_pcie_loggers"]
 
@@ -746,7 +748,7 @@ class HardIP(Device):
         try:
             data = val.to_unsigned()
         except ValueError:  # X/Z in don't-care lanes
-            data = int(str(val).translate(str.maketrans("xXzZuUwW-", "000000000")), 2)
+            data, _ = resolve_unknown(val)
         err = _bit(self._tx_err) if self._tx_err is not None else 0
         pkt = self._tx_pkt
         if sop:

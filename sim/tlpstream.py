@@ -13,7 +13,8 @@ from cocotbext.pcie.core.tlp import Tlp
 
 from peach2.tlp.layouts import header_dws, header_from_bytes, header_to_bytes
 
-__all__ = ["Beat", "tlp_to_beats", "beats_to_tlp", "compare_packet", "StreamMonitor"]
+__all__ = ["Beat", "tlp_to_beats", "beats_to_tlp", "compare_packet", "StreamMonitor",
+           "resolve_unknown"]
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ def beats_to_tlp(beats):
     return Tlp.unpack(raw)
 
 
-def _resolve(value):
+def resolve_unknown(value):
     """Return (integer with X/Z read as 0, mask of the X/Z bits) of a cocotb ``LogicArray``."""
     text = str(value)
     known = int(text.translate(str.maketrans("xXzZuUwW-", "000000000")), 2)
@@ -135,8 +136,8 @@ class StreamMonitor:
                 continue
             dw_en = int(s["dw_en"].value)
             first = int(s["first"].value)
-            hdr, hdr_x = _resolve(s["hdr"].value)
-            data, data_x = _resolve(s["data"].value)
+            hdr, hdr_x = resolve_unknown(s["hdr"].value)
+            data, data_x = resolve_unknown(s["data"].value)
             enabled = sum(0xFFFFFFFF << (32 * lane) for lane in range(4) if dw_en >> lane & 1)
             if data_x & enabled or (first and hdr_x):
                 self.errors.append(f"X/Z in an enabled lane or the header: "

@@ -150,14 +150,18 @@ def same_tlp(a, b):
     return bytes(a.pack()) == bytes(b.pack())
 
 
+def bar_of(tlp):
+    """The BAR hit the model presents with ``tlp`` (BAR 0 for memory requests, else none)."""
+    return 0b1 if tlp.fmt_type in (TlpType.MEM_WRITE, TlpType.MEM_WRITE_64,
+                                   TlpType.MEM_READ, TlpType.MEM_READ_64) else 0
+
+
 def check_round_trip(tb, tlps):
     """Assert the internal stream and the TX output match ``tlps`` exactly, in order."""
     assert not tb.monitor.errors, tb.monitor.errors[:5]
     assert len(tb.monitor.packets) == len(tlps), (len(tb.monitor.packets), len(tlps))
     for n, (tlp, got) in enumerate(zip(tlps, tb.monitor.packets)):
-        bar = 0b1 if tlp.fmt_type in (TlpType.MEM_WRITE, TlpType.MEM_WRITE_64,
-                                      TlpType.MEM_READ, TlpType.MEM_READ_64) else 0
-        diffs = compare_packet(got, tlp_to_beats(tlp, bar))
+        diffs = compare_packet(got, tlp_to_beats(tlp, bar_of(tlp)))
         assert not diffs, f"internal stream, TLP {n} {tlp!r}: {diffs[:4]}"
     for n, (tlp, out) in enumerate(zip(tlps, tb.sent)):
         assert same_tlp(out, tlp), f"TX, TLP {n}: sent {out!r}, expected {tlp!r}"
@@ -170,9 +174,7 @@ async def round_trip(dut):
     await tb.start()
     tlps = sweep(tb.rng, PARAMS.get("lengths", [1, 2, 3, 4, 5, 64, 1024]))
     for tlp in tlps:
-        bar = 0b1 if tlp.fmt_type in (TlpType.MEM_WRITE, TlpType.MEM_WRITE_64,
-                                      TlpType.MEM_READ, TlpType.MEM_READ_64) else 0
-        tb.model.inject(tlp, bardec=bar)
+        tb.model.inject(tlp, bardec=bar_of(tlp))
     await tb.drain(len(tlps))
     check_round_trip(tb, tlps)
     assert tb.counters() == dict.fromkeys(tb.counters(), 0), tb.counters()
