@@ -12,14 +12,12 @@ import json
 import os
 
 import cocotb
-from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge, Timer
 
-from peach2.sim.chip import TCA_BAR, Chip
-from peach2.sim.driver import Driver
+from peach2.sim.chip import TCA_BAR
 from peach2.sim.throughput import ThroughputMeter, ThroughputReport, writes_only
 
-from peach2_tb import mwr
+from peach2_tb import mwr, setup
 
 PARAMS = json.loads(os.environ.get("PEACH2_PARAMS", "{}"))
 SEED = int(os.environ.get("PEACH2_SEED", "0"))
@@ -28,14 +26,8 @@ MASK = ~(NODE - 1) & (2**64 - 1)
 REGION = {"N": 0x10, "E": 0x11, "W": 0x12, "S": 0x13}    # region number -> output port
 
 
-async def start(dut, **kwargs):
-    Clock(dut.clk, 4, unit="ns", impl="gpi").start()
-    chip = Chip(dut, seed=SEED, **kwargs)
-    dut.rst.value = 1
-    await ClockCycles(dut.clk, 4)
-    dut.rst.value = 0
-    bars = await chip.start()
-    drv = Driver(bars[0], bars[TCA_BAR])
+async def start(dut, **chip_options):
+    chip, drv, _ = await setup(dut, pauses=False, **chip_options)
     for i, (port, region) in enumerate(REGION.items()):
         await drv.set_route(i, MASK, region * NODE, region * NODE, port)
     return chip, drv

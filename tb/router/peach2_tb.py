@@ -39,9 +39,11 @@ NODE_SIZE = 1 << 32
 MASK64 = (1 << 64) - 1
 
 
-async def setup(dut, *, pauses=True, seed=SEED):
+async def setup(dut, *, pauses=True, seed=SEED, **chip_options):
+    """Clock, reset, a :class:`Chip` (``chip_options`` go to it), enumeration; return
+    ``(chip, driver, bars)``.  With ``pauses``, seeded idles and backpressure on every port."""
     Clock(dut.clk, 4, unit="ns", impl="gpi").start()
-    chip = Chip(dut, seed=seed)
+    chip = Chip(dut, seed=seed, **chip_options)
     rng = random.Random(seed)
     dut._log.info("seed %d", seed)
     dut.rst.value = 1
@@ -752,7 +754,7 @@ async def late_errors(dut):
     chip, drv, bars = await setup(dut, pauses=False)
     rng = random.Random(SEED + 4)
     base = chip.host.dev.bar_addr[TCA_BAR]
-    state = await program_nodes(drv, base, phys=0x3_0000_0000)
+    await program_nodes(drv, base, phys=0x3_0000_0000)
     await drv.clear_counters()
 
     cfg = unforwarded_request(rng, "cfg_wr0")
