@@ -76,7 +76,8 @@ def _generate(args):
         _check_with_iverilog([verilog_path])
     print(f"wrote {verilog_path} (module peach2: {args.routes} routes, "
           f"{args.buffer_beats}-beat packet buffers, S port {args.s_role.upper()}, TX "
-          + (f"cut-through from {args.tx_start_level} beats)" if args.tx_start_level
+          + (f"cut-through from {args.tx_start_level} "
+             f"beat{'s' if args.tx_start_level != 1 else ''})" if args.tx_start_level
              else "store-and-forward)"))
     print(f"wrote {header_path} (register map for C drivers)")
     print(f"wrote {config_path} (parameters, port roles N/E/W/S, pin list)")
