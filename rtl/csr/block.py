@@ -14,12 +14,15 @@ from ..tlp.align import payload_dws
 from ..tlp.layouts import Completion, CplStatus, Fmt, FmtType, Type
 from ..tlp.stream import TLPBeat, TLPStream
 from ..util import count_saturating
-from .regmap import DEFAULT_BUFFER_BEATS, Access, RouteEntry, peach2_regmap
+from .regmap import (DEFAULT_BUFFER_BEATS, DEFAULT_DMA_BUFFER, DEFAULT_DMA_TAGS, Access,
+                     RouteEntry, peach2_regmap)
 
 __all__ = ["CSR", "RouteEntry"]
 
 
 
+#: Action registers with hardware of their own here; every other action register gets a
+#: generic strobe and data port (``<name>_stb``, ``<name>_data``).
 _ACTIONS = ("COUNTER_CLEAR", "MSI")
 
 
@@ -85,6 +88,10 @@ class CSR(wiring.Component):
         One-cycle strobe per write to MSI (with byte 0 enabled).
     msi_num : Out(5)
         Vector of the last MSI write; valid with ``msi_req`` and held after it.
+    <name>_stb, <name>_data : Out
+        Every other action register (``CH_CTRL``): a one-cycle strobe per element written, and
+        the written value (enabled bytes, implemented bits; other bits 0), valid with the
+        strobe and held after it.
     route : Out(ArrayLayout(RouteEntry, n_routes))
         The route table as typed entries (same storage as ``route_*``).
     node_offset : Out(64)
@@ -94,10 +101,12 @@ class CSR(wiring.Component):
     """
 
     def __init__(self, *, n_routes=8, buffer_beats=DEFAULT_BUFFER_BEATS, s_is_rc=True,
-                 regmap=None, counter_width=32):
+                 dma_tags=DEFAULT_DMA_TAGS, dma_buffer=DEFAULT_DMA_BUFFER, regmap=None,
+                 counter_width=32):
         try:
             regmap = self._check(regmap, counter_width, n_routes=n_routes,
-                                 buffer_beats=buffer_beats, s_is_rc=bool(s_is_rc))
+                                 buffer_beats=buffer_beats, s_is_rc=bool(s_is_rc),
+                                 dma_tags=dma_tags, dma_buffer=dma_buffer)
         except ValueError:
             self._MustUse__silence = True       # a rejected CSR is no unused elaboratable
             raise
@@ -121,6 +130,10 @@ class CSR(wiring.Component):
                 members[reg.port_name] = In(shape)
             elif reg.access is Access.COUNTER:
                 members[f"{reg.port_name}_inc"] = In(data.ArrayLayout(1, reg.count))
+            elif reg.access is Access.ACTION and reg.name not in _ACTIONS:
+                members[f"{reg.port_name}_stb"] = Out(data.ArrayLayout(1, reg.count)
+                                                      if reg.dims else 1)
+                members[f"{reg.port_name}_data"] = Out(32)
         msi = regmap["MSI"]
         members["msi_req"] = Out(1)
         members["msi_num"] = Out(msi.all_fields[0].width)
@@ -141,10 +154,9 @@ class CSR(wiring.Component):
                              f"asked for {params}")
         if not 1 <= counter_width <= 32:
             raise ValueError(f"counter_width must be 1..32, not {counter_width}")
-        for reg in regmap:
-            if reg.access is Access.ACTION and reg.name not in _ACTIONS:
-                raise ValueError(f"no hardware for action register {reg.name}; the CSR knows "
-                                 f"{list(_ACTIONS)}")
+        for name in _ACTIONS:
+            if regmap[name].access is not Access.ACTION:
+                raise ValueError(f"{name} must be an action register")
         return regmap
 
     def _port(self, reg, flat):
@@ -198,6 +210,16 @@ class CSR(wiring.Component):
         m.d.sync += self.msi_req.eq(msi_fire)
         with m.If(msi_fire):
             m.d.sync += self.msi_num.eq(w_data[vec.lsb:vec.lsb + vec.width])
+
+        for reg in rm:
+            if reg.access is Access.ACTION and reg.name not in _ACTIONS:
+                stb = getattr(self, f"{reg.port_name}_stb")
+                m.d.sync += stb.eq(0)
+                for flat, offset in reg.elements():
+                    with m.If(written(offset >> 2)):
+                        m.d.sync += [(stb[flat] if reg.dims else stb).eq(1),
+                                     getattr(self, f"{reg.port_name}_data").eq(
+                                         w_data & w_mask & reg.mask)]
 
         for reg in rm:
             if reg.access is Access.COUNTER:

@@ -20,7 +20,8 @@ __all__ = [
     "Access", "Field", "Register", "Group", "Enumeration", "RegisterMap",
     "peach2_regmap", "REGMAP", "REGS", "Port", "CountReason", "COUNT_REASONS", "RouteEntry",
     "ID_VALUE", "VERSION_MAJOR", "VERSION_MINOR", "N_PORTS", "N_REASONS", "MAX_ROUTES",
-    "DEFAULT_BUFFER_BEATS", "BAR_SIZE",
+    "DEFAULT_BUFFER_BEATS", "BAR_SIZE", "N_DMA_CHANNELS", "N_DMA_SLOTS", "DMA_SLOT_MEMBERS",
+    "DmaError", "DEFAULT_DMA_TAGS", "DEFAULT_DMA_BUFFER", "DEFAULT_DMA_TIMEOUT",
 ]
 
 
@@ -342,11 +343,16 @@ class RegisterMap:
 BAR_SIZE = 0x1000
 ID_VALUE = 0x50434832          # "PCH2"
 VERSION_MAJOR = 0
-VERSION_MINOR = 1
+VERSION_MINOR = 2
 N_PORTS = 4
 N_REASONS = 16
 MAX_ROUTES = 16
 DEFAULT_BUFFER_BEATS = 128     # the top's default (eight 256-byte TLPs)
+N_DMA_CHANNELS = 4             # 000 section 2.2: four DMA channels
+N_DMA_SLOTS = 4                # register-mode descriptor slots per channel
+DEFAULT_DMA_TAGS = 64          # reads outstanding (tags) of the default build
+DEFAULT_DMA_BUFFER = 16384     # completion buffer bytes of the default build
+DEFAULT_DMA_TIMEOUT = 250_000  # completion timeout, core cycles (1 ms at 250 MHz)
 
 _PORTS = (
     ("N", 0, "north: the host (root complex side)"),
@@ -436,13 +442,67 @@ by name; a C driver follows the same steps with the header of `peach2 regmap --f
 6. Watch `COUNT[p][r]` (`Driver.counters()`), clear them with `COUNTER_CLEAR`."""
 
 
+_DMA_ERRORS = (
+    ("NONE", 0, "no error"),
+    ("DESC_MALFORMED", 1, "a descriptor failed its checks: magic, reserved bits, zero length or "
+                          "count, ext disagreeing with the pointer, misaligned next or seq_addr, "
+                          "seq without ext; or a register-mode start with 0 slots"),
+    ("CPL_TIMEOUT", 2, "a read was not completed within DMA_TIMEOUT cycles"),
+    ("CPL_UR", 3, "a read was answered with Unsupported Request"),
+    ("CPL_CA", 4, "a read was answered with Completer Abort (or another non-SC status)"),
+    ("CPL_POISONED", 5, "a read completion was poisoned (EP)"),
+    ("CPL_MALFORMED", 6, "a read completion's data fell outside the request"),
+    ("DST_UNROUTABLE", 7, "a destination or completion-write address matched no enabled route"),
+    ("ABORTED", 8, "software wrote CH_CTRL.abort"),
+)
+
+_DMA_NOTES = """\
+Four channels (000 section 2.2), each with the registers `CH_*[c]` at `0x300 + 0x40 * c` and four
+register-mode descriptor slots `SLOT_*[c][s]` at `0x400 + 0x100 * c + 0x40 * s`.  The
+descriptor format is in `docs/dma.md` (generated from `rtl/dma/descriptor.py`).
+- Chained mode: write the head pointer (`CH_HEAD`, bit 0 set when the head descriptor is 64
+  bytes), then `CH_CTRL.start`.  The engine walks the chain until a descriptor with
+  `control.end`.
+- Register mode: write slots `0 .. n-1` of the channel (the same fields as a descriptor,
+  without `next`), then `CH_CTRL` with `reg_start` and `slots` = n.  No descriptor is fetched.
+- A start clears `CH_DESC_DONE`, `CH_BYTES` and the error code.  A start while the channel is
+  busy is ignored and sets `CH_STATUS.start_ignored` (cleared by the next accepted start).
+- `CH_STATUS.busy` falls when the last descriptor is done or after a fault, once every read the
+  channel had outstanding is completed or timed out.  `CH_DESC_DONE` counts a descriptor when
+  its last write (and its completion write) has entered the chip's output port; for a local
+  destination that write is ahead of the completion of any later register read, so polling
+  `CH_DESC_DONE` is safe; for a remote destination poll the completion write.
+- A fault stops the chain: `CH_STATUS.error` holds the code (`DMA_ERROR`), `CH_DESC_ADDR` the
+  failing descriptor (register mode: the slot number), writes not yet made are dropped, the
+  channel's tags and buffer space are released; the next start works.  Other channels go on."""
+
+
 def _reason_values():
     named = {v: (n, d) for n, v, d in _REASONS}
     return tuple((named[r][0], r, named[r][1]) if r in named else (None, r, "reserved")
                  for r in range(N_REASONS))
 
 
-def peach2_regmap(*, n_routes=8, buffer_beats=DEFAULT_BUFFER_BEATS, s_is_rc=True):
+#: Register-mode slot members: (name, offset in the slot, description).  The slot holds the
+#: fields of a 64-byte descriptor at the same offsets (``docs/dma.md``), without ``next``.
+DMA_SLOT_MEMBERS = (
+    ("SRC_LO", 0x00, "`src` [31:0]"),
+    ("SRC_HI", 0x04, "`src` [63:32]"),
+    ("DST_LO", 0x08, "`dst` [31:0]"),
+    ("DST_HI", 0x0C, "`dst` [63:32]"),
+    ("LENGTH", 0x10, "`length`"),
+    ("CONTROL", 0x14, "`control` (`end` and `next` are ignored)"),
+    ("COUNT", 0x20, "`count` (used with `control.ext`)"),
+    ("SRC_GAP", 0x24, "`src_gap`"),
+    ("DST_GAP", 0x28, "`dst_gap`"),
+    ("SEQ_VALUE", 0x2C, "`seq_value`"),
+    ("SEQ_ADDR_LO", 0x30, "`seq_addr` [31:0]"),
+    ("SEQ_ADDR_HI", 0x34, "`seq_addr` [63:32]"),
+)
+
+
+def peach2_regmap(*, n_routes=8, buffer_beats=DEFAULT_BUFFER_BEATS, s_is_rc=True,
+                  dma_tags=DEFAULT_DMA_TAGS, dma_buffer=DEFAULT_DMA_BUFFER):
     """Return the PEACH2 register map for a build with these parameters.
 
     Parameters
@@ -453,6 +513,8 @@ def peach2_regmap(*, n_routes=8, buffer_beats=DEFAULT_BUFFER_BEATS, s_is_rc=True
         Router buffer depth in stream beats (reported in ``CONFIG``), 0..65535.
     s_is_rc : bool
         Whether port S is a root port (reported in ``CONFIG``).
+    dma_tags, dma_buffer : int
+        DMA reads outstanding and completion buffer bytes (reported in ``DMA_INFO``).
     """
     if not 1 <= n_routes <= MAX_ROUTES:
         raise ValueError(f"n_routes must be 1..{MAX_ROUTES} (ROUTE[i] must end below the "
@@ -512,6 +574,69 @@ def peach2_regmap(*, n_routes=8, buffer_beats=DEFAULT_BUFFER_BEATS, s_is_rc=True
                  notes="A write with byte 0 enabled sends one MSI request with this vector "
                        "(`app_msi_req`/`app_msi_num` of the hard IP on port N)."),
     ]
+    regs += [
+        Register("DMA_CONFIG", 0x040, Access.RW, "DMA request sizes and tags",
+                 value=(1 << 0) | (2 << 4) | (1 << 8), fields=(
+                     Field("mps", 0, 2, "max payload size of DMA writes: 0 128 B, 1 256 B, "
+                                        "2 512 B (3 is taken as 2)"),
+                     Field("mrrs", 4, 2, "max read request size: 0 128 B, 1 256 B, 2 512 B "
+                                         "(3 is taken as 2)"),
+                     Field("ext_tags", 8, 1, "8-bit tags (the host enabled Extended Tag "
+                                             "Field); 0: 5-bit tags, at most 32 reads "
+                                             "outstanding"),
+                 ), notes="Set `mps` and `mrrs` to the values the host programmed into the "
+                          "device control register of port N (and no larger than the MPS of "
+                          "every link a write crosses).  Change them only while every channel "
+                          "is idle."),
+        Register("DMA_TIMEOUT", 0x044, Access.RW, "completion timeout, core cycles",
+                 value=DEFAULT_DMA_TIMEOUT,
+                 notes="A read not completed this many cycles after it reached the head of the "
+                       "read queue fails its channel with CPL_TIMEOUT (0: never).  A completion "
+                       "arriving later is counted as UNEXPECTED_CPL on port N."),
+        Register("DMA_INFO", 0x048, Access.CONST, "DMA build parameters", fields=(
+            Field("channels", 0, 4, "DMA channels"),
+            Field("slots", 4, 4, "register-mode slots per channel"),
+            Field("tags", 8, 9, "reads outstanding at most (8-bit tags)"),
+            Field("buffer_kib", 20, 12, "completion buffer, KiB"),
+        ), value=(N_DMA_CHANNELS | N_DMA_SLOTS << 4 | dma_tags << 8
+                  | (dma_buffer // 1024) << 20)),
+    ]
+    ch = dict(dims=(N_DMA_CHANNELS,), stride=0x40, index_args=("c",), group="CH")
+    regs += [
+        Register("CH_HEAD_LO", 0x300, Access.RW, "channel c: head pointer, bits [31:0]",
+                 **ch, notes="Bit 0: the head descriptor is 64 bytes (`ext`).  Bits [4:1] are "
+                             "ignored (descriptors are 32-byte aligned)."),
+        Register("CH_HEAD_HI", 0x304, Access.RW, "channel c: head pointer, bits [63:32]", **ch),
+        Register("CH_CTRL", 0x308, Access.ACTION, "channel c: start or abort", fields=(
+            Field("start", 0, 1, "walk the chain from CH_HEAD"),
+            Field("reg_start", 1, 1, "run register-mode slots 0 .. slots-1"),
+            Field("abort", 2, 1, "stop the chain (error ABORTED)"),
+            Field("slots", 8, 3, "register mode: number of slots, 1..4"),
+        ), **ch),
+        Register("CH_CFG", 0x30C, Access.RW, "channel c: interrupt vector",
+                 fields=(Field("msi_vector", 0, 5, "MSI vector of descriptors with irq"),),
+                 **ch),
+        Register("CH_STATUS", 0x310, Access.RO, "channel c: state", fields=(
+            Field("busy", 0, 1, "the channel runs a chain"),
+            Field("start_ignored", 1, 1, "a start arrived while busy"),
+            Field("error", 4, 4, "error code of the last chain (DMA_ERROR)"),
+        ), **ch),
+        Register("CH_DESC_DONE", 0x314, Access.RO, "channel c: descriptors done since the start",
+                 **ch),
+        Register("CH_BYTES_LO", 0x318, Access.RO, "channel c: bytes written since the start, "
+                                                  "[31:0]", **ch),
+        Register("CH_BYTES_HI", 0x31C, Access.RO, "channel c: bytes written, [63:32]", **ch),
+        Register("CH_DESC_ADDR_LO", 0x320, Access.RO, "channel c: current or failing "
+                                                      "descriptor address (register mode: slot), "
+                                                      "[31:0]", **ch),
+        Register("CH_DESC_ADDR_HI", 0x324, Access.RO, "channel c: descriptor address, [63:32]",
+                 **ch),
+    ]
+    slot = dict(dims=(N_DMA_CHANNELS, N_DMA_SLOTS), stride=0x40, index_args=("c", "s"),
+                group="SLOT")
+    for name, off, doc in DMA_SLOT_MEMBERS:
+        regs.append(Register(f"SLOT_{name}", 0x400 + off, Access.RW,
+                             f"register-mode slot s of channel c: {doc}", **slot))
     target_fields = (Field("port", 0, 2, "output port: 0 N, 1 E, 2 W, 3 S"),
                      Field("enable", 31, 1, "entry takes part in matching"))
     for suffix, off, doc in _ROUTE_MEMBERS:
@@ -527,11 +652,16 @@ def peach2_regmap(*, n_routes=8, buffer_beats=DEFAULT_BUFFER_BEATS, s_is_rc=True
     return RegisterMap(
         name="peach2", title="PEACH2 control registers (BAR 0)", size=BAR_SIZE,
         registers=regs,
-        groups=[Group("ROUTE", 0x100, 0x20, n_routes, "route table entry i", notes=_ROUTE_NOTES)],
+        groups=[Group("ROUTE", 0x100, 0x20, n_routes, "route table entry i", notes=_ROUTE_NOTES),
+                Group("CH", 0x300, 0x40, N_DMA_CHANNELS, "DMA channel c", notes=_DMA_NOTES),
+                Group("SLOT", 0x400, 0x40, N_DMA_CHANNELS * N_DMA_SLOTS,
+                      "register-mode descriptor slot s of DMA channel c (element 4c + s)")],
         enums=[Enumeration("PORT", "port numbers (PORT_STATUS, COUNT and ROUTE_TARGET.port)",
                            _PORTS),
-               Enumeration("COUNT_REASON", "counter reasons r of COUNT[p][r]", _reason_values())],
-        params={"n_routes": n_routes, "buffer_beats": buffer_beats, "s_is_rc": bool(s_is_rc)},
+               Enumeration("COUNT_REASON", "counter reasons r of COUNT[p][r]", _reason_values()),
+               Enumeration("DMA_ERROR", "DMA error codes (CH_STATUS.error)", _DMA_ERRORS)],
+        params={"n_routes": n_routes, "buffer_beats": buffer_beats, "s_is_rc": bool(s_is_rc),
+                "dma_tags": dma_tags, "dma_buffer": dma_buffer},
         notes=_ACCESS_NOTES, sections=[("Programming sequence", _SOFTWARE_NOTES)])
 
 
@@ -558,6 +688,10 @@ CountReason = enum.IntEnum("CountReason", {n: v for n, v, _ in _REASONS})
 CountReason.__doc__ = "Counter reasons r of COUNT[p][r]."
 #: Reason name -> number, implemented reasons only.
 COUNT_REASONS = {n: v for n, v, _ in _REASONS}
+
+#: DMA error codes of CH_STATUS.error.
+DmaError = enum.IntEnum("DmaError", {n: v for n, v, _ in _DMA_ERRORS})
+DmaError.__doc__ = "DMA error codes (CH_STATUS.error)."
 
 
 # -- generators -----------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from csr_bench import RegModel  # noqa: E402
 
-from peach2.csr.regmap import REGMAP, REGS  # noqa: E402
+from peach2.csr.regmap import REGMAP, REGS, VERSION_MAJOR, VERSION_MINOR  # noqa: E402
 from peach2.sim.driver import (  # noqa: E402
     AddressMap, Driver, DriverError, RouteTableFull, Topology, routes_for,
 )
@@ -65,7 +65,7 @@ def test_program_2x4():
     topo = Topology.double_ring(4)
 
     async def go():
-        assert await drv.id_check() == (0, 1)
+        assert await drv.id_check() == (VERSION_MAJOR, VERSION_MINOR)
         entries = await drv.program(topo, AMAP, node=6, phys_base=0x2_0000_0000)
         assert entries == routes_for(topo, AMAP, 6)
         assert await drv.routes() == entries

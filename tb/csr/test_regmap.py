@@ -8,7 +8,7 @@ import pytest
 
 from peach2.cli import main
 from peach2.csr.regmap import (
-    REGMAP, REGS, Access, CountReason, Field, Port, Register, RegisterMap, peach2_regmap,
+    REGMAP, REGS, Access, CountReason, DmaError, Field, Port, Register, RegisterMap, peach2_regmap,
 )
 from peach2.sim.runner import ROOT
 
@@ -25,7 +25,7 @@ def test_docs_registers_md_is_current():
 def test_map_matches_the_issue():
     """Spot checks of the map against the issue text (the specification of the map)."""
     assert REGS["ID"].value == 0x50434832
-    assert REGS["VERSION"].decode(REGS["VERSION"].value) == {"major": 0, "minor": 1}
+    assert REGS["VERSION"].decode(REGS["VERSION"].value) == {"major": 0, "minor": 2}
     assert REGS["CONFIG"].decode(REGS["CONFIG"].value) == {
         "n_routes": 8, "s_is_rc": 1, "n_ports": 4, "buffer_beats": 128}
     expect = {"NODE": 0x00C, "OFFSET_LO": 0x010, "OFFSET_HI": 0x014, "CONTROL": 0x018,
@@ -39,7 +39,8 @@ def test_map_matches_the_issue():
     assert REGS["CONTROL"].encode(pio_enable=1, route_enable=1) == 3
     assert [r.access for r in REGMAP if r.group == "ROUTE"] == [Access.RW] * 7
     assert REGMAP.at(0x844) == (REGS["COUNT"], 17)
-    assert REGMAP.at(0x040) is None
+    assert REGMAP.at(0x04C) is None
+    assert REGS["CH_CTRL"].offset_of(2) == 0x388 and REGS["SLOT_COUNT"].offset_of((1, 2)) == 0x5A0
     assert peach2_regmap(n_routes=16)["ROUTE_TARGET"].offset_of(15) == 0x2F8
 
 
@@ -99,8 +100,11 @@ def test_json_describes_every_register():
             assert j["dims"] == list(reg.dims) and j["stride"] == reg.stride
     assert by_name["ID"]["value"] == 0x50434832
     assert [e["name"] for e in doc["enums"]["COUNT_REASON"]] == [r.name for r in CountReason]
-    assert doc["groups"] == [{"name": "ROUTE", "base": 0x100, "stride": 0x20, "count": 8,
-                              "doc": "route table entry i"}]
+    assert doc["groups"][0] == {"name": "ROUTE", "base": 0x100, "stride": 0x20, "count": 8,
+                                "doc": "route table entry i"}
+    assert [(g["name"], g["base"], g["count"]) for g in doc["groups"][1:]] == \
+        [("CH", 0x300, 4), ("SLOT", 0x400, 16)]
+    assert [e["name"] for e in doc["enums"]["DMA_ERROR"]] == [e.name for e in DmaError]
 
 
 C_PROGRAM = r"""
