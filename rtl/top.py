@@ -1,10 +1,12 @@
 """The PEACH2 chip: four Stratix IV PCIe ports around a router (002 section 3.3, Figure 2)."""
 
-from amaranth.hdl import Cat, Module
+from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .csr.block import CSR
+from .csr.regmap import DMA_SLOT_MEMBERS, N_DMA_CHANNELS, N_DMA_SLOTS
+from .dma.engine import DMA
 from .router.buffer import PacketBuffer
 from .router.common import Port, Reason
 from .router.crossbar import Crossbar
@@ -23,8 +25,9 @@ PORT_ROLES = {"n": "ep", "e": "ep", "w": "rc", "s": None}
 #: The LTSSM state the Stratix IV hard IP reports in L0 (link up).
 LTSSM_L0 = 0x0F
 
-#: Crossbar inputs: the four ports, register completions, UR completions, then reserved.
-_IN_CSR, _IN_UR = 4, 5
+#: Crossbar inputs: the four ports, register completions, UR completions, DMA writes and DMA
+#: read requests.
+_IN_CSR, _IN_UR, _IN_DMA_WR, _IN_DMA_RD = 4, 5, 6, 7
 
 
 class PEACH2(wiring.Component):
@@ -39,8 +42,9 @@ class PEACH2(wiring.Component):
     Crossbar outputs N, E, W, S feed the TX adapters; a request bound for N has its address
     translated (:func:`~peach2.router.egress.translate_header`) as it enters its packet buffer.
     Output CSR feeds the register block,
-    whose completions, like the UR generator's, are crossbar inputs.  Two more crossbar inputs
-    are reserved for the DMA controller and idle until it is built.
+    whose completions, like the UR generator's, are crossbar inputs.  Output DMA takes the
+    completions arriving on N to the :class:`~peach2.dma.engine.DMA` controller, whose writes
+    (routed by the same table) and read requests (to N) are the last two crossbar inputs.
 
     Parameters
     ----------
@@ -70,13 +74,16 @@ class PEACH2(wiring.Component):
     """
 
     def __init__(self, *, n_routes=8, buffer_beats=128, s_role="rc", tx_start_level=1,
-                 tx_depth=64):
+                 tx_depth=64, dma_tags=64, dma_buffer=16384):
         if n_routes < 8:
             raise ValueError(f"the routing table needs at least 8 entries, not {n_routes}")
         if s_role not in ("rc", "ep"):
             raise ValueError(f"s_role must be 'rc' or 'ep', not {s_role!r}")
         self.n_routes = n_routes
         self.buffer_beats = buffer_beats
+        self._dma = DMA(n_routes=n_routes, n_tags=dma_tags, buffer_bytes=dma_buffer)
+        self.dma_tags = dma_tags
+        self.dma_buffer = dma_buffer
         self.s_role = s_role
         self.port_roles = {**PORT_ROLES, "s": s_role}
         self._rx = {p.name.lower(): AvalonST128RX() for p in Port}
@@ -99,9 +106,12 @@ class PEACH2(wiring.Component):
         m = Module()
         ports = [p.name.lower() for p in Port]
         m.submodules.csr = csr = CSR(n_routes=self.n_routes, buffer_beats=self.buffer_beats,
-                                     s_is_rc=self.s_role == "rc")
+                                     s_is_rc=self.s_role == "rc", dma_tags=self.dma_tags,
+                                     dma_buffer=self.dma_buffer)
+        m.submodules.dma = dma = self._dma
         m.submodules.ur = ur = URGenerator(len(ports))
         m.submodules.xbar = xbar = Crossbar(n_in=8, n_out=len(OUTPUTS))
+        n_bit = 1 << OUTPUTS.index("N")
 
         m.d.comb += [
             csr.completer_id.eq(self.n_pcie_id),
@@ -140,7 +150,10 @@ class PEACH2(wiring.Component):
                 m.d.comb += csr.count_inc[base + reason.value].eq(strobe)
             for reason in Reason:
                 if reason not in (Reason.TX_TLPS, Reason.MALFORMED, Reason.RX_ERR):
-                    count(reason, ing.events[reason.value])
+                    strobe = ing.events[reason.value]
+                    if index == Port.N.value and reason == Reason.UNEXPECTED_CPL:
+                        strobe = strobe | dma.unexpected_cpl    # the DMA owns N's tags
+                    count(reason, strobe)
             count(Reason.MALFORMED, rx.malformed_event)
             count(Reason.RX_ERR, rx.err_event)
             count(Reason.TX_TLPS, tx.sent_event)
@@ -154,11 +167,59 @@ class PEACH2(wiring.Component):
         wiring.connect(m, ur.o_tlp, xbar.i[_IN_UR])
         m.d.comb += xbar.i_dest[_IN_UR].eq(ur.o_dest)
         wiring.connect(m, xbar.o[OUTPUTS.index("CSR")], csr.i_req)
-        # Inputs 6 and 7 are the DMA controller's (write and read-request streams): idle.
 
-        # MSI: held until the hard IP acknowledges it.
-        with m.If(csr.msi_req):
-            m.d.sync += [self.n_app_msi_req.eq(1), self.n_app_msi_num.eq(csr.msi_num)]
-        with m.Elif(self.n_app_msi_ack):
-            m.d.sync += self.n_app_msi_req.eq(0)
+        # DMA: completions from N in, writes and read requests to the crossbar.
+        wiring.connect(m, xbar.o[OUTPUTS.index("DMA")], dma.i_cpl)
+        wiring.connect(m, dma.o_wr, xbar.i[_IN_DMA_WR])
+        wiring.connect(m, dma.o_rd, xbar.i[_IN_DMA_RD])
+        m.d.comb += [
+            xbar.i_dest[_IN_DMA_WR].eq(dma.o_wr_dest),
+            xbar.i_dest[_IN_DMA_RD].eq(n_bit),
+            dma.routes.eq(csr.route),
+            dma.node_offset.eq(csr.node_offset),
+            dma.requester_id.eq(self.n_pcie_id),
+            dma.dma_config.eq(csr.dma_config),
+            dma.dma_timeout.eq(csr.dma_timeout),
+            dma.ch_head_lo.eq(csr.ch_head_lo),
+            dma.ch_head_hi.eq(csr.ch_head_hi),
+            dma.ch_cfg.eq(csr.ch_cfg),
+            dma.ch_ctrl_stb.eq(csr.ch_ctrl_stb),
+            dma.ch_ctrl_data.eq(csr.ch_ctrl_data),
+            csr.ch_status.eq(dma.ch_status),
+            csr.ch_desc_done.eq(dma.ch_desc_done),
+            csr.ch_bytes_lo.eq(dma.ch_bytes_lo),
+            csr.ch_bytes_hi.eq(dma.ch_bytes_hi),
+            csr.ch_desc_addr_lo.eq(dma.ch_desc_addr_lo),
+            csr.ch_desc_addr_hi.eq(dma.ch_desc_addr_hi),
+        ]
+        # Register-mode slots: the SLOT_* registers as descriptors (same byte offsets).
+        for k in range(N_DMA_CHANNELS * N_DMA_SLOTS):
+            raw = dma.slots[k].as_value()
+            for name, offset, _ in DMA_SLOT_MEMBERS:
+                m.d.comb += raw[8 * offset:8 * offset + 32].eq(getattr(csr, f"slot_{name.lower()}")[k])
+
+        # MSI: one request at a time, held until the hard IP acknowledges it.  A register write
+        # to MSI and the DMA channels' per-descriptor interrupts wait in `pending` (one bit per
+        # source; a source raised again before it was sent is sent once).
+        vec_lsb = 0
+        sources = [(csr.msi_req, csr.msi_num)] + [
+            (dma.msi_req[c], csr.ch_cfg[c][vec_lsb:vec_lsb + 5]) for c in range(N_DMA_CHANNELS)]
+        pending = Signal(len(sources))
+        raised = Signal(len(sources))
+        sent = Signal(len(sources))
+        vectors = [Signal(5, name=f"msi_vec{k}") for k in range(len(sources))]
+        for k, (req, num) in enumerate(sources):
+            m.d.comb += raised[k].eq(req)
+            with m.If(req):
+                m.d.sync += vectors[k].eq(num)
+        with m.If(self.n_app_msi_req):
+            with m.If(self.n_app_msi_ack):
+                m.d.sync += self.n_app_msi_req.eq(0)
+        with m.Elif(pending.any()):
+            # The lowest pending source goes first.
+            m.d.comb += sent.eq(pending & (~pending + 1))
+            for k in reversed(range(len(sources))):
+                with m.If(pending[k]):
+                    m.d.sync += [self.n_app_msi_req.eq(1), self.n_app_msi_num.eq(vectors[k])]
+        m.d.sync += pending.eq((pending & ~sent) | raised)
         return m

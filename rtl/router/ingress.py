@@ -13,7 +13,7 @@ __all__ = ["Ingress", "OUTPUTS"]
 
 
 #: Crossbar outputs an ingress can choose, in one-hot bit order of ``o_dest``.
-OUTPUTS = ("N", "E", "W", "S", "CSR")
+OUTPUTS = ("N", "E", "W", "S", "CSR", "DMA")
 
 
 class Ingress(wiring.Component):
@@ -25,7 +25,11 @@ class Ingress(wiring.Component):
     TLP                                      where it goes
     ======================================  =========================================
     poisoned (``ep``)                        dropped, POISONED
-    completion                               dropped, UNEXPECTED_CPL (no requester yet)
+    N: completion                            DMA (it matches the tag; a completion for no
+                                             outstanding read is counted there as
+                                             UNEXPECTED_CPL)
+    E/W/S: completion                        dropped, UNEXPECTED_CPL (the chip reads only
+                                             through N)
     N: memory request hitting the register   CSR
     BAR
     N: memory write into the TCA window      routed, if CONTROL.PIO_ENABLE (else
@@ -52,7 +56,7 @@ class Ingress(wiring.Component):
         From the port's RX adapter.
     o_tlp : Out(TLPStream())
         Forwarded TLPs, one cycle later.
-    o_dest : Out(5)
+    o_dest : Out(6)
         One-hot crossbar output (bit order :data:`OUTPUTS`), valid with the first beat of
         ``o_tlp``.
     o_ur : Out(stream.Signature(URRequest))
@@ -106,6 +110,8 @@ class Ingress(wiring.Component):
         m.d.comb += routed_ok.eq(0)
         with m.If(h.common.ep):
             m.d.comb += reason.eq(Reason.POISONED)
+        with m.Elif(is_cpl & (self.port == Port.N)):
+            m.d.comb += [forward.eq(1), dest.eq(1 << OUTPUTS.index("DMA"))]
         with m.Elif(is_cpl):
             m.d.comb += reason.eq(Reason.UNEXPECTED_CPL)
         with m.Elif(is_mem & (self.port == Port.N) & i.p.bar[self.csr_bar]):

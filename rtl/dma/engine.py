@@ -1,0 +1,833 @@
+"""The DMA controller: four chaining channels, register mode, block-stride (002 section 3.4).
+
+"A DMA controller with chaining DMA: descriptors giving source and destination PCIe addresses and
+the size, prepared in host memory and linked by pointers; registering the head address runs the
+DMAs one after the other, which raises the efficiency of runs of small transfers.  Because
+fetching descriptors costs time, a few DMAs can also be issued lightly by setting control
+registers.  Each DMA request can ask for a block-stride transfer" (002 section 3.4).  Both the
+source and the destination are PCIe addresses (002 section 4.1); only RDMA write leaves the node
+(000 section 2.2).  ``docs/dma.md`` is the user's description; the register map is in
+``rtl/csr/regmap.py``.
+
+Structure (one engine shared by the four channels):
+
+planner
+    Round robin over the channels.  Per action (three cycles): fetch a descriptor, load the next
+    descriptor (from the prefetch buffer, or from the register-mode slots) and check it, cut the
+    next read request off the current burst, or close a descriptor (a *mark*: completion write,
+    MSI, counters).  Every read takes a tag and reserves its rows in the completion buffer before
+    it is issued; every action pushes one entry into the in-order queue.
+completion receiver
+    Completions from port N, matched by tag against the window of outstanding reads; their data
+    is written into the reserved rows at the offset the byte count gives (any split, any order
+    across tags).  Four 32-bit banks, so a beat lands at any DW offset in one cycle.
+writer
+    Pops the queue in order.  A read whose data is complete becomes memory writes (split at the
+    max payload size on destination boundaries), which read the buffer through a byte shifter
+    (source to destination alignment), are routed by the route table (N-bound ones translated)
+    and enter the crossbar.  Descriptor fetches fill the channel's prefetch buffer; marks become
+    the completion write or a no-op that carries the counters.  A read's tag and rows are freed
+    when its last write has read them, in issue order.
+"""
+
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, enum, wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from ..csr.regmap import (DEFAULT_DMA_BUFFER, DEFAULT_DMA_TAGS, N_DMA_CHANNELS, N_DMA_SLOTS,
+                          REGS, DmaError, RouteEntry)
+from ..router.egress import translate_header
+from ..router.table import route_lookup
+from ..tlp.layouts import CplStatus, TLPHeader, Type
+from ..tlp.stream import TLPStream
+from .descriptor import CONTROL_BITS, CONTROL_RESERVED, MAGIC, Descriptor
+
+__all__ = ["DMA"]
+
+
+_CTRL = {name: (lsb, width) for name, lsb, width, _ in CONTROL_BITS}
+_CH_CTRL = {f.name: f for f in REGS["CH_CTRL"].fields}
+_DMA_CONFIG = {f.name: f for f in REGS["DMA_CONFIG"].fields}
+
+
+def _bits(value, name, table=_CTRL):
+    lsb, width = table[name]
+    return value[lsb:lsb + width]
+
+
+def _field(value, name, table):
+    f = table[name]
+    return value[f.lsb:f.lsb + f.width]
+
+
+class _Chan(enum.Enum, shape=3):
+    IDLE  = 0   # not running
+    HEAD  = 1   # fetch the head descriptor
+    WAIT  = 2   # wait for the prefetched (or register-mode) descriptor, then load it
+    RUN   = 3   # issue reads of the current descriptor, then its mark
+    DRAIN = 4   # chain over (end or fault): wait until nothing of it is in flight
+
+
+class _Kind(enum.Enum, shape=2):
+    DATA  = 0   # a read whose data becomes writes
+    FETCH = 1   # a descriptor read
+    MARK  = 2   # end of a descriptor: completion write, counters, MSI
+
+
+class _Item(enum.Enum, shape=2):
+    WRITE = 0   # a memory write from buffer rows
+    SEQ   = 1   # the 4-byte completion write (immediate data)
+    DESC  = 2   # buffer rows into a channel's prefetch buffer
+    NOP   = 3   # nothing to send; carries release and counter flags
+
+
+def _end_mask(n):
+    """Return the mask of the first ``n`` of 4 lanes, ``n`` a 2-bit value with 0 meaning 4."""
+    return Cat(Const(1, 1), n != 1, (n == 0) | (n == 3), n == 0)
+
+
+def _mem_header(addr, nbytes, tag, requester_id, write):
+    """Return the 128-bit header of a memory request for ``nbytes`` (1..512) bytes at byte
+    address ``addr``: 3-DW below 4 GiB, 4-DW above; byte enables from the address and length.
+
+    One expression (no per-field assignments), so no bit of it is a lone constant.
+    """
+    lo = addr[:2]
+    dws = (Cat(lo, Const(0, 8)) + nbytes + 3)[2:10]
+    first = (Const(0xF, 4) << lo)[:4]
+    last = _end_mask((lo + nbytes)[:2])
+    one = dws == 1
+    four = addr[32:].any()
+    fmt = Cat(four, Const(1 if write else 0, 1), Const(0, 1))      # 3/4-DW, with/without data
+    dw0 = Cat(dws, Const(0, 2), Const(0, 14), Const(Type.MEM.value, 5), fmt)
+    dw1 = Cat(Mux(one, first & last, first), Mux(one, 0, last), tag[:8], requester_id)
+    dw2 = Mux(four, addr[32:64], Cat(Const(0, 2), addr[2:32]))
+    dw3 = Mux(four, Cat(Const(0, 2), addr[2:32]), 0)
+    return Cat(dw0, dw1, dw2, dw3)
+
+
+def _ceil_log2(n):
+    return max(1, (n - 1).bit_length())
+
+
+class DMA(wiring.Component):
+    """DMA controller (see the module docstring and ``docs/dma.md``).
+
+    Parameters
+    ----------
+    n_routes : int
+        Route table entries (the router's table; DMA writes are routed with it).
+    n_tags : int
+        Reads outstanding at most (a power of two, 32..128).
+    buffer_bytes : int
+        Completion buffer (a power of two, at least ``n_tags`` rows of 16 bytes and 1 KiB).
+
+    Members
+    -------
+    o_rd : Out(TLPStream())
+        Read requests (single-beat MRd), all bound for port N.
+    o_wr : Out(TLPStream()) ; o_wr_dest : Out(6)
+        Memory writes with their one-hot crossbar output (bit order of the router's OUTPUTS).
+    i_cpl : In(TLPStream())
+        Completions arriving on port N.  Always ready.
+    routes, node_offset
+        The route table and the node offset (the N-bound writes are translated here).
+    requester_id : In(16)
+        The chip's bus/device/function on N.
+    dma_config, dma_timeout : In(32)
+        The registers of the same names.
+    ch_head_lo, ch_head_hi, ch_cfg : In(ArrayLayout(32, 4))
+    ch_ctrl_stb : In(ArrayLayout(1, 4)) ; ch_ctrl_data : In(32)
+    slots : In(ArrayLayout(Descriptor, 16))
+        Register-mode slot ``4 * c + s``.
+    ch_status, ch_desc_done, ch_bytes_lo, ch_bytes_hi, ch_desc_addr_lo, ch_desc_addr_hi
+        : Out(ArrayLayout(32, 4)) -- the status registers.
+    msi_req : Out(4)
+        One-cycle strobe per channel when a descriptor with ``irq`` is done.
+    unexpected_cpl : Out(1)
+        One-cycle strobe per completion that matched no outstanding read (dropped).
+    """
+
+    def __init__(self, *, n_routes=8, n_tags=DEFAULT_DMA_TAGS, buffer_bytes=DEFAULT_DMA_BUFFER):
+        if n_tags not in (32, 64, 128):
+            raise ValueError(f"n_tags must be 32, 64 or 128, not {n_tags}")
+        if buffer_bytes & (buffer_bytes - 1) or buffer_bytes < max(1024, 16 * n_tags):
+            raise ValueError(f"buffer_bytes must be a power of two of at least 1 KiB, not "
+                             f"{buffer_bytes}")
+        self.n_routes = n_routes
+        self.n_tags = n_tags
+        self.buffer_bytes = buffer_bytes
+        arr = data.ArrayLayout(32, N_DMA_CHANNELS)
+        super().__init__({
+            "o_rd":            Out(TLPStream()),
+            "o_wr":            Out(TLPStream()),
+            "o_wr_dest":       Out(6),
+            "i_cpl":           In(TLPStream()),
+            "routes":          In(data.ArrayLayout(RouteEntry, n_routes)),
+            "node_offset":     In(64),
+            "requester_id":    In(16),
+            "dma_config":      In(32),
+            "dma_timeout":     In(32),
+            "ch_head_lo":      In(arr),
+            "ch_head_hi":      In(arr),
+            "ch_cfg":          In(arr),
+            "ch_ctrl_stb":     In(data.ArrayLayout(1, N_DMA_CHANNELS)),
+            "ch_ctrl_data":    In(32),
+            "slots":           In(data.ArrayLayout(Descriptor, N_DMA_CHANNELS * N_DMA_SLOTS)),
+            "ch_status":       Out(arr),
+            "ch_desc_done":    Out(arr),
+            "ch_bytes_lo":     Out(arr),
+            "ch_bytes_hi":     Out(arr),
+            "ch_desc_addr_lo": Out(arr),
+            "ch_desc_addr_hi": Out(arr),
+            "msi_req":         Out(N_DMA_CHANNELS),
+            "unexpected_cpl":  Out(1),
+        })
+
+    # ---------------------------------------------------------------------------------------
+
+    def elaborate(self, platform):
+        m = Module()
+        NC = N_DMA_CHANNELS
+        NT = self.n_tags
+        TB = _ceil_log2(NT)
+        ROWS = self.buffer_bytes // 16
+        RB = _ceil_log2(ROWS)
+
+        # -- configuration ------------------------------------------------------------------
+        mps_code = Signal(2)
+        mrrs_code = Signal(2)
+        ext_tags = Signal()
+        cfg_mps = _field(self.dma_config, "mps", _DMA_CONFIG)
+        cfg_mrrs = _field(self.dma_config, "mrrs", _DMA_CONFIG)
+        m.d.sync += [
+            mps_code.eq(Mux(cfg_mps == 3, 2, cfg_mps)),
+            mrrs_code.eq(Mux(cfg_mrrs == 3, 2, cfg_mrrs)),
+            ext_tags.eq(_field(self.dma_config, "ext_tags", _DMA_CONFIG)),
+        ]
+        mps = Signal(10)      # bytes
+        mrrs = Signal(10)
+        m.d.comb += [mps.eq(Const(128, 10) << mps_code), mrrs.eq(Const(128, 10) << mrrs_code)]
+        min_code = Mux(mps_code < mrrs_code, mps_code, mrrs_code)
+        min_mask = Signal(10)   # min(mps, mrrs) - 1
+        m.d.comb += min_mask.eq((Const(128, 10) << min_code) - 1)
+
+        # -- shared tag and row bookkeeping -------------------------------------------------
+        issue_seq = Signal(16)          # reads issued
+        head_seq = Signal(16)           # reads released (in issue order)
+        tail_row = Signal(RB)           # next free row
+        used_rows = Signal(RB + 1)
+        outstanding = Signal(range(NT + 1))
+        m.d.comb += outstanding.eq((issue_seq - head_seq)[:TB + 1])
+        tag_limit = Mux(ext_tags, NT, min(NT, 32))
+
+        # Per tag: static facts written at issue, read by the receiver.
+        TagInfo = data.StructLayout({"base": RB, "src_lo": 2, "nbytes": 10})
+        m.submodules.taginfo = taginfo = Memory(shape=TagInfo, depth=NT, init=[])
+        ti_w = taginfo.write_port()
+        ti_r = taginfo.read_port()
+        done = Signal(NT)
+        terr = Array([Signal(4, name=f"tag_err{t}") for t in range(NT)])
+
+        # Release requests (from the writer's beat generator) and issue (planner).
+        rel_en = Signal()
+        rel_rows = Signal(RB + 1)
+        iss_en = Signal()               # a read is issued this cycle
+        iss_rows = Signal(RB + 1)
+        m.d.comb += [iss_en.eq(0), rel_en.eq(0)]
+        with m.If(iss_en):
+            m.d.sync += [issue_seq.eq(issue_seq + 1), tail_row.eq(tail_row + iss_rows)]
+        with m.If(rel_en):
+            m.d.sync += head_seq.eq(head_seq + 1)
+        m.d.sync += used_rows.eq(used_rows + Mux(iss_en, iss_rows, 0) - Mux(rel_en, rel_rows, 0))
+
+        # -- the completion buffer: four 32-bit banks of ROWS rows ---------------------------
+        banks = []
+        for j in range(4):
+            mem = Memory(shape=32, depth=ROWS, init=[])
+            m.submodules[f"cbuf{j}"] = mem
+            banks.append((mem.write_port(), mem.read_port(), mem.read_port()))
+
+        # -- channels -----------------------------------------------------------------------
+        def per_chan(name, shape, **kw):
+            return Array([Signal(shape, name=f"ch{c}_{name}", **kw) for c in range(NC)])
+
+        st = per_chan("state", _Chan)
+        ch_err = per_chan("err", 4)
+        abort = per_chan("abort", 1)
+        ignored = per_chan("ignored", 1)
+        cur = per_chan("cur", Descriptor)
+        cur_addr = per_chan("cur_addr", 64)
+        cur_src = per_chan("src", 64)
+        cur_dst = per_chan("dst", 64)
+        brem = per_chan("brem", 32)         # bytes left in the current burst
+        bleft = per_chan("bleft", 32)       # bursts left, the current one included
+        nxt = per_chan("nxt", Descriptor)
+        nxt_valid = per_chan("nxt_valid", 1)
+        nxt_ptr = per_chan("nxt_ptr", 64)   # pointer the prefetch buffer was (is) fetched from
+        fetched = per_chan("fetched", 1)    # the next descriptor's fetch was issued
+        regmode = per_chan("regmode", 1)
+        slot = per_chan("slot", 3)
+        nslots = per_chan("nslots", 3)
+        pending = per_chan("pending", 8)    # queue entries not yet retired
+        desc_done = per_chan("desc_done", 32)
+        nbytes = per_chan("bytes", 64)
+
+        def fail(c, code):
+            """Stop channel ``c`` with ``code`` (the first error wins)."""
+            with m.If(ch_err[c] == 0):
+                m.d.sync += ch_err[c].eq(code)
+            m.d.sync += abort[c].eq(1)
+
+        # Pending: +1 per entry pushed (planner), -1 per entry retired (output stage).
+        push_c = Signal(range(NC))
+        push_en = Signal()
+        ret_c = Signal(range(NC))
+        ret_en = Signal()
+        m.d.comb += [push_en.eq(0), ret_en.eq(0)]
+        for c in range(NC):
+            inc = push_en & (push_c == c)
+            dec = ret_en & (ret_c == c)
+            m.d.sync += pending[c].eq(pending[c] + inc - dec)
+
+        # Status outputs.
+        st_fields = {f.name: f for f in REGS["CH_STATUS"].fields}
+        for c in range(NC):
+            status = Signal(32)
+            m.d.comb += [
+                status[st_fields["busy"].lsb].eq(st[c] != _Chan.IDLE),
+                status[st_fields["start_ignored"].lsb].eq(ignored[c]),
+                status[st_fields["error"].lsb:][:4].eq(ch_err[c]),
+                self.ch_status[c].eq(status),
+                self.ch_desc_done[c].eq(desc_done[c]),
+                self.ch_bytes_lo[c].eq(nbytes[c][:32]),
+                self.ch_bytes_hi[c].eq(nbytes[c][32:]),
+                self.ch_desc_addr_lo[c].eq(cur_addr[c][:32]),
+                self.ch_desc_addr_hi[c].eq(cur_addr[c][32:]),
+            ]
+
+        # Control writes: start, register-mode start, abort.
+        ctrl = self.ch_ctrl_data
+        for c in range(NC):
+            with m.If(self.ch_ctrl_stb[c]):
+                start = _field(ctrl, "start", _CH_CTRL)
+                rstart = _field(ctrl, "reg_start", _CH_CTRL)
+                n = _field(ctrl, "slots", _CH_CTRL)
+                with m.If(_field(ctrl, "abort", _CH_CTRL) & (st[c] != _Chan.IDLE)):
+                    fail(c, DmaError.ABORTED)
+                with m.Elif((start | rstart) & (st[c] != _Chan.IDLE)):
+                    m.d.sync += ignored[c].eq(1)
+                with m.Elif(start | rstart):
+                    head = Cat(self.ch_head_lo[c], self.ch_head_hi[c])
+                    m.d.sync += [
+                        ignored[c].eq(0), ch_err[c].eq(0), abort[c].eq(0),
+                        desc_done[c].eq(0), nbytes[c].eq(0), nxt_valid[c].eq(0),
+                        regmode[c].eq(~start), slot[c].eq(0), nslots[c].eq(n),
+                        nxt_ptr[c].eq(head), cur_addr[c].eq(head & ~0x1f),
+                        fetched[c].eq(0),
+                    ]
+                    with m.If(start):
+                        m.d.sync += st[c].eq(_Chan.HEAD)
+                    with m.Elif((n == 0) | (n > N_DMA_SLOTS)):
+                        m.d.sync += [st[c].eq(_Chan.DRAIN), ch_err[c].eq(DmaError.DESC_MALFORMED),
+                                     abort[c].eq(1), cur_addr[c].eq(0)]
+                    with m.Else():
+                        m.d.sync += [st[c].eq(_Chan.WAIT), cur_addr[c].eq(0)]
+
+        # -- the in-order queue -------------------------------------------------------------
+        Entry = data.StructLayout({
+            "kind": _Kind, "chan": 2, "tag": TB, "base": RB, "rows": RB + 1,
+            "src_lo": 2, "nbytes": 10, "addr": 64, "value": 32,
+            "ext": 1, "seq": 1, "irq": 1, "end": 1,
+        })
+        m.submodules.queue = queue = SyncFIFOBuffered(width=Entry.size, depth=64)
+        q_w = data.View(Entry, queue.w_data)
+        q_r = data.View(Entry, queue.r_data)
+        m.d.comb += queue.w_en.eq(0)
+
+        # -- read requests out (single-beat MRd) ---------------------------------------------
+        rd = self.o_rd
+        rd_hdr = Signal(TLPHeader)
+        with m.If(rd.ready):
+            m.d.sync += rd.valid.eq(0)
+
+        # -- planner ------------------------------------------------------------------------
+        sel = Signal(range(NC))
+        last_sel = Signal(range(NC))
+        c_st = st[sel]
+        c_cur = cur[sel]
+        c_src = cur_src[sel]
+        c_dst = cur_dst[sel]
+        c_brem = brem[sel]
+
+        # Channel wants: anything but IDLE; DRAIN finishes by itself below.
+        wants = Signal(NC)
+        for c in range(NC):
+            m.d.comb += wants[c].eq((st[c] == _Chan.HEAD) | (st[c] == _Chan.RUN) |
+                                    ((st[c] == _Chan.WAIT) & (nxt_valid[c] | regmode[c])))
+            with m.If((st[c] == _Chan.DRAIN) & (pending[c] == 0)):
+                m.d.sync += st[c].eq(_Chan.IDLE)
+            with m.If(abort[c] & (st[c] != _Chan.IDLE) & (st[c] != _Chan.DRAIN)):
+                m.d.sync += st[c].eq(_Chan.DRAIN)
+
+        # Chunk of the current burst (CALC): at most MRRS, within the source 4 KiB page, ending
+        # on a destination min(MPS, MRRS) boundary where it can.
+        lim_dst = Signal(11)
+        lim_src = Signal(13)
+        rem_sat = Signal(13)
+        m.d.comb += [
+            # MRRS counts whole DWs: a read starting at source byte 1..3 of a DW is shorter.
+            lim_dst.eq(mrrs - Mux((c_dst[:10] & min_mask) > c_src[:2], c_dst[:10] & min_mask,
+                                  c_src[:2])),
+            lim_src.eq(4096 - c_src[:12]),
+            rem_sat.eq(Mux(c_brem[12:].any(), 4096, c_brem[:13])),
+        ]
+        a_min = Mux(lim_dst < lim_src, lim_dst, lim_src)
+        k_chunk = Signal(13)
+        k_need_pf = Signal()
+        m.d.comb += k_need_pf.eq(~_bits(c_cur.control, "end") & ~fetched[sel] & ~regmode[sel])
+
+        tag_now = Mux(ext_tags, issue_seq[:8], issue_seq[:5])
+        res_ok = Signal()       # room for one more read and one more queue entry
+        m.d.comb += res_ok.eq(queue.w_rdy & (queue.level < 60) & ~rd.valid
+                              & (outstanding < tag_limit))
+
+        def issue_read(raddr, nbytes_, rows, kind, **extra):
+            m.d.comb += rd_hdr.eq(_mem_header(raddr, nbytes_, tag_now, self.requester_id,
+                                              write=False))
+            m.d.comb += [iss_en.eq(1), iss_rows.eq(rows),
+                         ti_w.en.eq(1), ti_w.addr.eq(issue_seq[:TB]),
+                         ti_w.data.eq(Cat(tail_row, raddr[:2], nbytes_[:10]))]
+            m.d.sync += [rd.valid.eq(1), rd.p.hdr.eq(rd_hdr), rd.p.first.eq(1),
+                         rd.p.last.eq(1), rd.p.dw_en.eq(0), rd.p.data.eq(0)]
+            for t in range(NT):
+                with m.If(issue_seq[:TB] == t):
+                    m.d.sync += [done[t].eq(0), terr[t].eq(0)]
+            push(kind, tag=issue_seq[:TB], base=tail_row, rows=rows, src_lo=raddr[:2],
+                 nbytes=nbytes_[:10], **extra)
+
+        def push(kind, **fields):
+            m.d.comb += [queue.w_en.eq(1), q_w.kind.eq(kind), q_w.chan.eq(sel),
+                         push_en.eq(1), push_c.eq(sel)]
+            for k, v in fields.items():
+                m.d.comb += getattr(q_w, k).eq(v)
+
+        def rows_for(lo, nb):
+            return (Cat(lo, Const(0, 12)) + nb + 15) >> 4
+
+        free_rows = ROWS - used_rows
+        m.d.comb += [ti_w.en.eq(0)]
+
+        with m.FSM(name="planner"):
+            with m.State("SEL"):
+                # Round robin: the first wanting channel after the last one served.
+                found = Const(0, 1)
+                pick = Signal(range(NC))
+                for k in reversed(range(2 * NC)):
+                    c = k % NC
+                    cond = wants[c] & ((k >= NC) | (c > last_sel))
+                    with m.If(cond):
+                        m.d.comb += pick.eq(c)
+                    found = found | cond
+                with m.If(found):
+                    m.d.sync += [sel.eq(pick), last_sel.eq(pick)]
+                    m.next = "CALC"
+
+            with m.State("CALC"):
+                m.d.sync += [
+                    k_chunk.eq(Mux(rem_sat < a_min, rem_sat, a_min)),
+                ]
+                m.next = "ACT"
+
+            with m.State("ACT"):
+                m.next = "SEL"
+                with m.If(abort[sel]):
+                    pass
+                with m.Elif(c_st == _Chan.HEAD):
+                    ptr = nxt_ptr[sel]
+                    nb = Mux(ptr[0], 64, 32)
+                    with m.If(res_ok & (free_rows >= 4)):
+                        issue_read(Cat(Const(0, 5), ptr[5:]), nb, Mux(ptr[0], 4, 2), _Kind.FETCH,
+                                   ext=ptr[0], addr=Cat(Const(0, 5), ptr[5:]))
+                        m.d.sync += [st[sel].eq(_Chan.WAIT), fetched[sel].eq(1)]
+                with m.Elif(c_st == _Chan.WAIT):
+                    self._load(m, sel, nxt, nxt_valid, nxt_ptr, regmode, slot, cur, cur_addr,
+                               cur_src, cur_dst, brem, bleft, fetched, st, fail)
+                with m.Elif(c_st == _Chan.RUN):
+                    with m.If(k_need_pf):
+                        ptr = c_cur.next
+                        with m.If(res_ok & (free_rows >= 4)):
+                            issue_read(Cat(Const(0, 5), ptr[5:]), Mux(ptr[0], 64, 32),
+                                       Mux(ptr[0], 4, 2), _Kind.FETCH, ext=ptr[0],
+                                       addr=Cat(Const(0, 5), ptr[5:]))
+                            m.d.sync += [fetched[sel].eq(1), nxt_ptr[sel].eq(ptr),
+                                         nxt_valid[sel].eq(0)]
+                    with m.Elif(bleft[sel] != 0):
+                        k_rows_c = rows_for(c_src[:2], k_chunk)
+                        with m.If(res_ok & (free_rows >= k_rows_c)):
+                            issue_read(c_src, k_chunk, k_rows_c, _Kind.DATA, addr=c_dst)
+                            burst_end = c_brem == k_chunk
+                            src_gap = Mux(burst_end, c_cur.src_gap, 0)
+                            dst_gap = Mux(burst_end, c_cur.dst_gap, 0)
+                            m.d.sync += [
+                                cur_src[sel].eq(c_src + k_chunk + src_gap),
+                                cur_dst[sel].eq(c_dst + k_chunk + dst_gap),
+                                brem[sel].eq(Mux(burst_end, c_cur.length, c_brem - k_chunk)),
+                                bleft[sel].eq(bleft[sel] - burst_end),
+                            ]
+                    with m.Elif(queue.w_rdy & (queue.level < 60)):
+                        ctl = c_cur.control
+                        regm = regmode[sel]
+                        last = Mux(regm, slot[sel] + 1 >= nslots[sel], _bits(ctl, "end"))
+                        push(_Kind.MARK, addr=c_cur.seq_addr, value=c_cur.seq_value,
+                             seq=_bits(ctl, "seq"), irq=_bits(ctl, "irq"), end=last)
+                        m.d.sync += slot[sel].eq(slot[sel] + 1)
+                        with m.If(last):
+                            m.d.sync += st[sel].eq(_Chan.DRAIN)
+                        with m.Else():
+                            m.d.sync += st[sel].eq(_Chan.WAIT)
+
+        #: Test hook: internal signals by name (read them in a simulation testbench).
+        self._debug = dict(issue_seq=issue_seq, head_seq=head_seq, used_rows=used_rows,
+                           res_ok=res_ok, sel=sel, wants=wants, outstanding=outstanding,
+                           qlevel=queue.level, st0=st[0], done=done, pending0=pending[0])
+
+        # -- completion receiver ------------------------------------------------------------
+        self._receiver(m, NT, TB, RB, ext_tags, head_seq, outstanding, ti_r, done, terr, banks)
+
+        # -- writer -------------------------------------------------------------------------
+        self._writer(m, NC, NT, TB, RB, Entry, queue, q_r, done, terr, banks, mps, abort, fail,
+                     nxt, nxt_valid, rel_en, rel_rows, ret_en, ret_c, desc_done, nbytes, ch_err)
+        return m
+
+    # -- descriptor load and checks (002 section 3.4) --------------------------------------
+
+    def _load(self, m, sel, nxt, nxt_valid, nxt_ptr, regmode, slot, cur, cur_addr, cur_src,
+              cur_dst, brem, bleft, fetched, st, fail):
+        regm = regmode[sel]
+        d = Signal(Descriptor)
+        idx = Cat(slot[sel][:2], sel)           # 4 * c + s
+        m.d.comb += d.eq(Mux(regm, self.slots[idx], nxt[sel]))
+        ctl = d.control
+        ext = _bits(ctl, "ext")
+        ptr = nxt_ptr[sel]
+        bad = Signal()
+        m.d.comb += bad.eq(
+            (_bits(ctl, "magic") != MAGIC)
+            | (ctl & CONTROL_RESERVED).any()
+            | (d.length == 0)
+            | (ext & (d.count == 0))
+            | (ext & (d.reserved != 0))
+            | (~regm & (ext != ptr[0]))
+            | (~regm & ~_bits(ctl, "end") & d.next[1:5].any())
+            | (_bits(ctl, "seq") & (~ext | d.seq_addr[:2].any()))
+        )
+        with m.If(~regm & ~nxt_valid[sel]):
+            pass
+        with m.Elif(bad):
+            fail(sel, DmaError.DESC_MALFORMED)
+            m.d.sync += cur_addr[sel].eq(Mux(regm, slot[sel], Cat(Const(0, 5), ptr[5:])))
+        with m.Else():
+            m.d.sync += [
+                cur[sel].eq(d),
+                cur[sel].count.eq(Mux(ext, d.count, 1)),
+                cur[sel].src_gap.eq(Mux(ext, d.src_gap, 0)),
+                cur[sel].dst_gap.eq(Mux(ext, d.dst_gap, 0)),
+                cur_addr[sel].eq(Mux(regm, slot[sel], Cat(Const(0, 5), ptr[5:]))),
+                cur_src[sel].eq(d.src),
+                cur_dst[sel].eq(d.dst),
+                brem[sel].eq(d.length),
+                bleft[sel].eq(Mux(ext, d.count, 1)),
+                nxt_valid[sel].eq(0),
+                fetched[sel].eq(0),
+                st[sel].eq(_Chan.RUN),
+            ]
+
+    # -- completion receiver (brief section 3: infinite completion credits) ------------------
+
+    def _receiver(self, m, NT, TB, RB, ext_tags, head_seq, outstanding, ti_r, done, terr, banks):
+        i = self.i_cpl
+        m.d.comb += i.ready.eq(1)
+        m.d.sync += self.unexpected_cpl.eq(0)
+
+        # Stage 1: the beat registered; the tag's facts read from the table.
+        s1 = Signal.like(i.p)
+        s1_valid = Signal()
+        s1_rel = Signal(8)
+        s1_idx = Signal(TB)
+        s1_inwin = Signal()
+        h = i.p.hdr
+        tmask = Mux(ext_tags, 0xFF, 0x1F)
+        rel = ((h.cpl.tag - head_seq[:8]) & tmask)[:8]
+        idx = (head_seq[:TB] + rel)[:TB]
+        m.d.comb += [ti_r.addr.eq(idx), ti_r.en.eq(1)]
+        m.d.sync += [s1.eq(i.p), s1_valid.eq(i.valid)]
+        with m.If(i.valid & i.p.first):
+            m.d.sync += [s1_rel.eq(rel), s1_idx.eq(idx), s1_inwin.eq(rel < outstanding)]
+
+        # Stage 2: checks and placement, registered.
+        info = ti_r.data
+        hd = s1.hdr.cpl
+        bc = Mux(hd.byte_count == 0, 4096, hd.byte_count)
+        req_dws = (Cat(info.src_lo, Const(0, 11)) + info.nbytes + 3) >> 2
+        off = Signal(13)    # byte offset of the completion's first byte from src & ~3
+        m.d.comb += off.eq(info.src_lo + info.nbytes - bc)
+        k0 = off[2:]
+        length = Mux(hd.length == 0, 1024, hd.length)
+
+        s2 = Signal.like(i.p)
+        s2_valid = Signal()
+        s2_good = Signal()      # write this packet's data
+        s2_k = Signal(11)       # DW index of lane 0 of the beat in s2
+        s2_base = Signal(RB)
+        s2_idx = Signal(TB)
+        s2_final = Signal()
+        pkt_good = Signal()
+        pkt_k = Signal(11)
+        pkt_base = Signal(RB)
+        pkt_idx = Signal(TB)
+        pkt_final = Signal()
+        m.d.sync += [s2.eq(s1), s2_valid.eq(s1_valid)]
+        with m.If(s1_valid & s1.first):
+            known = s1_inwin & ~done.bit_select(s1_idx, 1)
+            status = hd.status.as_value()
+            code = Signal(4)
+            m.d.comb += code.eq(0)
+            with m.If(s1.hdr.common.ep):
+                m.d.comb += code.eq(DmaError.CPL_POISONED)
+            with m.Elif(status == CplStatus.UR.value):
+                m.d.comb += code.eq(DmaError.CPL_UR)
+            with m.Elif(status != CplStatus.SC.value):
+                m.d.comb += code.eq(DmaError.CPL_CA)
+            with m.Elif((bc > info.nbytes) | (k0 + length > req_dws)
+                        | (hd.lower_address[:2] != off[:2]) | s1.err):
+                m.d.comb += code.eq(DmaError.CPL_MALFORMED)
+            final = k0 + length == req_dws
+            with m.If(~known):
+                m.d.sync += self.unexpected_cpl.eq(~s1.err)
+            with m.Elif(code != 0):
+                for t in range(NT):
+                    with m.If(s1_idx == t):
+                        m.d.sync += [terr[t].eq(code), done[t].eq(1)]
+            good = known & (code == 0)
+            m.d.sync += [s2_good.eq(good), s2_k.eq(k0), s2_base.eq(info.base),
+                         s2_idx.eq(s1_idx), s2_final.eq(final & (code == 0))]
+            m.d.sync += [pkt_good.eq(good), pkt_k.eq(k0 + 4), pkt_base.eq(info.base),
+                         pkt_idx.eq(s1_idx), pkt_final.eq(final & (code == 0))]
+        with m.Elif(s1_valid):
+            m.d.sync += [s2_good.eq(pkt_good), s2_k.eq(pkt_k), s2_base.eq(pkt_base),
+                         s2_idx.eq(pkt_idx), s2_final.eq(pkt_final), pkt_k.eq(pkt_k + 4)]
+            with m.If(s1.err & pkt_good):
+                # A completion the RX adapter ended with err: its data is lost.
+                for t in range(NT):
+                    with m.If(pkt_idx == t):
+                        m.d.sync += [terr[t].eq(DmaError.CPL_MALFORMED), done[t].eq(1)]
+                m.d.sync += s2_good.eq(0)
+
+        # Stage 3: bank writes.  DW k of the read lives in row base + k // 4, bank k % 4.
+        for j, (wp, _, _) in enumerate(banks):
+            lane = (j - s2_k[:2])[:2]
+            row = (s2_base + ((s2_k + lane) >> 2))[:RB]
+            m.d.comb += [
+                wp.addr.eq(row),
+                wp.data.eq(s2.data.word_select(lane, 32)),
+                wp.en.eq(s2_valid & s2_good & s2.dw_en.bit_select(lane, 1)),
+            ]
+        with m.If(s2_valid & s2.last & s2_good & s2_final):
+            for t in range(NT):
+                with m.If(s2_idx == t):
+                    m.d.sync += done[t].eq(1)
+
+    # -- writer -----------------------------------------------------------------------------
+
+    def _writer(self, m, NC, NT, TB, RB, Entry, queue, q_r, done, terr, banks, mps, abort, fail,
+                nxt, nxt_valid, rel_en, rel_rows, ret_en, ret_c, desc_done, nbytes, ch_err):
+        # Items: one memory write, completion write, descriptor load or no-op each.
+        Item = data.StructLayout({
+            "kind": _Item, "chan": 2, "addr": 64, "nbytes": 10, "row": RB, "u": 4,
+            "value": 32, "release": 1, "rel_rows": RB + 1, "retire": 1, "mark": 1, "irq": 1,
+            "end": 1, "ext": 1,
+        })
+        m.submodules.items = items = SyncFIFOBuffered(width=Item.size, depth=4)
+        it_w = data.View(Item, items.w_data)
+        m.d.comb += items.w_en.eq(0)
+
+        # Stage A: split the head entry into items.
+        e = q_r
+        e_done = done.bit_select(e.tag, 1)
+        e_err = terr[e.tag]
+        off = Signal(10)
+        a = Signal(64)
+        m.d.comb += a.eq(e.addr + off)
+        piece_cap = mps - (a[:10] & (mps - 1))
+        left = e.nbytes - off
+        piece = Signal(10)
+        m.d.comb += piece.eq(Mux(left < piece_cap, left, piece_cap))
+        # Buffer byte of the write's first payload byte (its DW start), plus 16: a first write
+        # whose destination is less aligned than its source starts up to 3 bytes before the
+        # read's first byte.
+        Sp = Signal(12)
+        m.d.comb += Sp.eq(16 + e.src_lo + off - a[:2])
+        wait = Signal(32)
+        tmo = self.dma_timeout
+
+        def emit(kind, **fields):
+            m.d.comb += [items.w_en.eq(1), it_w.kind.eq(kind), it_w.chan.eq(e.chan)]
+            for k, v in fields.items():
+                m.d.comb += getattr(it_w, k).eq(v)
+
+        m.d.comb += queue.r_en.eq(0)
+        with m.If(queue.r_rdy & items.w_rdy):
+            with m.Switch(e.kind):
+                with m.Case(_Kind.DATA, _Kind.FETCH):
+                    # Even a failed channel waits for its reads (or their timeout) before it
+                    # frees their tags, so a late completion cannot land in reused rows.
+                    timed_out = (tmo != 0) & (wait >= tmo)
+                    with m.If(~e_done & ~timed_out):
+                        m.d.sync += wait.eq(wait + 1)
+                    with m.Elif(~e_done | (e_err != 0) | abort[e.chan]):
+                        with m.If(~e_done):
+                            fail(e.chan, DmaError.CPL_TIMEOUT)
+                        with m.Elif(e_err != 0):
+                            fail(e.chan, e_err)
+                        emit(_Item.NOP, release=1, rel_rows=e.rows, retire=1)
+                        m.d.comb += queue.r_en.eq(1)
+                        m.d.sync += [wait.eq(0), off.eq(0)]
+                    with m.Elif(e.kind == _Kind.FETCH):
+                        emit(_Item.DESC, row=e.base, u=0, release=1, rel_rows=e.rows,
+                             retire=1, ext=e.ext)
+                        m.d.comb += queue.r_en.eq(1)
+                        m.d.sync += [wait.eq(0), off.eq(0)]
+                    with m.Else():
+                        last = piece == left
+                        emit(_Item.WRITE, addr=a, nbytes=piece,
+                             row=(e.base + Sp[4:] - 1)[:RB], u=Sp[:4],
+                             release=last, rel_rows=e.rows, retire=last)
+                        m.d.sync += off.eq(off + piece)
+                        with m.If(last):
+                            m.d.comb += queue.r_en.eq(1)
+                            m.d.sync += [wait.eq(0), off.eq(0)]
+                with m.Default():       # MARK
+                    send = e.seq & ~abort[e.chan]
+                    emit(Mux(send, _Item.SEQ, _Item.NOP), addr=e.addr, nbytes=4, value=e.value,
+                         retire=1, mark=1, irq=e.irq, end=e.end)
+                    m.d.comb += queue.r_en.eq(1)
+
+        # Stage A': route lookup, translation and header, into a second FIFO.
+        m.submodules.items2 = items2 = SyncFIFOBuffered(width=Item.size + 128 + 6, depth=4)
+        Item2 = data.StructLayout({"it": Item, "hdr": TLPHeader, "dest": 6})
+        i1 = data.View(Item, items.r_data)
+        i2w = data.View(Item2, items2.w_data)
+        hdr = Signal(TLPHeader)
+        ia = i1.addr
+        m.d.comb += hdr.eq(_mem_header(ia, i1.nbytes, Const(0, 8), self.requester_id,
+                                       write=True))
+        hit, port = route_lookup(m, ia, self.routes)
+        is_write = (i1.kind == _Item.WRITE) | (i1.kind == _Item.SEQ)
+        port = port.as_value()
+        to_n = port == 0
+        m.d.comb += [
+            i2w.it.eq(i1),
+            i2w.hdr.eq(Mux(to_n, translate_header(hdr, self.node_offset), hdr.as_value())),
+            i2w.dest.eq(1 << port),
+            items2.w_en.eq(items.r_rdy & items2.w_rdy),
+            items.r_en.eq(items.r_rdy & items2.w_rdy),
+        ]
+        with m.If(items.r_rdy & items2.w_rdy & is_write):
+            with m.If(~hit | abort[i1.chan]):
+                with m.If(~hit):
+                    fail(i1.chan, DmaError.DST_UNROUTABLE)
+                m.d.comb += i2w.it.kind.eq(_Item.NOP)
+
+        # Stage B: beats.  Output FIFO entries carry the beat and the counter flags.
+        Out_ = data.StructLayout({
+            "data": 128, "dw_en": 4, "hdr": TLPHeader, "first": 1, "last": 1, "dest": 6,
+            "nop": 1, "chan": 2, "nbytes": 10, "retire": 1, "mark": 1, "irq": 1, "end": 1,
+        })
+        OUT_DEPTH = 16
+        m.submodules.ofifo = ofifo = SyncFIFOBuffered(width=Out_.size, depth=OUT_DEPTH)
+        ow = data.View(Out_, ofifo.w_data)
+        b = data.View(Item2, items2.r_data)
+        bi = b.it
+        beat = Signal(8)
+        b_dws = b.hdr.common.length
+        n_beats = Mux(bi.kind == _Item.WRITE, (b_dws + 3) >> 2,
+                      Mux(bi.kind == _Item.DESC, Mux(bi.ext, 4, 2), 1))
+        b_last = beat + 1 == n_beats
+        c1 = Signal()                       # a command is in the memory read stage
+        credit = ofifo.level + c1 < OUT_DEPTH - 1
+        go = items2.r_rdy & credit
+        m.d.comb += items2.r_en.eq(go & b_last)
+        with m.If(go):
+            m.d.sync += beat.eq(Mux(b_last, 0, beat + 1))
+        with m.If(go & b_last & bi.release):
+            m.d.comb += [rel_en.eq(1), rel_rows.eq(bi.rel_rows)]
+
+        row = (bi.row + beat)[:RB]
+        for wp, rp0, rp1 in banks:
+            m.d.comb += [rp0.addr.eq(row), rp1.addr.eq(row + 1), rp0.en.eq(1), rp1.en.eq(1)]
+        # Stage C: memory data, byte shift, into the output FIFO (or the prefetch buffer).
+        cmd = Signal(Item2)
+        cmd_beat = Signal(8)
+        cmd_first = Signal()
+        cmd_last = Signal()
+        m.d.sync += [c1.eq(go), cmd.eq(b), cmd_beat.eq(beat), cmd_first.eq(beat == 0),
+                     cmd_last.eq(b_last)]
+        row0 = Cat(*[rp0.data for _, rp0, _ in banks])
+        row1 = Cat(*[rp1.data for _, _, rp1 in banks])
+        both = Cat(row0, row1)
+        shifted = Signal(128)
+        with m.Switch(cmd.it.u):
+            for u in range(16):
+                with m.Case(u):
+                    m.d.comb += shifted.eq(both[8 * u:8 * u + 128])
+        ci = cmd.it
+        c_dws = cmd.hdr.common.length
+        rem_dws = c_dws - Cat(Const(0, 2), cmd_beat)
+        dw_en = Mux(rem_dws >= 4, 0xF, _end_mask(rem_dws[:2]))
+        m.d.comb += [
+            ow.data.eq(Mux(ci.kind == _Item.SEQ, ci.value, shifted)),
+            ow.dw_en.eq(Mux(ci.kind == _Item.SEQ, 1, Mux(ci.kind == _Item.WRITE, dw_en, 0))),
+            ow.hdr.eq(cmd.hdr),
+            ow.first.eq(cmd_first),
+            ow.last.eq(cmd_last),
+            ow.dest.eq(cmd.dest),
+            ow.nop.eq((ci.kind == _Item.NOP) | (ci.kind == _Item.DESC)),
+            ow.chan.eq(ci.chan),
+            ow.nbytes.eq(Mux(cmd_last & (ci.kind == _Item.WRITE), ci.nbytes, 0)),
+            ow.retire.eq(cmd_last & ci.retire),
+            ow.mark.eq(cmd_last & ci.mark),
+            ow.irq.eq(ci.irq),
+            ow.end.eq(ci.end),
+            ofifo.w_en.eq(c1 & (~(ci.kind == _Item.DESC) | cmd_last)),
+        ]
+        with m.If(c1 & (ci.kind == _Item.DESC)):
+            for c in range(NC):
+                with m.If((ci.chan == c) & ~abort[c]):
+                    m.d.sync += nxt[c].as_value().word_select(cmd_beat[:2], 128).eq(row0)
+                    with m.If(cmd_last):
+                        m.d.sync += nxt_valid[c].eq(1)
+
+        # Output: beats to the crossbar; no-ops just pass; counters when an entry leaves.
+        r = data.View(Out_, ofifo.r_data)
+        o = self.o_wr
+        m.d.comb += [
+            o.valid.eq(ofifo.r_rdy & ~r.nop),
+            o.p.data.eq(r.data), o.p.dw_en.eq(r.dw_en), o.p.hdr.eq(r.hdr),
+            o.p.first.eq(r.first), o.p.last.eq(r.last), o.p.err.eq(0), o.p.bar.eq(0),
+            self.o_wr_dest.eq(r.dest),
+        ]
+        pop = ofifo.r_rdy & (r.nop | o.ready)
+        m.d.comb += ofifo.r_en.eq(pop)
+        m.d.sync += self.msi_req.eq(0)
+        with m.If(pop):
+            m.d.comb += [ret_en.eq(r.retire), ret_c.eq(r.chan)]
+            for c in range(NC):
+                with m.If(r.chan == c):
+                    m.d.sync += nbytes[c].eq(nbytes[c] + r.nbytes)
+                    with m.If(r.mark & (ch_err[c] == 0) & ~abort[c]):
+                        m.d.sync += desc_done[c].eq(desc_done[c] + 1)
+                        with m.If(r.irq):
+                            m.d.sync += self.msi_req[c].eq(1)
