@@ -79,6 +79,11 @@ class PEACH2(wiring.Component):
             raise ValueError(f"the routing table needs at least 8 entries, not {n_routes}")
         if s_role not in ("rc", "ep"):
             raise ValueError(f"s_role must be 'rc' or 'ep', not {s_role!r}")
+        #: Names the design for the simulation netlist cache (``peach2.sim.runner``): the class
+        #: and every constructor argument.
+        self.design_key = (f"PEACH2(n_routes={n_routes}, buffer_beats={buffer_beats}, "
+                           f"s_role={s_role!r}, tx_start_level={tx_start_level!r}, "
+                           f"tx_depth={tx_depth}, dma_tags={dma_tags}, dma_buffer={dma_buffer})")
         self.n_routes = n_routes
         self.buffer_beats = buffer_beats
         self._dma = DMA(n_routes=n_routes, n_tags=dma_tags, buffer_bytes=dma_buffer)

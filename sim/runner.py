@@ -55,6 +55,70 @@ def _kick_comb_processes(text):
                         text)
 
 
+def _source_digest(component):
+    """Hash of everything a component's Verilog depends on: the gateware sources (``rtl/``),
+    the file defining the component's class, and the installed Amaranth version."""
+    import hashlib
+    import inspect
+    from importlib.metadata import version
+    h = hashlib.sha256(version("amaranth").encode())
+    files = sorted((ROOT / "rtl").rglob("*.py"))
+    own = inspect.getsourcefile(type(component))
+    if own:
+        files.append(Path(own))
+    for f in files:
+        h.update(str(f.relative_to(ROOT) if f.is_relative_to(ROOT) else f).encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def _silence_unused(obj, seen=None):
+    """Mark ``obj`` and the elaboratables it holds as used (served from the netlist cache,
+    they are never elaborated, and Amaranth would warn about each when it is collected)."""
+    from amaranth.hdl import Elaboratable
+    seen = set() if seen is None else seen
+    if id(obj) in seen:
+        return
+    seen.add(id(obj))
+    if isinstance(obj, Elaboratable):
+        obj._MustUse__silence = True
+        children = vars(obj).values()
+    elif isinstance(obj, dict):
+        children = obj.values()
+    elif isinstance(obj, (list, tuple)):
+        children = obj
+    else:
+        return
+    for child in children:
+        _silence_unused(child, seen)
+
+
+def _convert(component, name):
+    """Return Amaranth's Verilog of ``component``, from the netlist cache when it has one.
+
+    A component with a ``design_key`` attribute (a string naming its class and every
+    constructor argument, e.g. ``PEACH2.design_key``) is cached in ``sim_build/_netlists``
+    under a hash of that key, the module name and :func:`_source_digest`; converting a whole
+    chip takes tens of seconds and most tests build the same few designs.  Writes are atomic
+    (parallel test workers may convert the same design at once).
+    """
+    key = getattr(component, "design_key", None)
+    if key is None:
+        return verilog.convert(component, name=name, emit_src=False)
+    import hashlib
+    digest = hashlib.sha256(f"{name}\0{key}\0{_source_digest(component)}".encode())
+    cache = ROOT / "sim_build" / "_netlists" / f"{name}-{digest.hexdigest()[:24]}.v"
+    if cache.exists():
+        _silence_unused(component)
+        return cache.read_text()
+    text = verilog.convert(component, name=name, emit_src=False)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cache.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, cache)
+    return text
+
+
 def emit_verilog(component, name, path):
     """Write the Verilog of ``component`` as module ``name`` to ``path``; return the path.
 
@@ -62,7 +126,7 @@ def emit_verilog(component, name, path):
     ``_kick_comb_processes``).  The file is left untouched when its content would not change, so Icarus rebuilds only when
     the design changed.
     """
-    text = verilog.convert(component, name=name, emit_src=False)
+    text = _convert(component, name)
     stuck = _CONSTANT_PROCESS.findall(text)
     if stuck:
         raise ValueError(

@@ -39,6 +39,8 @@ class Chips(wiring.Component):
         if n < 1:
             raise ValueError(f"need at least one chip, not {n}")
         self._chips = [PEACH2(**kwargs) for _ in range(n)]
+        #: Netlist cache key (``peach2.sim.runner``): every chip is the same design.
+        self.design_key = f"Chips({n}, {self._chips[0].design_key})"
         members = {}
         for i, chip in enumerate(self._chips):
             for name, member in chip.signature.members.items():
