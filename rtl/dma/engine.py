@@ -12,7 +12,7 @@ source and the destination are PCIe addresses (002 section 4.1); only RDMA write
 Structure (one engine shared by the four channels):
 
 planner
-    Round robin over the channels.  Per action (three cycles): fetch a descriptor, load the next
+    Round robin over the channels.  Per action (two cycles): fetch a descriptor, load the next
     descriptor (from the prefetch buffer, or from the register-mode slots) and check it, cut the
     next read request off the current burst, or close a descriptor (a *mark*: completion write,
     MSI, counters).  Every read takes a tag and reserves its rows in the completion buffer before
@@ -420,17 +420,18 @@ class DMA(wiring.Component):
         free_rows = ROWS - used_rows
         m.d.comb += [ti_w.en.eq(0)]
 
+        # Round robin: the first wanting channel after the last one served.
+        found = Const(0, 1)
+        pick = Signal(range(NC))
+        for k in reversed(range(2 * NC)):
+            c = k % NC
+            cond = wants[c] & ((k >= NC) | (c > last_sel))
+            with m.If(cond):
+                m.d.comb += pick.eq(c)
+            found = found | cond
+
         with m.FSM(name="planner"):
             with m.State("SEL"):
-                # Round robin: the first wanting channel after the last one served.
-                found = Const(0, 1)
-                pick = Signal(range(NC))
-                for k in reversed(range(2 * NC)):
-                    c = k % NC
-                    cond = wants[c] & ((k >= NC) | (c > last_sel))
-                    with m.If(cond):
-                        m.d.comb += pick.eq(c)
-                    found = found | cond
                 with m.If(found):
                     m.d.sync += [sel.eq(pick), last_sel.eq(pick)]
                     m.next = "CALC"
@@ -442,7 +443,14 @@ class DMA(wiring.Component):
                 m.next = "ACT"
 
             with m.State("ACT"):
-                m.next = "SEL"
+                # The next channel is chosen now (from this cycle's wants), so an action takes
+                # two cycles: CALC, ACT.  A channel this action stops wanting may be picked once
+                # more; its next ACT does nothing.
+                with m.If(found):
+                    m.d.sync += [sel.eq(pick), last_sel.eq(pick)]
+                    m.next = "CALC"
+                with m.Else():
+                    m.next = "SEL"
                 with m.If(abort[sel]):
                     pass
                 with m.Elif(c_st == _Chan.HEAD):
