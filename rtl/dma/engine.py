@@ -74,6 +74,7 @@ class _Kind(enum.Enum, shape=2):
     DATA  = 0   # a read whose data becomes writes
     FETCH = 1   # a descriptor read
     MARK  = 2   # end of a descriptor: completion write, counters, MSI
+    FAULT = 3   # the planner found a fault: report it here, after the earlier descriptors
 
 
 class _Item(enum.Enum, shape=2):
@@ -230,6 +231,10 @@ class DMA(wiring.Component):
         ti_r = taginfo.read_port()
         done = Signal(NT)
         terr = Array([Signal(4, name=f"tag_err{t}") for t in range(NT)])
+        # DWs received per tag: a completion must start where the previous one ended, and the
+        # read is done only when every DW arrived (a completion lost to rx_st_err is a fault,
+        # not stale data).
+        rcv = Array([Signal(8, name=f"tag_rcv{t}") for t in range(NT)])
 
         # Release requests (from the writer's beat generator) and issue (planner).
         rel_en = Signal()
@@ -275,10 +280,13 @@ class DMA(wiring.Component):
         desc_done = per_chan("desc_done", 32)
         nbytes = per_chan("bytes", 64)
 
-        def fail(c, code):
-            """Stop channel ``c`` with ``code`` (the first error wins)."""
+        fault_addr = per_chan("fault_addr", 64)
+
+        def fail(c, code, addr):
+            """Stop channel ``c`` with ``code``, blaming descriptor ``addr`` (the first error
+            wins)."""
             with m.If(ch_err[c] == 0):
-                m.d.sync += ch_err[c].eq(code)
+                m.d.sync += [ch_err[c].eq(code), fault_addr[c].eq(addr)]
             m.d.sync += abort[c].eq(1)
 
         # Pending: +1 per entry pushed (planner), -1 per entry retired (output stage).
@@ -304,8 +312,8 @@ class DMA(wiring.Component):
                 self.ch_desc_done[c].eq(desc_done[c]),
                 self.ch_bytes_lo[c].eq(nbytes[c][:32]),
                 self.ch_bytes_hi[c].eq(nbytes[c][32:]),
-                self.ch_desc_addr_lo[c].eq(cur_addr[c][:32]),
-                self.ch_desc_addr_hi[c].eq(cur_addr[c][32:]),
+                self.ch_desc_addr_lo[c].eq(Mux(ch_err[c] != 0, fault_addr[c], cur_addr[c])[:32]),
+                self.ch_desc_addr_hi[c].eq(Mux(ch_err[c] != 0, fault_addr[c], cur_addr[c])[32:]),
             ]
 
         # Control writes: start, register-mode start, abort.
@@ -316,7 +324,7 @@ class DMA(wiring.Component):
                 rstart = _field(ctrl, "reg_start", _CH_CTRL)
                 n = _field(ctrl, "slots", _CH_CTRL)
                 with m.If(_field(ctrl, "abort", _CH_CTRL) & (st[c] != _Chan.IDLE)):
-                    fail(c, DmaError.ABORTED)
+                    fail(c, DmaError.ABORTED, cur_addr[c])
                 with m.Elif((start | rstart) & (st[c] != _Chan.IDLE)):
                     m.d.sync += ignored[c].eq(1)
                 with m.Elif(start | rstart):
@@ -332,7 +340,7 @@ class DMA(wiring.Component):
                         m.d.sync += st[c].eq(_Chan.HEAD)
                     with m.Elif((n == 0) | (n > N_DMA_SLOTS)):
                         m.d.sync += [st[c].eq(_Chan.DRAIN), ch_err[c].eq(DmaError.DESC_MALFORMED),
-                                     abort[c].eq(1), cur_addr[c].eq(0)]
+                                     abort[c].eq(1), cur_addr[c].eq(0), fault_addr[c].eq(0)]
                     with m.Else():
                         m.d.sync += [st[c].eq(_Chan.WAIT), cur_addr[c].eq(0)]
 
@@ -340,7 +348,7 @@ class DMA(wiring.Component):
         Entry = data.StructLayout({
             "kind": _Kind, "chan": 2, "tag": TB, "base": RB, "rows": RB + 1,
             "src_lo": 2, "nbytes": 10, "addr": 64, "value": 32,
-            "ext": 1, "seq": 1, "irq": 1, "end": 1,
+            "ext": 1, "seq": 1, "irq": 1, "end": 1, "desc": 64, "code": 4,
         })
         m.submodules.queue = queue = SyncFIFOBuffered(width=Entry.size, depth=64)
         q_w = data.View(Entry, queue.w_data)
@@ -404,11 +412,12 @@ class DMA(wiring.Component):
                          rd.p.last.eq(1), rd.p.dw_en.eq(0), rd.p.data.eq(0)]
             for t in range(NT):
                 with m.If(issue_seq[:TB] == t):
-                    m.d.sync += [done[t].eq(0), terr[t].eq(0)]
+                    m.d.sync += [done[t].eq(0), terr[t].eq(0), rcv[t].eq(0)]
             push(kind, tag=issue_seq[:TB], base=tail_row, rows=rows, src_lo=raddr[:2],
                  nbytes=nbytes_[:10], **extra)
 
         def push(kind, **fields):
+            fields.setdefault("desc", cur_addr[sel])
             m.d.comb += [queue.w_en.eq(1), q_w.kind.eq(kind), q_w.chan.eq(sel),
                          push_en.eq(1), push_c.eq(sel)]
             for k, v in fields.items():
@@ -458,18 +467,19 @@ class DMA(wiring.Component):
                     nb = Mux(ptr[0], 64, 32)
                     with m.If(res_ok & (free_rows >= 4)):
                         issue_read(Cat(Const(0, 5), ptr[5:]), nb, Mux(ptr[0], 4, 2), _Kind.FETCH,
-                                   ext=ptr[0], addr=Cat(Const(0, 5), ptr[5:]))
+                                   ext=ptr[0], desc=Cat(Const(0, 5), ptr[5:]))
                         m.d.sync += [st[sel].eq(_Chan.WAIT), fetched[sel].eq(1)]
                 with m.Elif(c_st == _Chan.WAIT):
                     self._load(m, sel, nxt, nxt_valid, nxt_ptr, regmode, slot, cur, cur_addr,
-                               cur_src, cur_dst, brem, bleft, fetched, st, fail)
+                               cur_src, cur_dst, brem, bleft, fetched, st, push,
+                               queue.w_rdy & (queue.level < 60))
                 with m.Elif(c_st == _Chan.RUN):
                     with m.If(k_need_pf):
                         ptr = c_cur.next
                         with m.If(res_ok & (free_rows >= 4)):
                             issue_read(Cat(Const(0, 5), ptr[5:]), Mux(ptr[0], 64, 32),
                                        Mux(ptr[0], 4, 2), _Kind.FETCH, ext=ptr[0],
-                                       addr=Cat(Const(0, 5), ptr[5:]))
+                                       desc=Cat(Const(0, 5), ptr[5:]))
                             m.d.sync += [fetched[sel].eq(1), nxt_ptr[sel].eq(ptr),
                                          nxt_valid[sel].eq(0)]
                     with m.Elif(bleft[sel] != 0):
@@ -503,7 +513,8 @@ class DMA(wiring.Component):
                            qlevel=queue.level, st0=st[0], done=done, pending0=pending[0])
 
         # -- completion receiver ------------------------------------------------------------
-        self._receiver(m, NT, TB, RB, ext_tags, head_seq, outstanding, ti_r, done, terr, banks)
+        self._receiver(m, NT, TB, RB, ext_tags, head_seq, outstanding, ti_r, done, terr, rcv,
+                       banks)
 
         # -- writer -------------------------------------------------------------------------
         self._writer(m, NC, NT, TB, RB, Entry, queue, q_r, done, terr, banks, mps, abort, fail,
@@ -513,7 +524,7 @@ class DMA(wiring.Component):
     # -- descriptor load and checks (002 section 3.4) --------------------------------------
 
     def _load(self, m, sel, nxt, nxt_valid, nxt_ptr, regmode, slot, cur, cur_addr, cur_src,
-              cur_dst, brem, bleft, fetched, st, fail):
+              cur_dst, brem, bleft, fetched, st, push, room):
         regm = regmode[sel]
         d = Signal(Descriptor)
         idx = Cat(slot[sel][:2], sel)           # 4 * c + s
@@ -535,8 +546,11 @@ class DMA(wiring.Component):
         with m.If(~regm & ~nxt_valid[sel]):
             pass
         with m.Elif(bad):
-            fail(sel, DmaError.DESC_MALFORMED)
-            m.d.sync += cur_addr[sel].eq(Mux(regm, slot[sel], Cat(Const(0, 5), ptr[5:])))
+            # Reported in order, behind the earlier descriptors' writes (a FAULT entry).
+            with m.If(room):
+                here = Mux(regm, slot[sel], Cat(Const(0, 5), ptr[5:]))
+                push(_Kind.FAULT, code=DmaError.DESC_MALFORMED, desc=here)
+                m.d.sync += [cur_addr[sel].eq(here), st[sel].eq(_Chan.DRAIN)]
         with m.Else():
             m.d.sync += [
                 cur[sel].eq(d),
@@ -555,7 +569,8 @@ class DMA(wiring.Component):
 
     # -- completion receiver (brief section 3: infinite completion credits) ------------------
 
-    def _receiver(self, m, NT, TB, RB, ext_tags, head_seq, outstanding, ti_r, done, terr, banks):
+    def _receiver(self, m, NT, TB, RB, ext_tags, head_seq, outstanding, ti_r, done, terr, rcv,
+                  banks):
         i = self.i_cpl
         m.d.comb += i.ready.eq(1)
         m.d.sync += self.unexpected_cpl.eq(0)
@@ -609,7 +624,7 @@ class DMA(wiring.Component):
                 m.d.comb += code.eq(DmaError.CPL_UR)
             with m.Elif(status != CplStatus.SC.value):
                 m.d.comb += code.eq(DmaError.CPL_CA)
-            with m.Elif((bc > info.nbytes) | (k0 + length > req_dws)
+            with m.Elif((bc > info.nbytes) | (k0 + length > req_dws) | (k0 != rcv[s1_idx])
                         | (hd.lower_address[:2] != off[:2]) | s1.err):
                 m.d.comb += code.eq(DmaError.CPL_MALFORMED)
             final = k0 + length == req_dws
@@ -620,6 +635,10 @@ class DMA(wiring.Component):
                     with m.If(s1_idx == t):
                         m.d.sync += [terr[t].eq(code), done[t].eq(1)]
             good = known & (code == 0)
+            with m.If(good):
+                for t in range(NT):
+                    with m.If(s1_idx == t):
+                        m.d.sync += rcv[t].eq(k0 + length)
             m.d.sync += [s2_good.eq(good), s2_k.eq(k0), s2_base.eq(info.base),
                          s2_idx.eq(s1_idx), s2_final.eq(final & (code == 0))]
             m.d.sync += [pkt_good.eq(good), pkt_k.eq(k0 + 4), pkt_base.eq(info.base),
@@ -656,7 +675,7 @@ class DMA(wiring.Component):
         Item = data.StructLayout({
             "kind": _Item, "chan": 2, "addr": 64, "nbytes": 10, "row": RB, "u": 4,
             "value": 32, "release": 1, "rel_rows": RB + 1, "retire": 1, "mark": 1, "irq": 1,
-            "end": 1, "ext": 1,
+            "end": 1, "ext": 1, "desc": 64,
         })
         m.submodules.items = items = SyncFIFOBuffered(width=Item.size, depth=4)
         it_w = data.View(Item, items.w_data)
@@ -682,7 +701,8 @@ class DMA(wiring.Component):
         tmo = self.dma_timeout
 
         def emit(kind, **fields):
-            m.d.comb += [items.w_en.eq(1), it_w.kind.eq(kind), it_w.chan.eq(e.chan)]
+            m.d.comb += [items.w_en.eq(1), it_w.kind.eq(kind), it_w.chan.eq(e.chan),
+                         it_w.desc.eq(e.desc)]
             for k, v in fields.items():
                 m.d.comb += getattr(it_w, k).eq(v)
 
@@ -697,9 +717,9 @@ class DMA(wiring.Component):
                         m.d.sync += wait.eq(wait + 1)
                     with m.Elif(~e_done | (e_err != 0) | abort[e.chan]):
                         with m.If(~e_done):
-                            fail(e.chan, DmaError.CPL_TIMEOUT)
+                            fail(e.chan, DmaError.CPL_TIMEOUT, e.desc)
                         with m.Elif(e_err != 0):
-                            fail(e.chan, e_err)
+                            fail(e.chan, e_err, e.desc)
                         emit(_Item.NOP, release=1, rel_rows=e.rows, retire=1)
                         m.d.comb += queue.r_en.eq(1)
                         m.d.sync += [wait.eq(0), off.eq(0)]
@@ -717,6 +737,10 @@ class DMA(wiring.Component):
                         with m.If(last):
                             m.d.comb += queue.r_en.eq(1)
                             m.d.sync += [wait.eq(0), off.eq(0)]
+                with m.Case(_Kind.FAULT):
+                    fail(e.chan, e.code, e.desc)
+                    emit(_Item.NOP, retire=1)
+                    m.d.comb += queue.r_en.eq(1)
                 with m.Default():       # MARK
                     send = e.seq & ~abort[e.chan]
                     emit(Mux(send, _Item.SEQ, _Item.NOP), addr=e.addr, nbytes=4, value=e.value,
@@ -746,7 +770,7 @@ class DMA(wiring.Component):
         with m.If(items.r_rdy & items2.w_rdy & is_write):
             with m.If(~hit | abort[i1.chan]):
                 with m.If(~hit):
-                    fail(i1.chan, DmaError.DST_UNROUTABLE)
+                    fail(i1.chan, DmaError.DST_UNROUTABLE, i1.desc)
                 m.d.comb += i2w.it.kind.eq(_Item.NOP)
 
         # Stage B: beats.  Output FIFO entries carry the beat and the counter flags.

@@ -24,10 +24,10 @@ class Ingress(wiring.Component):
     ======================================  =========================================
     TLP                                      where it goes
     ======================================  =========================================
-    poisoned (``ep``)                        dropped, POISONED
-    N: completion                            DMA (it matches the tag; a completion for no
+    N: completion (poisoned or not)          DMA (it matches the tag; a completion for no
                                              outstanding read is counted there as
-                                             UNEXPECTED_CPL)
+                                             UNEXPECTED_CPL; a poisoned one fails its read)
+    poisoned (``ep``)                        dropped, POISONED
     E/W/S: completion                        dropped, UNEXPECTED_CPL (the chip reads only
                                              through N)
     N: memory request hitting the register   CSR
@@ -108,10 +108,11 @@ class Ingress(wiring.Component):
         routed_ok = Signal()
         window_open = self.pio_enable if self.port == Port.N else self.route_enable
         m.d.comb += routed_ok.eq(0)
-        with m.If(h.common.ep):
-            m.d.comb += reason.eq(Reason.POISONED)
-        with m.Elif(is_cpl & (self.port == Port.N)):
+        with m.If(is_cpl & (self.port == Port.N)):
+            # Poisoned ones too: the DMA fails the read they answer (CPL_POISONED).
             m.d.comb += [forward.eq(1), dest.eq(1 << OUTPUTS.index("DMA"))]
+        with m.Elif(h.common.ep):
+            m.d.comb += reason.eq(Reason.POISONED)
         with m.Elif(is_cpl):
             m.d.comb += reason.eq(Reason.UNEXPECTED_CPL)
         with m.Elif(is_mem & (self.port == Port.N) & i.p.bar[self.csr_bar]):
