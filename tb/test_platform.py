@@ -1,0 +1,270 @@
+"""The synthesis flow: Quartus project of the PEACH2 board, hard-IP wrapper, Yosys report.
+
+No Quartus here: the tests read the project files the Amaranth Intel platform writes, simulate
+the configuration-bus sampler, compile the core's Verilog with Icarus, and run the Yosys flow on
+a small design (the full core's report is a slow test).
+"""
+
+import re
+
+import pytest
+from amaranth.hdl import Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+from amaranth.sim import Simulator
+
+from peach2.cli import main
+from peach2.platform.board import PLACEHOLDER, board_resources
+from peach2.platform.hardip import ConfigSampler
+from peach2.platform.project import write_project
+from peach2.platform.report import BEGIN, END, to_markdown, update_document
+from peach2.platform.synthesis import LEVEL_BUDGET, synthesize
+
+PORTS = "news"
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    """The default project (S a root port); ``test_cli_generate_platform`` covers S as EP."""
+    out = tmp_path_factory.mktemp("quartus")
+    files, chip = write_project(out)
+    return "rc", out, files, chip
+
+
+def _module_body(verilog, name):
+    match = re.search(rf"^module \\{re.escape(name)} \(.*?^endmodule", verilog, re.S | re.M)
+    assert match, f"module {name} missing"
+    return match.group(0)
+
+
+def test_project_files(project):
+    _, out, files, _ = project
+    assert {f.name for f in files} >= {"peach2.qsf", "peach2.sdc", "peach2.v", "build_peach2.sh"}
+    script = (out / "build_peach2.sh").read_text()
+    for tool in ("QUARTUS_MAP", "QUARTUS_FIT", "QUARTUS_ASM", "QUARTUS_STA"):
+        assert f'"${tool}" --rev=peach2 peach2' in script
+
+
+def test_qsf_device_pins_and_variants(project):
+    _, out, _, _ = project
+    qsf = (out / "peach2.qsf").read_text()
+    assert "set_global_assignment -name DEVICE EP4SGX530KH40C2" in qsf
+    assert 'set_global_assignment -name FAMILY "Stratix IV"' in qsf
+    assert "set_global_assignment -name TOP_LEVEL_ENTITY peach2" in qsf
+    for variant in ("peach2_hip_ep", "peach2_hip_rp"):
+        assert f"set_global_assignment -name QIP_FILE {variant}.qip" in qsf
+    for index in range(4):
+        assert re.search(rf'"pcie_{index}__refclk__io" -name IO_STANDARD "HCSL"', qsf)
+        for lane in range(8):
+            for kind in ("rx", "tx"):
+                assert f'"pcie_{index}__{kind}__io\\[{lane}]" -name IO_STANDARD "1.4-V PCML"' \
+                    in qsf
+    # Unpublished pins are flagged, never assigned.
+    active = [line for line in qsf.splitlines() if line.startswith("set_location_assignment")]
+    assert not [line for line in active if PLACEHOLDER in line]
+    flagged = [line for line in qsf.splitlines() if line.startswith("# PLACEHOLDER")]
+    assert len(flagged) == 4 * (1 + 1 + 8 + 8) + 2          # pcie x4, clk100, rst
+    assert all(f"PIN_{PLACEHOLDER}" in line for line in flagged)
+
+
+def test_sdc_clocks_and_config_bus(project):
+    _, out, _, _ = project
+    sdc = (out / "peach2.sdc").read_text()
+    assert re.search(r'create_clock -name "core_clk" -period 4\.0 \[get_nets "core_clk"\]', sdc)
+    assert re.search(r'create_clock -name "clk100_0__io" -period 10\.0', sdc)
+    for index in range(4):
+        assert re.search(rf'create_clock -name "pcie_{index}__refclk__io" -period 10\.0', sdc)
+    assert "derive_pll_clocks" in sdc
+    assert len(re.findall(r"set_multicycle_path -end -setup .*tl_cfg_ctl\[\*\]\}\] 3", sdc)) == 1
+    assert len(re.findall(r"set_multicycle_path -end -setup .*tl_cfg_ctl_wr\}\] 2", sdc)) == 1
+
+
+def test_four_hard_ip_instances(project):
+    s_role, out, _, chip = project
+    verilog = (out / "peach2.v").read_text()
+    roles = {"n": "ep", "e": "ep", "w": "rc", "s": s_role}
+    assert chip.core.port_roles == roles
+    module = {"ep": "peach2_hip_ep_plus", "rc": "peach2_hip_rp_plus"}
+    for index, port in enumerate(PORTS):
+        body = _module_body(verilog, f"peach2.hip_{port}")
+        instances = re.findall(r"^  (peach2_hip_\w+) hip \(", body, re.M)
+        assert instances == [module[roles[port]]], port
+        assert f".refclk(pcie_{index}__refclk__io)" in body
+        for lane in range(8):
+            assert f".rx_in{lane}(pcie_{index}__rx__io[{lane}])" in body
+            assert f".tx_out{lane}(pcie_{index}__tx__io[{lane}])" in body
+        for pin in ("rx_st_data0", "rx_st_ready0", "tx_st_data0", "tx_st_ready0", "tx_cred0",
+                    "ltssm", "tl_cfg_ctl", "pld_clk", "core_clk_out", "srstn", "test_in"):
+            assert f".{pin}(" in body, (port, pin)
+        assert (".app_msi_req(" in body) == (roles[port] == "ep")
+    # core_clk_out of N clocks the core and pld_clk of all four; one PLL for the free clocks.
+    top = re.search(r"^module peach2\(.*?^endmodule", verilog, re.S | re.M).group(0)
+    hip_n = re.search(r"\\peach2\.hip_n\s+hip_n \((.*?)\);", top, re.S).group(1)
+    clock = re.search(r"\.core_clk_out\(([^)]+)\)", hip_n).group(1)
+    assert f"assign core_clk = {clock};" in top
+    for port in "ews":
+        inst = re.search(rf"\\peach2\.hip_{port}\s+hip_{port} \((.*?)\);", top, re.S).group(1)
+        assert f".pld_clk({clock})" in inst
+    assert "pld_clk(core_clk_out)" in _module_body(verilog, "peach2.hip_n")
+    assert re.search(r"altpll #\(", verilog) and ".clk1_multiply_by(32'd5)" in verilog
+
+
+def test_pin_file_locations_are_used():
+    resources, placeholders = board_resources({"pcie_n": {"rx": ["AK1", "?", "AK3"]},
+                                               "clk100": {"pins": ["AC35"]}})
+    by_name = {(r.name, r.number): r for r in resources}
+    assert by_name[("clk100", 0)].ios[0].names == ["AC35"]
+    rx = next(s for s in by_name[("pcie", 0)].ios if s.name == "rx").ios[0].names
+    assert rx[0] == "AK1" and rx[2] == "AK3" and rx[1].startswith(PLACEHOLDER)
+    assert "AK1" not in placeholders and rx[1] in placeholders
+
+
+def test_config_sampler():
+    """Bus/device number taken from tl_cfg_add 0xF once the tl_cfg_ctl_wr toggle has passed
+    three registers (vendor's altpcierd_tl_cfg_sample); other registers are ignored."""
+    dut = ConfigSampler()
+    sim = Simulator(dut)
+    sim.add_clock(4e-9)
+    seen = []
+
+    async def bench(ctx):
+        async def present(add, ctl, cycles=8):
+            ctx.set(dut.tl_cfg_add, add)
+            ctx.set(dut.tl_cfg_ctl, ctl)
+            ctx.set(dut.tl_cfg_ctl_wr, 1 - ctx.get(dut.tl_cfg_ctl_wr))
+            for _ in range(cycles):
+                await ctx.tick()
+                seen.append(ctx.get(dut.pcie_id))
+        await present(0x2, 0xFFFF_FFFF)
+        assert ctx.get(dut.pcie_id) == 0
+        bus, dev = 0x5A, 0x13
+        await present(0xF, 0xFFFF_E000 | (bus << 5) | dev, cycles=2)
+        assert ctx.get(dut.pcie_id) == 0            # not yet: the toggle is still in flight
+        for _ in range(2):
+            await ctx.tick()
+        assert ctx.get(dut.busdev) == (bus << 5) | dev
+        assert ctx.get(dut.pcie_id) == (bus << 8) | (dev << 3)
+        await present(0x0, 0)                       # another register: ID kept
+        assert ctx.get(dut.pcie_id) == (bus << 8) | (dev << 3)
+
+    sim.add_testbench(bench)
+    sim.run()
+
+
+@pytest.mark.parametrize("s_role", ["rc", "ep"])
+def test_core_verilog_compiles_in_icarus(tmp_path, capsys, s_role):
+    assert main(["generate", "-o", str(tmp_path), "--s-role", s_role]) == 0
+    assert "checked: Icarus Verilog compiles peach2.v" in capsys.readouterr().out
+
+
+def test_cli_generate_platform(tmp_path, capsys):
+    out = tmp_path / "q"
+    assert main(["generate", "--platform", "peach2", "-o", str(out), "--s-role", "ep"]) == 0
+    text = capsys.readouterr().out
+    assert "EP4SGX530KH40C2" in text and "N EP, E EP, W RC, S EP" in text
+    assert "quartus_sh --flow compile peach2" in text and "sh build_peach2.sh" in text
+    assert "hardip_variants.md" in text
+    assert (out / "peach2.qsf").exists()
+    assert not (out / "peach2_regs.h").exists()
+    verilog = (out / "peach2.v").read_text()
+    for port, variant in (("n", "ep"), ("e", "ep"), ("w", "rp"), ("s", "ep")):
+        assert f"peach2_hip_{variant}_plus hip (" in _module_body(verilog, f"peach2.hip_{port}")
+
+
+class _Adder(wiring.Component):
+    """Registered 32-bit adder: a carry chain, one LUT level in the ALM mapping."""
+    a: In(32)
+    b: In(32)
+    s: Out(32)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.sync += self.s.eq(self.a + self.b)
+        return m
+
+
+class _Parity(wiring.Component):
+    """Registered inputs, a combinational 64-input XOR out of the block, and a small memory."""
+    i: In(64)
+    o: Out(1)
+    addr: In(4)
+    data: Out(8)
+
+    def elaborate(self, platform):
+        m = Module()
+        r = Signal(64)
+        m.d.sync += r.eq(self.i)
+        m.d.comb += self.o.eq(r.xor())
+        m.submodules.mem = mem = Memory(shape=8, depth=16, init=[])
+        write, read = mem.write_port(), mem.read_port()
+        m.d.comb += [write.addr.eq(self.i[4:8]), write.data.eq(self.i[8:16]),
+                     write.en.eq(self.i[16]), read.addr.eq(self.addr), self.data.eq(read.data)]
+        return m
+
+
+class _Toy(wiring.Component):
+    """Two blocks and glue: the parity output crosses into a register in the top."""
+    a: In(32)
+    b: In(32)
+    s: Out(32)
+    i: In(128)
+    o: Out(1)
+    data: Out(8)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.adder = adder = _Adder()
+        m.submodules.parity = parity = _Parity()
+        m.d.comb += [adder.a.eq(self.a), adder.b.eq(self.b), self.s.eq(adder.s),
+                     parity.i.eq(self.i[:64] ^ self.i[64:]), parity.addr.eq(self.i[:4]),
+                     self.data.eq(parity.data)]
+        m.d.sync += self.o.eq(parity.o ^ self.i[0])
+        return m
+
+
+@pytest.fixture(scope="module")
+def toy_report(tmp_path_factory):
+    return synthesize(_Toy(), jobs=2, workdir=tmp_path_factory.mktemp("yosys"),
+                      parameters={"toy": 1})
+
+
+def test_synth_blocks_found_and_counted(toy_report):
+    blocks = {b.name: b for b in toy_report.blocks}
+    assert set(blocks) == {"adder", "parity", "(top)"}
+    assert blocks["adder"].kind == "_Adder" and blocks["parity"].kind == "_Parity"
+    assert blocks["adder"].generic["ff"] == 32 and blocks["parity"].generic["ff"] >= 64
+    assert blocks["parity"].generic["mem_bits"] == 16 * 8
+    assert blocks["adder"].alm["arith"] >= 32 and blocks["adder"].alm_estimate >= 16
+    assert blocks["(top)"].generic["ff"] == 1
+
+
+def test_synth_depth_across_blocks(toy_report):
+    blocks = {b.name: b for b in toy_report.blocks}
+    # The carry chain costs one level in the ALM mapping, several as generic LUTs.
+    assert blocks["adder"].depth["alm"].levels <= 2 < blocks["adder"].depth["generic"].levels
+    # 64-input XOR in parity, one more XOR in the top: a path from parity into the top.
+    worst = toy_report.paths["generic"][0]
+    path = blocks["(top)"].depth["generic"]
+    assert path.blocks == ["parity", "(top)"] and path.levels >= 3
+    assert worst.levels >= path.levels
+
+
+def test_synth_markdown(toy_report):
+    text = to_markdown(toy_report)
+    assert text.startswith(BEGIN) and text.rstrip().endswith(END)
+    assert "| `adder` | _Adder |" in text and "EP4SGX530" in text
+    assert f"budget {LEVEL_BUDGET}" in text
+    doc = update_document("# Title\n\nflow text\n", text)
+    again = update_document(doc.replace("| `adder`", "| `old`"), text)
+    assert again == doc and doc.startswith("# Title")
+
+
+@pytest.mark.slow
+def test_synth_report_of_the_core(tmp_path, capsys):
+    out = tmp_path / "synthesis.md"
+    assert main(["synth-report", "-o", str(out)]) == 0
+    text = out.read_text()
+    for block in ("csr", "xbar", "ur", "n_rx", "n_tx", "n_ingress", "n_buffer"):
+        assert f"| `{block}` |" in text
+    assert "Total against the EP4SGX530" in text
