@@ -71,6 +71,9 @@ class PEACH2(wiring.Component):
         ``tl_cfg_ctl``, decoded by the platform wrapper); completer ID of completions.
     n_app_msi_req, n_app_msi_num : Out ; n_app_msi_ack : In
         MSI request to the N hard IP (held until acknowledged).
+    n_ko_cpl_spc_vc0 : In(20)
+        The N hard IP's completion buffer (header credits [7:0], 16-byte data credits [19:8]);
+        the DMA keeps its outstanding reads' completions within it (0: no limit).
     """
 
     def __init__(self, *, n_routes=8, buffer_beats=128, s_role="rc", tx_start_level=1,
@@ -104,6 +107,7 @@ class PEACH2(wiring.Component):
             "n_app_msi_req": Out(1),
             "n_app_msi_num": Out(5),
             "n_app_msi_ack": In(1),
+            "n_ko_cpl_spc_vc0": In(20),
         })
         super().__init__(members)
 
@@ -183,6 +187,7 @@ class PEACH2(wiring.Component):
             dma.routes.eq(csr.route),
             dma.node_offset.eq(csr.node_offset),
             dma.requester_id.eq(self.n_pcie_id),
+            dma.cpl_space.eq(self.n_ko_cpl_spc_vc0),
             dma.dma_config.eq(csr.dma_config),
             dma.dma_timeout.eq(csr.dma_timeout),
             dma.ch_head_lo.eq(csr.ch_head_lo),

@@ -20,6 +20,7 @@ import random
 from cocotb.triggers import ClockCycles
 from cocotbext.pcie.core.utils import PcieId
 
+from ..platform.hardip import KO_CPL_SPC_VC0
 from .hardip import HardIP
 from .host import Host
 from .link import terminate
@@ -54,6 +55,9 @@ class Chip:
         Link ports (``"e"``, ``"w"``, ``"s"``) that get no :func:`~peach2.sim.link.terminate`
         partner: the caller connects their models (to another chip's, with
         :func:`~peach2.sim.link.connect`) before simulation time advances.  Default: none.
+    cpl_space : int
+        What the N hard IP reports on ``ko_cpl_spc_vc0`` (its completion buffer): default the
+        vendor's Gen2 x8 example, 112 headers and 448 data credits (7 KiB).
 
     Members
     -------
@@ -64,8 +68,9 @@ class Chip:
     """
 
     def __init__(self, dut, prefix="", *, host=True, seed=0, mps=256, pass_to_link=None,
-                 dirty=True, linked=()):
+                 dirty=True, linked=(), cpl_space=KO_CPL_SPC_VC0):
         self.dut = dut
+        self.cpl_space = cpl_space
         self.prefix = prefix
         self.linked = frozenset(linked)
         if not self.linked <= {"e", "w", "s"}:
@@ -113,6 +118,7 @@ class Chip:
             self.pin(f"{p}_ltssm").value = LTSSM_L0
         self.pin("n_app_msi_ack").value = 0
         self.pin("n_pcie_id").value = 0
+        self.pin("n_ko_cpl_spc_vc0").value = self.cpl_space
         bars = None
         if self.host is not None:
             bars = await self.host.enumerate()

@@ -145,6 +145,12 @@ class DMA(wiring.Component):
         Register-mode slot ``4 * c + s``.
     ch_status, ch_desc_done, ch_bytes_lo, ch_bytes_hi, ch_desc_addr_lo, ch_desc_addr_hi
         : Out(ArrayLayout(32, 4)) -- the status registers.
+    cpl_space : In(20)
+        The N hard IP's completion buffer (``ko_cpl_spc_vc0``): header credits in [7:0], data
+        credits of 16 bytes in [19:8]; 0 means no limit.  The hard IP advertises infinite
+        completion credits, so the DMA keeps the completions of its outstanding reads within
+        this space, counting each read at its worst split (a completion at every 64-byte
+        boundary), from its issue until its tag is freed.
     msi_req : Out(4)
         One-cycle strobe per channel when a descriptor with ``irq`` is done.
     unexpected_cpl : Out(1)
@@ -183,6 +189,7 @@ class DMA(wiring.Component):
             "ch_bytes_hi":     Out(arr),
             "ch_desc_addr_lo": Out(arr),
             "ch_desc_addr_hi": Out(arr),
+            "cpl_space":       In(20),
             "msi_req":         Out(N_DMA_CHANNELS),
             "unexpected_cpl":  Out(1),
         })
@@ -224,6 +231,17 @@ class DMA(wiring.Component):
         m.d.comb += outstanding.eq((issue_seq - head_seq)[:TB + 1])
         tag_limit = Mux(ext_tags, NT, min(NT, 32))
 
+        # The hard IP's completion buffer: credits held by outstanding reads.
+        used_hdr = Signal(9)
+        used_dat = Signal(13)
+        iss_hdr = Signal(5)
+        iss_dat = Signal(7)
+        rel_hdr = Signal(5)
+        rel_dat = Signal(7)
+        lim_hdr = Signal(9)
+        lim_dat = Signal(13)
+        m.d.sync += [lim_hdr.eq(self.cpl_space[:8]), lim_dat.eq(self.cpl_space[8:20])]
+
         # Per tag: static facts written at issue, read by the receiver.
         TagInfo = data.StructLayout({"base": RB, "src_lo": 2, "nbytes": 10})
         m.submodules.taginfo = taginfo = Memory(shape=TagInfo, depth=NT, init=[])
@@ -242,6 +260,10 @@ class DMA(wiring.Component):
         iss_en = Signal()               # a read is issued this cycle
         iss_rows = Signal(RB + 1)
         m.d.comb += [iss_en.eq(0), rel_en.eq(0)]
+        m.d.sync += [
+            used_hdr.eq(used_hdr + Mux(iss_en, iss_hdr, 0) - Mux(rel_en, rel_hdr, 0)),
+            used_dat.eq(used_dat + Mux(iss_en, iss_dat, 0) - Mux(rel_en, rel_dat, 0)),
+        ]
         with m.If(iss_en):
             m.d.sync += [issue_seq.eq(issue_seq + 1), tail_row.eq(tail_row + iss_rows)]
         with m.If(rel_en):
@@ -349,6 +371,7 @@ class DMA(wiring.Component):
             "kind": _Kind, "chan": 2, "tag": TB, "base": RB, "rows": RB + 1,
             "src_lo": 2, "nbytes": 10, "addr": 64, "value": 32,
             "ext": 1, "seq": 1, "irq": 1, "end": 1, "desc": 64, "code": 4,
+            "chdr": 5, "cdat": 7,
         })
         m.submodules.queue = queue = SyncFIFOBuffered(width=Entry.size, depth=64)
         q_w = data.View(Entry, queue.w_data)
@@ -402,10 +425,23 @@ class DMA(wiring.Component):
         m.d.comb += res_ok.eq(queue.w_rdy & (queue.level < 60) & ~rd.valid
                               & (outstanding < tag_limit))
 
+        def cpl_credits(raddr, nbytes_):
+            """Completion headers and data credits of a read at its worst split."""
+            hdrs = (Cat(raddr[:6], Const(0, 7)) + nbytes_ + 63) >> 6
+            dats = ((Cat(raddr[:2], Const(0, 11)) + nbytes_ + 15) >> 4) + hdrs
+            return hdrs[:5], dats[:7]
+
+        def credits_ok(raddr, nbytes_):
+            hdrs, dats = cpl_credits(raddr, nbytes_)
+            return (((lim_hdr == 0) | (used_hdr + hdrs <= lim_hdr))
+                    & ((lim_dat == 0) | (used_dat + dats <= lim_dat)))
+
         def issue_read(raddr, nbytes_, rows, kind, **extra):
             m.d.comb += rd_hdr.eq(_mem_header(raddr, nbytes_, tag_now, self.requester_id,
                                               write=False))
-            m.d.comb += [iss_en.eq(1), iss_rows.eq(rows),
+            hdrs, dats = cpl_credits(raddr, nbytes_)
+            extra.update(chdr=hdrs, cdat=dats)
+            m.d.comb += [iss_en.eq(1), iss_rows.eq(rows), iss_hdr.eq(hdrs), iss_dat.eq(dats),
                          ti_w.en.eq(1), ti_w.addr.eq(issue_seq[:TB]),
                          ti_w.data.eq(Cat(tail_row, raddr[:2], nbytes_[:10]))]
             m.d.sync += [rd.valid.eq(1), rd.p.hdr.eq(rd_hdr), rd.p.first.eq(1),
@@ -465,7 +501,7 @@ class DMA(wiring.Component):
                 with m.Elif(c_st == _Chan.HEAD):
                     ptr = nxt_ptr[sel]
                     nb = Mux(ptr[0], 64, 32)
-                    with m.If(res_ok & (free_rows >= 4)):
+                    with m.If(res_ok & (free_rows >= 4) & credits_ok(Const(0, 6), nb)):
                         issue_read(Cat(Const(0, 5), ptr[5:]), nb, Mux(ptr[0], 4, 2), _Kind.FETCH,
                                    ext=ptr[0], desc=Cat(Const(0, 5), ptr[5:]))
                         m.d.sync += [st[sel].eq(_Chan.WAIT), fetched[sel].eq(1)]
@@ -476,7 +512,8 @@ class DMA(wiring.Component):
                 with m.Elif(c_st == _Chan.RUN):
                     with m.If(k_need_pf):
                         ptr = c_cur.next
-                        with m.If(res_ok & (free_rows >= 4)):
+                        with m.If(res_ok & (free_rows >= 4)
+                                  & credits_ok(Const(0, 6), Mux(ptr[0], 64, 32))):
                             issue_read(Cat(Const(0, 5), ptr[5:]), Mux(ptr[0], 64, 32),
                                        Mux(ptr[0], 4, 2), _Kind.FETCH, ext=ptr[0],
                                        desc=Cat(Const(0, 5), ptr[5:]))
@@ -484,7 +521,7 @@ class DMA(wiring.Component):
                                          nxt_valid[sel].eq(0)]
                     with m.Elif(bleft[sel] != 0):
                         k_rows_c = rows_for(c_src[:2], k_chunk)
-                        with m.If(res_ok & (free_rows >= k_rows_c)):
+                        with m.If(res_ok & (free_rows >= k_rows_c) & credits_ok(c_src, k_chunk)):
                             issue_read(c_src, k_chunk, k_rows_c, _Kind.DATA, addr=c_dst)
                             burst_end = c_brem == k_chunk
                             src_gap = Mux(burst_end, c_cur.src_gap, 0)
@@ -518,7 +555,8 @@ class DMA(wiring.Component):
 
         # -- writer -------------------------------------------------------------------------
         self._writer(m, NC, NT, TB, RB, Entry, queue, q_r, done, terr, banks, mps, abort, fail,
-                     nxt, nxt_valid, rel_en, rel_rows, ret_en, ret_c, desc_done, nbytes, ch_err)
+                     nxt, nxt_valid, rel_en, (rel_rows, rel_hdr, rel_dat), ret_en, ret_c,
+                     desc_done, nbytes, ch_err)
         return m
 
     # -- descriptor load and checks (002 section 3.4) --------------------------------------
@@ -670,12 +708,13 @@ class DMA(wiring.Component):
     # -- writer -----------------------------------------------------------------------------
 
     def _writer(self, m, NC, NT, TB, RB, Entry, queue, q_r, done, terr, banks, mps, abort, fail,
-                nxt, nxt_valid, rel_en, rel_rows, ret_en, ret_c, desc_done, nbytes, ch_err):
+                nxt, nxt_valid, rel_en, rel, ret_en, ret_c, desc_done, nbytes, ch_err):
+        rel_rows, rel_hdr, rel_dat = rel
         # Items: one memory write, completion write, descriptor load or no-op each.
         Item = data.StructLayout({
             "kind": _Item, "chan": 2, "addr": 64, "nbytes": 10, "row": RB, "u": 4,
             "value": 32, "release": 1, "rel_rows": RB + 1, "retire": 1, "mark": 1, "irq": 1,
-            "end": 1, "ext": 1, "desc": 64,
+            "end": 1, "ext": 1, "desc": 64, "rel_hdr": 5, "rel_dat": 7,
         })
         m.submodules.items = items = SyncFIFOBuffered(width=Item.size, depth=4)
         it_w = data.View(Item, items.w_data)
@@ -702,7 +741,7 @@ class DMA(wiring.Component):
 
         def emit(kind, **fields):
             m.d.comb += [items.w_en.eq(1), it_w.kind.eq(kind), it_w.chan.eq(e.chan),
-                         it_w.desc.eq(e.desc)]
+                         it_w.desc.eq(e.desc), it_w.rel_hdr.eq(e.chdr), it_w.rel_dat.eq(e.cdat)]
             for k, v in fields.items():
                 m.d.comb += getattr(it_w, k).eq(v)
 
@@ -795,7 +834,8 @@ class DMA(wiring.Component):
         with m.If(go):
             m.d.sync += beat.eq(Mux(b_last, 0, beat + 1))
         with m.If(go & b_last & bi.release):
-            m.d.comb += [rel_en.eq(1), rel_rows.eq(bi.rel_rows)]
+            m.d.comb += [rel_en.eq(1), rel_rows.eq(bi.rel_rows), rel_hdr.eq(bi.rel_hdr),
+                         rel_dat.eq(bi.rel_dat)]
 
         row = (bi.row + beat)[:RB]
         for wp, rp0, rp1 in banks:
