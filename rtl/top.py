@@ -77,7 +77,7 @@ class PEACH2(wiring.Component):
     """
 
     def __init__(self, *, n_routes=8, buffer_beats=128, s_role="rc", tx_start_level=1,
-                 tx_depth=64, dma_tags=64, dma_buffer=16384):
+                 tx_depth=64, dma_tags=128, dma_buffer=16384):
         if n_routes < 8:
             raise ValueError(f"the routing table needs at least 8 entries, not {n_routes}")
         if s_role not in ("rc", "ep"):

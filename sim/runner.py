@@ -57,12 +57,20 @@ def _kick_comb_processes(text):
 
 def _source_digest(component):
     """Hash of everything a component's Verilog depends on: the gateware sources (``rtl/``),
-    the file defining the component's class, and the installed Amaranth version."""
+    the file defining the component's class, and the installed Amaranth version.
+
+    The files are read when this is called, not when the classes were imported: a test process
+    that imported the gateware before an edit, and converts after it, would cache the old design
+    under the new hash.  :data:`_DIGEST_AT_IMPORT` pins the gateware part to the sources as they
+    were when this module was first imported (test collection), which is when the tests import
+    the gateware too.  After editing ``rtl/`` during a test run, delete ``sim_build/_netlists``.
+    """
     import hashlib
     import inspect
     from importlib.metadata import version
     h = hashlib.sha256(version("amaranth").encode())
-    files = sorted((ROOT / "rtl").rglob("*.py"))
+    h.update(_DIGEST_AT_IMPORT.encode())
+    files = []
     own = inspect.getsourcefile(type(component))
     if own:
         files.append(Path(own))
@@ -70,6 +78,19 @@ def _source_digest(component):
         h.update(str(f.relative_to(ROOT) if f.is_relative_to(ROOT) else f).encode())
         h.update(f.read_bytes())
     return h.hexdigest()
+
+
+def _tree_digest():
+    import hashlib
+    h = hashlib.sha256()
+    for f in sorted((ROOT / "rtl").rglob("*.py")):
+        h.update(str(f.relative_to(ROOT)).encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+#: Digest of ``rtl/`` when the runner was imported (see :func:`_source_digest`).
+_DIGEST_AT_IMPORT = _tree_digest()
 
 
 def _silence_unused(obj, seen=None):

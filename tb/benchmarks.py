@@ -4,6 +4,8 @@ Usage (from the repository root, after the README's test install)::
 
     python tb/benchmarks.py            # every benchmark
     python tb/benchmarks.py --quick    # fewer TLPs per point
+    python tb/benchmarks.py --dma      # the DMA figures only (002 section 4.1, Figures 4-7);
+                                       # the other sections are kept from the last run
 
 Every figure comes from a simulation of the real design, timed by the wire model of the link
 (cocotbext-pcie ``SimPort``, Gen2 x8), and is printed beside the wire-format bound for the same
@@ -20,6 +22,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE / "tlp"))
+sys.path.insert(0, str(HERE / "dma"))
 
 from loopback_top import Loopback  # noqa: E402
 
@@ -28,6 +31,7 @@ from peach2.top import PEACH2  # noqa: E402
 
 DOC = ROOT / "docs" / "benchmarks.md"
 PLOT = ROOT / "docs" / "img" / "loopback_throughput.png"
+DMA_RESULT = ROOT / "sim_build" / "bench-dma" / "bench.json"
 
 
 def loopback_point(payload, above_4g, count):
@@ -74,6 +78,24 @@ def router(count):
         busy = pool.submit(router_run, "all_ports_busy", {"count": count})
         pio = pool.submit(pio_latency)
         return latency.result(), busy.result(), pio.result()
+
+
+def dma_run(quick, read_latency_ns=500):
+    """Run the DMA figures (``tb/dma/dma_perf_tb.py``) on two chips; return the saved JSON."""
+    sys.path.insert(0, str(HERE / "dma"))
+    sys.path.insert(0, str(HERE / "system"))
+    from chips_top import Chips
+    DMA_RESULT.parent.mkdir(parents=True, exist_ok=True)
+    run_cocotb(component=Chips(2), toplevel="chips2", test_module="dma_perf_tb",
+               name="bench-dma", test_dir=HERE / "dma", testcase="figures", seed=1,
+               params={"quick": quick, "read_latency_ns": read_latency_ns,
+                       "result_file": str(DMA_RESULT)})
+    return json.loads(DMA_RESULT.read_text())
+
+
+def dma_section(result):
+    from dma_plots import dma_markdown
+    return dma_markdown(result, ROOT / "docs" / "img")
 
 
 def router_section(latency, busy, pio):
@@ -192,7 +214,7 @@ def _saved(name):
     return json.loads((ROOT / "sim_build" / name / "bench.json").read_text())
 
 
-def doc_from_saved():
+def doc_from_saved(dma=True):
     results = []
     for header in ("4dw", "3dw"):
         for payload in (32, 64, 128, 256, 512):
@@ -201,6 +223,8 @@ def doc_from_saved():
             results.append(r)
     extra = router_section(_saved("bench-router-latency"), _saved("bench-router-all_ports_busy"),
                            _saved("bench-system-latency"))
+    if dma and DMA_RESULT.exists():
+        extra += dma_section(json.loads(DMA_RESULT.read_text()))
     plot(results)
     write_doc(results, "python tb/benchmarks.py", None, extra)
     print(f"wrote {DOC.relative_to(ROOT)} from saved results")
@@ -211,13 +235,33 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="fewer TLPs per point")
     parser.add_argument("--doc-only", action="store_true",
                         help="rewrite docs/benchmarks.md from the last run's saved results")
+    parser.add_argument("--dma", action="store_true",
+                        help="run only the DMA figures; the other sections come from the last "
+                             "run's saved results")
+    parser.add_argument("--no-dma", action="store_true", help="leave the DMA figures out")
+    parser.add_argument("--read-latency", type=float, default=500,
+                        help="host memory read latency of the DMA figures, ns (default 500)")
     args = parser.parse_args(argv)
     if args.doc_only:
         return doc_from_saved()
+    if args.dma:
+        start = time.time()
+        result = dma_run(args.quick, args.read_latency)
+        from dma_plots import print_dma
+        print_dma(result)
+        doc_from_saved()
+        print(f"DMA figures in {time.time() - start:.0f} s; wrote {DOC.relative_to(ROOT)}")
+        return
     count = 200 if args.quick else 1000
     start = time.time()
     results = loopback(count)
     latency, busy, pio = router(300 if args.quick else 1000)
+    extra = ""
+    if not args.no_dma:
+        dma = dma_run(args.quick, args.read_latency)
+        from dma_plots import print_dma
+        print_dma(dma)
+        extra = dma_section(dma)
     for r in latency:
         print(f"latency {r['from']} -> {r['to']} {r['bytes']:>4} B: {r['cycles']} cycles")
     for r in busy:
@@ -229,7 +273,7 @@ def main(argv=None):
               f"{r['bound_gbps']:>7.3f} {100 * r['fraction']:>8.1f}%")
     plot(results)
     command = "python tb/benchmarks.py" + (" --quick" if args.quick else "")
-    write_doc(results, command, time.time() - start, router_section(latency, busy, pio))
+    write_doc(results, command, time.time() - start, router_section(latency, busy, pio) + extra)
     print(f"wrote {DOC.relative_to(ROOT)} and {PLOT.relative_to(ROOT)}")
 
 

@@ -350,7 +350,7 @@ MAX_ROUTES = 16
 DEFAULT_BUFFER_BEATS = 128     # the top's default (eight 256-byte TLPs)
 N_DMA_CHANNELS = 4             # 000 section 2.2: four DMA channels
 N_DMA_SLOTS = 4                # register-mode descriptor slots per channel
-DEFAULT_DMA_TAGS = 64          # reads outstanding (tags) of the default build
+DEFAULT_DMA_TAGS = 128         # reads outstanding (tags) of the default build
 DEFAULT_DMA_BUFFER = 16384     # completion buffer bytes of the default build
 DEFAULT_DMA_TIMEOUT = 250_000  # completion timeout, core cycles (1 ms at 250 MHz)
 

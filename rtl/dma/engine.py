@@ -303,6 +303,7 @@ class DMA(wiring.Component):
         nbytes = per_chan("bytes", 64)
 
         fault_addr = per_chan("fault_addr", 64)
+        unroutable = per_chan("unroutable", 1)   # the writer dropped a write: drop the rest
 
         def fail(c, code, addr):
             """Stop channel ``c`` with ``code``, blaming descriptor ``addr`` (the first error
@@ -352,7 +353,7 @@ class DMA(wiring.Component):
                 with m.Elif(start | rstart):
                     head = Cat(self.ch_head_lo[c], self.ch_head_hi[c])
                     m.d.sync += [
-                        ignored[c].eq(0), ch_err[c].eq(0), abort[c].eq(0),
+                        ignored[c].eq(0), ch_err[c].eq(0), abort[c].eq(0), unroutable[c].eq(0),
                         desc_done[c].eq(0), nbytes[c].eq(0), nxt_valid[c].eq(0),
                         regmode[c].eq(~start), slot[c].eq(0), nslots[c].eq(n),
                         nxt_ptr[c].eq(head), cur_addr[c].eq(head & ~0x1f),
@@ -428,7 +429,9 @@ class DMA(wiring.Component):
         def cpl_credits(raddr, nbytes_):
             """Completion headers and data credits of a read at its worst split."""
             hdrs = (Cat(raddr[:6], Const(0, 7)) + nbytes_ + 63) >> 6
-            dats = ((Cat(raddr[:2], Const(0, 11)) + nbytes_ + 15) >> 4) + hdrs
+            # Completions are split at 64-byte (hence 16-byte) aligned addresses, so their data
+            # credits add up to at most the 16-byte blocks the read touches.
+            dats = (Cat(raddr[:4], Const(0, 9)) + nbytes_ + 15) >> 4
             return hdrs[:5], dats[:7]
 
         def credits_ok(raddr, nbytes_):
@@ -556,7 +559,7 @@ class DMA(wiring.Component):
         # -- writer -------------------------------------------------------------------------
         self._writer(m, NC, NT, TB, RB, Entry, queue, q_r, done, terr, banks, mps, abort, fail,
                      nxt, nxt_valid, rel_en, (rel_rows, rel_hdr, rel_dat), ret_en, ret_c,
-                     desc_done, nbytes, ch_err)
+                     desc_done, nbytes, ch_err, unroutable)
         return m
 
     # -- descriptor load and checks (002 section 3.4) --------------------------------------
@@ -708,7 +711,8 @@ class DMA(wiring.Component):
     # -- writer -----------------------------------------------------------------------------
 
     def _writer(self, m, NC, NT, TB, RB, Entry, queue, q_r, done, terr, banks, mps, abort, fail,
-                nxt, nxt_valid, rel_en, rel, ret_en, ret_c, desc_done, nbytes, ch_err):
+                nxt, nxt_valid, rel_en, rel, ret_en, ret_c, desc_done, nbytes, ch_err,
+                unroutable):
         rel_rows, rel_hdr, rel_dat = rel
         # Items: one memory write, completion write, descriptor load or no-op each.
         Item = data.StructLayout({
@@ -781,9 +785,11 @@ class DMA(wiring.Component):
                     emit(_Item.NOP, retire=1)
                     m.d.comb += queue.r_en.eq(1)
                 with m.Default():       # MARK
+                    # Decided here, in queue order: a fault reported later (behind this mark)
+                    # does not take this descriptor back.
                     send = e.seq & ~abort[e.chan]
                     emit(Mux(send, _Item.SEQ, _Item.NOP), addr=e.addr, nbytes=4, value=e.value,
-                         retire=1, mark=1, irq=e.irq, end=e.end)
+                         retire=1, mark=~abort[e.chan], irq=e.irq, end=e.end)
                     m.d.comb += queue.r_en.eq(1)
 
         # Stage A': route lookup, translation and header, into a second FIFO.
@@ -806,11 +812,20 @@ class DMA(wiring.Component):
             items2.w_en.eq(items.r_rdy & items2.w_rdy),
             items.r_en.eq(items.r_rdy & items2.w_rdy),
         ]
-        with m.If(items.r_rdy & items2.w_rdy & is_write):
-            with m.If(~hit | abort[i1.chan]):
-                with m.If(~hit):
-                    fail(i1.chan, DmaError.DST_UNROUTABLE, i1.desc)
+        # Stage A decided every item in queue order; only what this stage finds itself (an
+        # unroutable write) stops the channel here, and every later item of that channel
+        # becomes a no-op (and no descriptor is counted done any more).
+        dropping = unroutable[i1.chan]
+        with m.If(items.r_rdy & items2.w_rdy):
+            with m.If(is_write & ~hit & ~dropping):
+                fail(i1.chan, DmaError.DST_UNROUTABLE, i1.desc)
+                for c in range(NC):
+                    with m.If(i1.chan == c):
+                        m.d.sync += unroutable[c].eq(1)
+            with m.If(is_write & (~hit | dropping)):
                 m.d.comb += i2w.it.kind.eq(_Item.NOP)
+            with m.If((is_write & ~hit) | dropping):
+                m.d.comb += i2w.it.mark.eq(0)
 
         # Stage B: beats.  Output FIFO entries carry the beat and the counter flags.
         Out_ = data.StructLayout({
@@ -899,7 +914,7 @@ class DMA(wiring.Component):
             for c in range(NC):
                 with m.If(r.chan == c):
                     m.d.sync += nbytes[c].eq(nbytes[c] + r.nbytes)
-                    with m.If(r.mark & (ch_err[c] == 0) & ~abort[c]):
+                    with m.If(r.mark):
                         m.d.sync += desc_done[c].eq(desc_done[c] + 1)
                         with m.If(r.irq):
                             m.d.sync += self.msi_req[c].eq(1)

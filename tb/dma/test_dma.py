@@ -1,0 +1,55 @@
+"""DMA controller on one and two PEACH2 chips with hosts (cocotb, ``dma_tb``).
+
+Each run converts the chip top once and runs several cocotb tests on it (converting is most of
+the wall time).  Replay a failure with its seed, e.g.::
+
+    from test_dma import run
+    run("dma-replay", 2, ["random_chains"], seed=7, rounds=1)
+"""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from peach2.sim.runner import run_cocotb
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "system"))
+
+from chips_top import Chips  # noqa: E402
+
+TWO_CHIPS = ["random_chains", "halo_planes"]
+ONE_CHIP = ["completions", "host_faults", "descriptor_faults", "abort_and_busy"]
+
+
+def run(name, n_chips, testcases, seed=1, **params):
+    """Build ``Chips(n_chips)`` and run the cocotb tests ``testcases`` of ``dma_tb``."""
+    return run_cocotb(component=Chips(n_chips), toplevel=f"chips{n_chips}",
+                      test_module="dma_tb", name=name, test_dir=HERE, testcase=testcases,
+                      params=params, seed=seed)
+
+
+def test_dma_two_chips():
+    """Random chains (lengths up to 16 KiB, block-stride, register mode) on all channels of
+    two nodes at once, local and remote; halo planes of 3^3, 8^3, 16^3 arrays both ways."""
+    run("dma-two_chips", 2, TWO_CHIPS, seed=11)
+
+
+def test_dma_one_chip():
+    """Completion splitting, reordering and latency; every fault and its recovery."""
+    run("dma-one_chip", 1, ONE_CHIP, seed=12)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [21, 22])
+def test_dma_soak(seed):
+    """Random chains with lengths up to 1 MiB, three rounds, more halo sizes."""
+    run(f"dma-soak-{seed}", 2, TWO_CHIPS, seed=seed, rounds=3, max_len=1 << 20,
+        host_size=1 << 24, src_size=1 << 23, ns=[2, 5, 12, 24, 32])
+
+
+@pytest.mark.slow
+def test_dma_one_chip_other_seed():
+    run("dma-one_chip-seed", 1, ONE_CHIP, seed=31, max_len=1 << 16)
