@@ -162,6 +162,8 @@ class PEACH2(wiring.Component):
                     strobe = ing.events[reason.value]
                     if index == Port.N.value and reason == Reason.UNEXPECTED_CPL:
                         strobe = strobe | dma.unexpected_cpl    # the DMA owns N's tags
+                    if index == Port.N.value and reason == Reason.POISONED:
+                        strobe = strobe | dma.poisoned_cpl      # N's completions go there
                     count(reason, strobe)
             count(Reason.MALFORMED, rx.malformed_event)
             count(Reason.RX_ERR, rx.err_event)

@@ -154,7 +154,11 @@ class DMA(wiring.Component):
     msi_req : Out(4)
         One-cycle strobe per channel when a descriptor with ``irq`` is done.
     unexpected_cpl : Out(1)
-        One-cycle strobe per completion that matched no outstanding read (dropped).
+        One-cycle strobe per completion that matched no outstanding read (dropped), unless
+        poisoned.
+    poisoned_cpl : Out(1)
+        One-cycle strobe per poisoned completion (counted as POISONED on port N, as the router
+        counts poisoned TLPs; one that answers a read also fails it with CPL_POISONED).
     """
 
     def __init__(self, *, n_routes=8, n_tags=DEFAULT_DMA_TAGS, buffer_bytes=DEFAULT_DMA_BUFFER):
@@ -192,6 +196,7 @@ class DMA(wiring.Component):
             "cpl_space":       In(20),
             "msi_req":         Out(N_DMA_CHANNELS),
             "unexpected_cpl":  Out(1),
+            "poisoned_cpl":    Out(1),
         })
 
     # ---------------------------------------------------------------------------------------
@@ -614,7 +619,7 @@ class DMA(wiring.Component):
                   banks):
         i = self.i_cpl
         m.d.comb += i.ready.eq(1)
-        m.d.sync += self.unexpected_cpl.eq(0)
+        m.d.sync += [self.unexpected_cpl.eq(0), self.poisoned_cpl.eq(0)]
 
         # Stage 1: the beat registered; the tag's facts read from the table.
         s1 = Signal.like(i.p)
@@ -629,7 +634,9 @@ class DMA(wiring.Component):
         m.d.comb += [ti_r.addr.eq(idx), ti_r.en.eq(1)]
         m.d.sync += [s1.eq(i.p), s1_valid.eq(i.valid)]
         with m.If(i.valid & i.p.first):
-            m.d.sync += [s1_rel.eq(rel), s1_idx.eq(idx), s1_inwin.eq(rel < outstanding)]
+            # With 5-bit tags a tag above 31 is never one of ours.
+            m.d.sync += [s1_rel.eq(rel), s1_idx.eq(idx),
+                         s1_inwin.eq((rel < outstanding) & (ext_tags | (h.cpl.tag[5:] == 0)))]
 
         # Stage 2: checks and placement, registered.
         info = ti_r.data
@@ -669,8 +676,9 @@ class DMA(wiring.Component):
                         | (hd.lower_address[:2] != off[:2]) | s1.err):
                 m.d.comb += code.eq(DmaError.CPL_MALFORMED)
             final = k0 + length == req_dws
+            m.d.sync += self.poisoned_cpl.eq(s1.hdr.common.ep & ~s1.err)
             with m.If(~known):
-                m.d.sync += self.unexpected_cpl.eq(~s1.err)
+                m.d.sync += self.unexpected_cpl.eq(~s1.err & ~s1.hdr.common.ep)
             with m.Elif(code != 0):
                 for t in range(NT):
                     with m.If(s1_idx == t):
