@@ -33,7 +33,7 @@ from cocotb.triggers import ClockCycles
 from cocotb.utils import get_sim_time
 from cocotbext.pcie.core.tlp import TlpType
 
-from .chip import TCA_BAR, TCA_SIZE, Chip
+from .chip import PORTS, TCA_BAR, TCA_SIZE, Chip
 from .driver import AddressMap, Driver
 from .link import connect
 
@@ -182,6 +182,17 @@ class Cluster:
         return self.topology.n_nodes
 
     # -- bring-up ------------------------------------------------------------------------------
+
+    async def reset_and_start(self):
+        """Reset every chip with its links down (4 cycles), release, then :meth:`start`."""
+        dut = self.dut
+        dut.rst.value = 1
+        for chip in self.chips:
+            for p in PORTS:
+                chip.pin(f"{p}_ltssm").value = 0
+        await ClockCycles(dut.clk, 4)
+        dut.rst.value = 0
+        await self.start()
 
     async def start(self):
         """Enumerate every host, give each node host memory, program every chip.

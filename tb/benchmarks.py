@@ -80,8 +80,11 @@ def router(count):
         return latency.result(), busy.result(), pio.result()
 
 
-def dma_run(quick, read_latency_ns=500):
-    """Run the DMA figures (``tb/dma/dma_perf_tb.py``) on two chips; return the saved JSON."""
+def dma_run(quick, read_latency_ns=500, chain=None, max_total=None):
+    """Run the DMA figures (``tb/dma/dma_perf_tb.py``) on two chips; return the saved JSON.
+
+    ``chain`` and ``max_total`` override the chain length and the bytes per point of Figures 4
+    and 7 (quick mode: 32 and 128 KiB; full: 128 and 512 KiB)."""
     sys.path.insert(0, str(HERE / "dma"))
     sys.path.insert(0, str(HERE / "system"))
     from chips_top import Chips
@@ -89,7 +92,9 @@ def dma_run(quick, read_latency_ns=500):
     run_cocotb(component=Chips(2), toplevel="chips2", test_module="dma_perf_tb",
                name="bench-dma", test_dir=HERE / "dma", testcase="figures", seed=1,
                params={"quick": quick, "read_latency_ns": read_latency_ns,
-                       "result_file": str(DMA_RESULT)})
+                       "result_file": str(DMA_RESULT),
+                       **({"chain": chain} if chain else {}),
+                       **({"max_total": max_total} if max_total else {})})
     return json.loads(DMA_RESULT.read_text())
 
 
@@ -239,6 +244,12 @@ def main(argv=None):
                         help="run only the DMA figures; the other sections come from the last "
                              "run's saved results")
     parser.add_argument("--no-dma", action="store_true", help="leave the DMA figures out")
+    parser.add_argument("--chain", type=int, default=None,
+                        help="DMA Figures 4 and 7: transfers per chain (default 32 with "
+                             "--quick, else 128)")
+    parser.add_argument("--max-total", type=int, default=None,
+                        help="DMA Figures 4 and 7: bytes per point at most (default 128 KiB "
+                             "with --quick, else 512 KiB)")
     parser.add_argument("--read-latency", type=float, default=500,
                         help="host memory read latency of the DMA figures, ns (default 500)")
     args = parser.parse_args(argv)
@@ -246,7 +257,7 @@ def main(argv=None):
         return doc_from_saved()
     if args.dma:
         start = time.time()
-        result = dma_run(args.quick, args.read_latency)
+        result = dma_run(args.quick, args.read_latency, args.chain, args.max_total)
         from dma_plots import print_dma
         print_dma(result)
         doc_from_saved()
@@ -258,7 +269,7 @@ def main(argv=None):
     latency, busy, pio = router(300 if args.quick else 1000)
     extra = ""
     if not args.no_dma:
-        dma = dma_run(args.quick, args.read_latency)
+        dma = dma_run(args.quick, args.read_latency, args.chain, args.max_total)
         from dma_plots import print_dma
         print_dma(dma)
         extra = dma_section(dma)

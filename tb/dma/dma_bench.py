@@ -32,7 +32,6 @@ from cocotbext.pcie.core.tlp import TlpType
 
 from peach2.csr.regmap import REGMAP, DmaError
 from peach2.sim import dma_model
-from peach2.sim.chip import PORTS
 from peach2.sim.cluster import Cluster, default_address_map
 from peach2.sim.dma import Chain, memcpy
 from peach2.sim.driver import DmaFault, Topology
@@ -131,13 +130,7 @@ class DmaBench:
     async def start(self, *, pauses=True, idle=0.2, backpressure=0.2, timeout=None,
                     mrrs=512):
         dut = self.dut
-        dut.rst.value = 1
-        for chip in self.cluster.chips:
-            for p in PORTS:
-                chip.pin(f"{p}_ltssm").value = 0
-        await ClockCycles(dut.clk, 4)
-        dut.rst.value = 0
-        await self.cluster.start()
+        await self.cluster.reset_and_start()
         dut._log.info("hosts enumerated, chips programmed")
         self.src, self.desc, self.window = [], [], []
         for node in range(self.n_nodes):

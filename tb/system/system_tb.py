@@ -35,7 +35,6 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles
 from cocotb.utils import get_sim_time
 
-from peach2.sim.chip import PORTS
 from peach2.sim.cluster import Cluster, default_address_map, write_tlps
 from peach2.sim.driver import Topology
 
@@ -70,14 +69,7 @@ class TB:
                                above_4g=PARAMS.get("above_4g", True))
 
     async def start(self, *, pauses=True):
-        dut = self.dut
-        dut.rst.value = 1
-        for chip in self.cluster.chips:
-            for p in PORTS:
-                chip.pin(f"{p}_ltssm").value = 0
-        await ClockCycles(dut.clk, 4)
-        dut.rst.value = 0
-        await self.cluster.start()
+        await self.cluster.reset_and_start()
         if pauses:
             self.cluster.set_pauses(random.Random(self.seed + 1),
                                     idle=PARAMS.get("idle", 0.2),
