@@ -376,7 +376,7 @@ class DMA(wiring.Component):
         Entry = data.StructLayout({
             "kind": _Kind, "chan": 2, "tag": TB, "base": RB, "rows": RB + 1,
             "src_lo": 2, "nbytes": 10, "addr": 64, "value": 32,
-            "ext": 1, "seq": 1, "irq": 1, "end": 1, "desc": 64, "code": 4,
+            "ext": 1, "seq": 1, "irq": 1, "desc": 64, "code": 4,
             "chdr": 5, "cdat": 7,
         })
         m.submodules.queue = queue = SyncFIFOBuffered(width=Entry.size, depth=64)
@@ -545,17 +545,12 @@ class DMA(wiring.Component):
                         regm = regmode[sel]
                         last = Mux(regm, slot[sel] + 1 >= nslots[sel], _bits(ctl, "end"))
                         push(_Kind.MARK, addr=c_cur.seq_addr, value=c_cur.seq_value,
-                             seq=_bits(ctl, "seq"), irq=_bits(ctl, "irq"), end=last)
+                             seq=_bits(ctl, "seq"), irq=_bits(ctl, "irq"))
                         m.d.sync += slot[sel].eq(slot[sel] + 1)
                         with m.If(last):
                             m.d.sync += st[sel].eq(_Chan.DRAIN)
                         with m.Else():
                             m.d.sync += st[sel].eq(_Chan.WAIT)
-
-        #: Test hook: internal signals by name (read them in a simulation testbench).
-        self._debug = dict(issue_seq=issue_seq, head_seq=head_seq, used_rows=used_rows,
-                           res_ok=res_ok, sel=sel, wants=wants, outstanding=outstanding,
-                           qlevel=queue.level, st0=st[0], done=done, pending0=pending[0])
 
         # -- completion receiver ------------------------------------------------------------
         self._receiver(m, NT, TB, RB, ext_tags, head_seq, outstanding, ti_r, done, terr, rcv,
@@ -726,7 +721,7 @@ class DMA(wiring.Component):
         Item = data.StructLayout({
             "kind": _Item, "chan": 2, "addr": 64, "nbytes": 10, "row": RB, "u": 4,
             "value": 32, "release": 1, "rel_rows": RB + 1, "retire": 1, "mark": 1, "irq": 1,
-            "end": 1, "ext": 1, "desc": 64, "rel_hdr": 5, "rel_dat": 7,
+            "ext": 1, "desc": 64, "rel_hdr": 5, "rel_dat": 7,
         })
         m.submodules.items = items = SyncFIFOBuffered(width=Item.size, depth=4)
         it_w = data.View(Item, items.w_data)
@@ -797,7 +792,7 @@ class DMA(wiring.Component):
                     # does not take this descriptor back.
                     send = e.seq & ~abort[e.chan]
                     emit(Mux(send, _Item.SEQ, _Item.NOP), addr=e.addr, nbytes=4, value=e.value,
-                         retire=1, mark=~abort[e.chan], irq=e.irq, end=e.end)
+                         retire=1, mark=~abort[e.chan], irq=e.irq)
                     m.d.comb += queue.r_en.eq(1)
 
         # Stage A': route lookup, translation and header, into a second FIFO.
@@ -838,7 +833,7 @@ class DMA(wiring.Component):
         # Stage B: beats.  Output FIFO entries carry the beat and the counter flags.
         Out_ = data.StructLayout({
             "data": 128, "dw_en": 4, "hdr": TLPHeader, "first": 1, "last": 1, "dest": 6,
-            "nop": 1, "chan": 2, "nbytes": 10, "retire": 1, "mark": 1, "irq": 1, "end": 1,
+            "nop": 1, "chan": 2, "nbytes": 10, "retire": 1, "mark": 1, "irq": 1,
         })
         OUT_DEPTH = 16
         m.submodules.ofifo = ofifo = SyncFIFOBuffered(width=Out_.size, depth=OUT_DEPTH)
@@ -895,7 +890,6 @@ class DMA(wiring.Component):
             ow.retire.eq(cmd_last & ci.retire),
             ow.mark.eq(cmd_last & ci.mark),
             ow.irq.eq(ci.irq),
-            ow.end.eq(ci.end),
             ofifo.w_en.eq(c1 & (~(ci.kind == _Item.DESC) | cmd_last)),
         ]
         with m.If(c1 & (ci.kind == _Item.DESC)):
