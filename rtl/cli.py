@@ -122,9 +122,24 @@ def _generate(args):
 
 def _synth_report(args):
     from .platform.report import to_markdown, update_document
-    from .platform.synthesis import synthesize
+    from .platform.synthesis import LEVEL_BUDGET, block_paths, synthesize
 
     top = _design(args)
+    if args.only:
+        names = [n for n in args.only.split(",") if n]
+        try:
+            found = block_paths(top, names, jobs=args.jobs, workdir=args.keep)
+        except ValueError as e:
+            sys.exit(f"error: {e}")
+        for inst, paths in found.items():
+            over = sum(1 for p in paths if p.levels > LEVEL_BUDGET)
+            print(f"{inst}: {paths[0].levels if paths else 0} LUT levels outside carry chains "
+                  f"(ALM mapping, ports as registers); {over} endpoints over {LEVEL_BUDGET}")
+            for p in paths[:args.paths]:
+                print(f"  {p.levels:3d}  {p.start[1]} -> {p.end[1]}")
+                if args.verbose:
+                    print("         via " + " > ".join(p.nets))
+        return 0
     parameters = {"routes": args.routes, "buffer_beats": args.buffer_beats,
                   "s_role": args.s_role, "tx_start_level": args.tx_start_level or None}
     report = synthesize(top, jobs=args.jobs, workdir=args.keep, parameters=parameters)
@@ -220,6 +235,14 @@ def main(argv=None):
     syn.add_argument("--keep", metavar="DIR",
                      help="keep the Yosys scripts, logs and netlists in DIR")
     design_options(syn)
+    syn.add_argument("--only", metavar="BLOCKS",
+                     help="comma-separated block instances (dma, n_ingress, xbar, ...): "
+                          "synthesise only these and print their own deepest paths (ALM "
+                          "mapping), no report")
+    syn.add_argument("--paths", type=_at_least(1), default=10, metavar="N",
+                     help="with --only: paths to print per block (default 10)")
+    syn.add_argument("-v", "--verbose", action="store_true",
+                     help="with --only: print the nets along each path")
     syn.set_defaults(func=_synth_report)
 
     args = parser.parse_args(argv)

@@ -379,7 +379,10 @@ class DMA(wiring.Component):
             "ext": 1, "seq": 1, "irq": 1, "desc": 64, "code": 4,
             "chdr": 5, "cdat": 7,
         })
-        m.submodules.queue = queue = SyncFIFOBuffered(width=Entry.size, depth=64)
+        # Deep enough for every tag to be outstanding with room to spare: each read is one
+        # entry, and descriptor marks and fetches sit between them.
+        QD = 2 * NT
+        m.submodules.queue = queue = SyncFIFOBuffered(width=Entry.size, depth=QD)
         q_w = data.View(Entry, queue.w_data)
         q_r = data.View(Entry, queue.r_data)
         m.d.comb += queue.w_en.eq(0)
@@ -428,7 +431,7 @@ class DMA(wiring.Component):
 
         tag_now = Mux(ext_tags, issue_seq[:8], issue_seq[:5])
         res_ok = Signal()       # room for one more read and one more queue entry
-        m.d.comb += res_ok.eq(queue.w_rdy & (queue.level < 60) & ~rd.valid
+        m.d.comb += res_ok.eq(queue.w_rdy & (queue.level < QD - 4) & ~rd.valid
                               & (outstanding < tag_limit))
 
         def cpl_credits(raddr, nbytes_):
@@ -516,7 +519,7 @@ class DMA(wiring.Component):
                 with m.Elif(c_st == _Chan.WAIT):
                     self._load(m, sel, nxt, nxt_valid, nxt_ptr, regmode, slot, cur, cur_addr,
                                cur_src, cur_dst, brem, bleft, fetched, st, push,
-                               queue.w_rdy & (queue.level < 60))
+                               queue.w_rdy & (queue.level < QD - 4))
                 with m.Elif(c_st == _Chan.RUN):
                     with m.If(k_need_pf):
                         ptr = c_cur.next
@@ -540,7 +543,7 @@ class DMA(wiring.Component):
                                 brem[sel].eq(Mux(burst_end, c_cur.length, c_brem - k_chunk)),
                                 bleft[sel].eq(bleft[sel] - burst_end),
                             ]
-                    with m.Elif(queue.w_rdy & (queue.level < 60)):
+                    with m.Elif(queue.w_rdy & (queue.level < QD - 4)):
                         ctl = c_cur.control
                         regm = regmode[sel]
                         last = Mux(regm, slot[sel] + 1 >= nslots[sel], _bits(ctl, "end"))

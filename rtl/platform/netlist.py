@@ -77,8 +77,9 @@ def _mem_v2(cell):
 class Path:
     """A register-to-register path: ``levels`` and the cells on it as ``(block, name)``."""
 
-    def __init__(self, levels, start, end, cells):
+    def __init__(self, levels, start, end, cells, nets=()):
         self.levels, self.start, self.end, self.cells = levels, start, end, cells
+        self.nets = list(nets)      # names of the nets along the path, start to end
 
     @property
     def blocks(self):
@@ -182,16 +183,31 @@ class Graph:
             arrival[net] = 0
         for root, _, _ in ends:
             self._arrive(root, fanin, arrival, via)
+        named = {}
+
+        def rank(label):        # names from the design first, then the plainest
+            return ("MISTRAL" in label or "$" in label, len(label))
+        for n, label in self._names.items():
+            root = find(n)
+            if root not in named or rank(label) < rank(named[root][1]):
+                named[root] = (n[0], label)
+
+        def describe(root):
+            if root not in named or rank(named[root][1])[0]:
+                return "~"          # a net the mapping made up
+            return "/".join(named[root])
         paths = []
         for net, block, label in ends:
-            cells, start = [], net
+            cells, start, nets = [], net, [net]
             while start in via:
                 start, cell = via[start]
                 cells.append(cell)
+                nets.append(start)
             cells.reverse()
+            nets.reverse()
             start_block = cells[0][0] if cells else block
             paths.append(Path(arrival[net], (start_block, self.name(start)), (block, label),
-                              cells))
+                              cells, [describe(n) for n in nets]))
         paths.sort(key=lambda p: -p.levels)
         return paths
 

@@ -34,7 +34,7 @@ from amaranth.lib import wiring
 
 from .netlist import Graph
 
-__all__ = ["DEVICE", "LEVEL_BUDGET", "Block", "Report", "synthesize"]
+__all__ = ["DEVICE", "LEVEL_BUDGET", "Block", "Report", "synthesize", "block_paths"]
 
 #: EP4SGX530 capacity (Stratix IV Device Handbook vol. 1, table 1-1): 21,248 LABs of 10 ALMs,
 #: two ALUTs and two registers per ALM; memory = 1,280 M9K + 64 M144K + 10,624 MLAB (640 bits).
@@ -225,6 +225,40 @@ def synthesize(top, *, name="peach2", jobs=2, workdir=None, parameters=None):
     report = Report(parameters or {}, blocks + [glue], paths, time.monotonic() - started,
                     _yosys_version())
     return report
+
+
+def block_paths(top, only, *, name="peach2", jobs=2, workdir=None, flow="alm"):
+    """Synthesise only the blocks (instance names) in ``only``; return ``{instance: paths}``,
+    each block's own paths (its ports taken as registers), deepest first.
+
+    The quick check while pipelining one block: no area figures, no cross-block paths.
+    """
+    text, instances = _rtlil_and_blocks(top, name)
+    known = dict(instances)
+    unknown = [b for b in only if b not in known]
+    if unknown:
+        raise ValueError(f"no block {', '.join(unknown)}; blocks are {', '.join(known)}")
+    stage = {"alm": _ALM, "generic": _GENERIC}[flow]
+    result = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        work = Path(workdir or scratch)
+        work.mkdir(parents=True, exist_ok=True)
+        (work / "core.il").write_text(text)
+        scripts = []
+        for inst in only:
+            module = f"{name}.{inst}"
+            path = work / f"{inst}.ys"
+            path.write_text(f"read_rtlil core.il\nhierarchy -top {module}\n"
+                            "design -save rtl\n" + stage.format(top=module, out=inst))
+            scripts.append(path.name)
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            for future in [pool.submit(_yosys, script, work, f"{script}.log")
+                           for script in scripts]:
+                future.result()
+        for inst in only:
+            netlist = json.loads((work / f"{inst}_{flow}.json").read_text())
+            result[inst] = _own_paths(inst, netlist["modules"][f"{name}.{inst}"])
+    return result
 
 
 def _script(work, stem, module, prologue):
