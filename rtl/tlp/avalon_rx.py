@@ -6,9 +6,9 @@ from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from ..util import count_saturating, dw_mask
-from .align import avalon_beats, ends_low, payload_dws, payload_start, select_lanes
+from .align import ends_low, payload_dws, payload_start, select_lanes
 from .layouts import TLPHeader
-from .stream import TLPStream
+from .stream import TLPBeat, TLPStream
 
 __all__ = ["AvalonST128RX"]
 
@@ -19,7 +19,18 @@ _RXBeat = data.StructLayout({
     "eop":    1,
     "empty":  1,
     "err":    1,
-    "bardec": 8,
+    # Start-of-packet decode of the header in `data`, computed as the beat is written:
+    "bar":      8,      # rx_st_bardec for a memory request, else 0
+    "s_mod":    2,      # s mod 4 (see peach2.tlp.align)
+    "len":      11,     # payload DWs
+    "len_le4":  1,      # len <= 4
+    "len_mask": 4,      # dw_mask(len)
+    "two":      1,      # the header predicts two Avalon beats
+    "togo":     9,      # predicted Avalon beats - 2
+    "exp_low":  1,      # predicted rx_st_empty of the last beat
+    "sop_bad":  1,      # outside a packet: drop the beat and the rest of its packet
+    "g_single": 1,      # outside a packet: a good single-beat TLP
+    "g_start":  1,      # outside a packet: a good start of a longer TLP
 })
 
 
@@ -39,6 +50,9 @@ class AvalonST128RX(wiring.Component):
       beat's upper lanes, one extra output cycle sends them; the next packet's start-of-packet
       beat is taken in that same cycle, so back-to-back packets see no bubble unless the next
       packet is a single-beat TLP.
+    - ``o_tlp`` is driven from registers, with a skid register behind them: a beat leaves two
+      cycles after the Avalon beat that completes it enters the FIFO, and ``o_tlp.ready`` reaches
+      only those registers, none of the adapter's decisions.
     - A TLP flagged by ``rx_st_err``, or whose framing disagrees with its header (``eop`` not on
       the beat the length field predicts, wrong ``empty``, a TLP prefix, a new ``sop`` before
       ``eop``, a beat outside a packet), is dropped and counted once: in ``err_count`` when
@@ -64,7 +78,8 @@ class AvalonST128RX(wiring.Component):
     err_count, malformed_count : Out(counter_width)
         Saturating counts of dropped TLPs.
     err_event, malformed_event : Out(1)
-        One-cycle strobe per TLP counted (for a register block's own counters).
+        One-cycle strobe per TLP counted (for a register block's own counters); registered, high
+        the cycle after the adapter ends the TLP, when the count moves.
     """
 
     def __init__(self, *, fifo_depth=8, counter_width=32):
@@ -97,15 +112,51 @@ class AvalonST128RX(wiring.Component):
 
         # -- ready latency 2: a small FIFO absorbs the beats still in flight ----------------------
         # First-word fall-through (LUTRAM-sized): a beat is readable the cycle after it arrives.
+        # Each beat is stored with its start-of-packet decode (computed from the hard IP's
+        # outputs as it is written, meaningful only on a `sop` beat), so that the decisions at the
+        # FIFO's head start from stored bits instead of header arithmetic.
         m.submodules.fifo = fifo = SyncFIFO(width=_RXBeat.size, depth=self._fifo_depth)
         w_beat = data.View(_RXBeat, fifo.w_data)
+        w_hdr = data.View(TLPHeader, self.rx_st_data)
+        w_fmt = w_hdr.common.fmt.as_value()
+        w_len = payload_dws(w_hdr)
+        w_s = payload_start(w_hdr)
+        w_total = Mux(w_fmt[1], w_s + w_len, 3 + w_fmt[0])
+        # One Avalon beat: a header-only TLP (3 or 4 DWs), or a 3-DW header with s = 3 and one
+        # payload DW (4 DWs); so avalon_beats(w_total) == 1 without the adder, and the expected
+        # `empty` of such a beat is always 0.
+        w_single = ~w_fmt[1] | (~w_fmt[0] & w_hdr.dw[2][2] & (w_hdr.common.length == 1))
+        w_length = w_hdr.common.length
+        w_s3 = ~w_fmt[0] & w_hdr.dw[2][2]
+        w_s5 = w_fmt[0] & w_hdr.dw[3][2]
+        w_long = w_fmt[1] & ((w_length == 0) | (w_length >= 6)
+                             | (~w_s3 & (w_length == 5)) | (w_s5 & (w_length == 4)))
+        w_sop_bad = self.rx_st_err | w_fmt[2] | Mux(
+            w_single, ~self.rx_st_eop | self.rx_st_empty, self.rx_st_eop)
+        w_is_mem = w_hdr.common.type.as_value()[1:] == 0      # MEM or MEM_LOCKED
         m.d.comb += [
             w_beat.data.eq(self.rx_st_data),
             w_beat.sop.eq(self.rx_st_sop),
             w_beat.eop.eq(self.rx_st_eop),
             w_beat.empty.eq(self.rx_st_empty),
             w_beat.err.eq(self.rx_st_err),
-            w_beat.bardec.eq(self.rx_st_bardec),
+            w_beat.bar.eq(Mux(w_is_mem, self.rx_st_bardec, 0)),
+            w_beat.s_mod.eq(w_s[:2]),
+            w_beat.len.eq(w_len),
+            w_beat.len_le4.eq(w_len <= 4),
+            w_beat.len_mask.eq(dw_mask(w_len)),
+            # Two beats: neither one nor three or more (s + L >= 9, with payload).
+            w_beat.two.eq(~w_single & ~w_long),
+            # avalon_beats(w_total) - 2 = (s + L + 3) // 4 - 2, as one addition.
+            w_beat.togo.eq((w_len + (w_s - 5)) >> 2),
+            w_beat.exp_low.eq(ends_low(w_total)),
+            # Outside a packet: a beat without sop, or a start of packet with rx_st_err, a TLP
+            # prefix (not supported), or framing that disagrees with the header (a single beat
+            # must end with the right `empty`, a longer TLP must not end on its first beat), is
+            # dropped whole; the others are good single-beat TLPs or good starts.
+            w_beat.sop_bad.eq(~self.rx_st_sop | w_sop_bad),
+            w_beat.g_single.eq(self.rx_st_sop & ~w_sop_bad & w_single),
+            w_beat.g_start.eq(self.rx_st_sop & ~w_sop_bad & ~w_single),
             fifo.w_en.eq(self.rx_st_valid),
             self.rx_st_mask.eq(self.np_hold),
         ]
@@ -113,32 +164,27 @@ class AvalonST128RX(wiring.Component):
         # level can grow by one more while this register updates.
         m.d.sync += self.rx_st_ready.eq(fifo.level <= self._fifo_depth - 4)
 
-        # -- the head beat and its header, decoded for a possible start of packet ----------------
+        # -- the head beat and its stored start-of-packet decode ---------------------------------
         cur = data.View(_RXBeat, fifo.r_data)
-        cur_hdr = data.View(TLPHeader, cur.data)
-        c_fmt = cur_hdr.common.fmt.as_value()
+        c_fmt = data.View(TLPHeader, cur.data).common.fmt.as_value()
         c_has_data = c_fmt[1]
-        c_len = payload_dws(cur_hdr)
-        c_s = payload_start(cur_hdr)
-        c_total = Mux(c_has_data, c_s + c_len, 3 + c_fmt[0])
-        c_beats = avalon_beats(c_total)
-        c_single = c_beats == 1
-        c_bad_fmt = c_fmt[2]              # TLP prefixes are not supported
         # The header as it travels inside the chip: DW 3 of a 3-DW header zero, no digest (td is
         # DW 0 bit 15).  Built as one expression: Icarus never evaluates an `always @*` block
         # that Amaranth emits for a constant-only assignment.
-        c_hdr_out = data.View(TLPHeader, Cat(
-            cur.data[:15], Const(0, 1), cur.data[16:96], Mux(c_fmt[0], cur.data[96:128], 0)))
-        c_is_mem = cur_hdr.common.type.as_value()[1:] == 0      # MEM or MEM_LOCKED
-        c_bar = Mux(c_is_mem, cur.bardec, 0)
+        c_hdr_out = Cat(cur.data[:15], Const(0, 1), cur.data[16:96],
+                        Mux(c_fmt[0], cur.data[96:128], 0))
 
         # -- per-packet state --------------------------------------------------------------------
         hdr      = Signal(TLPHeader)
         bar      = Signal(8)
         s_mod    = Signal(2)        # s mod 4: 3, 0 or 1
         rem      = Signal(11)       # payload DWs not yet sent on o_tlp
-        n_beats  = Signal(9)        # Avalon beats the header predicts
-        cnt      = Signal(9)        # Avalon beats taken so far
+        rem_le4  = Signal()         # rem <= 4: the next output beat is the last
+        rem_mask = Signal(4)        # dw_mask(rem)
+        togo     = Signal(9)        # Avalon beats the header predicts after the head beat
+        last_exp = Signal()         # the head beat is the last one the header predicts
+        feo      = Signal()         # an output beat may leave with the head beat (s != 5 or
+                                    # the second beat taken)
         exp_low  = Signal()         # predicted rx_st_empty of the last beat
         prev     = Signal(128)      # previous Avalon beat (alignment carry)
         emitted  = Signal()         # a beat of this packet has left
@@ -148,12 +194,31 @@ class AvalonST128RX(wiring.Component):
         flush    = Signal()         # one more output beat from `prev`
         discard  = Signal()         # drop Avalon beats up to end of packet
 
+        # -- output register with a skid buffer: o_tlp is driven from registers, and o_tlp.ready
+        # reaches only these registers, never the decisions below. ------------------------------
         out = self.o_tlp
+        nv = Signal()                   # the next output beat
+        nxt = Signal(TLPBeat)
+        rdy = Signal()                  # the registers take a beat this cycle if nv
+        o_valid = Signal()
+        o_beat = Signal(TLPBeat)
+        sk_valid = Signal()
+        sk_beat = Signal(TLPBeat)
+        m.d.comb += [out.valid.eq(o_valid), out.p.eq(o_beat), rdy.eq(~sk_valid)]
+        with m.If(out.ready | ~o_valid):
+            with m.If(sk_valid):
+                m.d.sync += [o_beat.eq(sk_beat), sk_valid.eq(0)]
+            with m.Else():
+                m.d.sync += [o_valid.eq(nv), o_beat.eq(nxt)]
+        with m.Elif(nv & rdy):
+            m.d.sync += [sk_valid.eq(1), sk_beat.eq(nxt)]
+
+        # -- drop counters: the strobes are registered (high the cycle after the TLP ends) -------
         ev_err = Signal()
         ev_mal = Signal()
-        count_saturating(m, self.err_count, ev_err)
-        count_saturating(m, self.malformed_count, ev_mal)
-        m.d.comb += [self.err_event.eq(ev_err), self.malformed_event.eq(ev_mal)]
+        m.d.sync += [self.err_event.eq(ev_err), self.malformed_event.eq(ev_mal)]
+        count_saturating(m, self.err_count, self.err_event)
+        count_saturating(m, self.malformed_count, self.malformed_event)
 
         def offset(sm):
             # RX rotation: internal lane j of beat k comes from Avalon position s + 4k + j.
@@ -162,29 +227,70 @@ class AvalonST128RX(wiring.Component):
         def end_packet(err, mal):
             m.d.comb += [ev_err.eq(err), ev_mal.eq(mal & ~err)]
 
+        # -- the next output beat's contents -----------------------------------------------------
+        # Three sources, told apart by registers alone: a flush of `prev` after the end of a
+        # packet, a beat of the packet in progress, or a single-beat packet at the head.  `nv`
+        # (below) says whether there is one; `flush` and a packet in progress never coincide
+        # with each other's emission (see the input side).
+        in_prog = flush | in_pkt
+        last_short = cur.eop & ~last_exp
+        is_last = rem_le4 | last_short
+        perr_next = perr | cur.err
+        pmal_next = pmal | last_short | (last_exp & ~cur.eop) \
+            | (cur.eop & last_exp & (cur.empty != exp_low))
+        m.d.comb += [
+            nxt.hdr.eq(Mux(in_prog, hdr.as_value(), c_hdr_out)),
+            nxt.bar.eq(Mux(in_prog, bar, cur.bar)),
+            nxt.data.eq(select_lanes(Mux(flush | (in_pkt & feo), prev, cur.data),
+                                     Mux(flush, prev, cur.data),
+                                     offset(Mux(in_prog, s_mod, cur.s_mod)))),
+            nxt.dw_en.eq(Mux(in_prog, rem_mask, Cat(c_has_data, Const(0, 3)))),
+            nxt.first.eq(~in_prog | ~emitted),
+            nxt.last.eq(flush | ~in_pkt | is_last),
+            nxt.err.eq(Mux(flush, perr | pmal, in_pkt & is_last & (perr_next | pmal_next))),
+        ]
+
+        # -- decisions: flat conditions on the state registers and the stored head decode ------
+        # `discard` is only ever set together with `in_pkt`.
+        # Each kind is written twice: without the FIFO's `r_rdy` for its read enable (the FIFO
+        # ignores `r_en` while empty), and with it for the state updates.
+        emit = Signal()     # a beat of the packet in progress sends an output beat
+        m.d.comb += emit.eq(feo | cur.eop)
+        # The output registers are free this cycle (for an immediate emission) only without a
+        # flush; a flush finishing this cycle frees the packet registers for a new start.
+        regs_free = ~flush | rdy
+        cont = in_pkt & ~discard & ~cur.sop     # a beat of the packet in progress
+        skip = discard & ~cur.sop               # a beat to drop up to the end of packet
+        drop = ~in_pkt & cur.sop_bad            # a stray beat, or a TLP to drop at its start
+        single = ~in_pkt & cur.g_single         # a good single-beat TLP
+        start = ~in_pkt & cur.g_start           # a good TLP of two Avalon beats or more
+        take = Signal()
+        m.d.comb += [
+            take.eq((in_pkt & ~cur.sop & (discard | ~emit | rdy))
+                    | (~in_pkt & Mux(cur.g_single, ~flush & rdy, regs_free))),
+            fifo.r_en.eq(take),
+        ]
+        hv = fifo.r_rdy
+        cut      = Signal()     # a new start of packet while a packet is in progress
+        t_skip   = Signal()
+        t_cont   = Signal()
+        t_drop   = Signal()
+        t_start  = Signal()
+        m.d.comb += [
+            cut.eq(hv & in_pkt & cur.sop),
+            t_skip.eq(hv & skip),
+            t_cont.eq(hv & cont & (~emit | rdy)),
+            t_drop.eq(hv & drop & regs_free),
+            t_start.eq(hv & start & regs_free),
+            nv.eq(flush | (hv & ((cont & emit) | (single & ~flush)))),
+        ]
+
         # -- output side: the alignment carry left after the end of packet ----------------------
-        with m.If(flush):
-            m.d.comb += [
-                out.valid.eq(1),
-                out.p.hdr.eq(hdr),
-                out.p.bar.eq(bar),
-                out.p.data.eq(select_lanes(prev, prev, offset(s_mod))),
-                out.p.dw_en.eq(dw_mask(rem)),
-                out.p.first.eq(~emitted),
-                out.p.last.eq(1),
-                out.p.err.eq(perr | pmal),
-            ]
-            with m.If(out.ready):
-                m.d.sync += flush.eq(0)
-        # The output port is free this cycle (for an immediate emission) only without a flush; a
-        # flush finishing this cycle frees the packet registers for a new start of packet.
-        regs_free = ~flush | out.ready
+        with m.If(flush & rdy):
+            m.d.sync += flush.eq(0)
 
         # -- input side --------------------------------------------------------------------------
-        take = Signal()
-        m.d.comb += fifo.r_en.eq(take)
-
-        with m.If(fifo.r_rdy & (discard | in_pkt) & cur.sop):
+        with m.If(cut):
             # A new packet starts before the current one ended: end the current one as
             # malformed (with `err` if part of it has left) and take the new one next cycle.
             with m.If(~discard):
@@ -192,101 +298,59 @@ class AvalonST128RX(wiring.Component):
                 end_packet(perr, 1)
             m.d.sync += [discard.eq(0), in_pkt.eq(0)]
 
-        with m.Elif(fifo.r_rdy & discard):
-            m.d.comb += take.eq(1)
-            with m.If(cur.eop):
-                m.d.sync += [discard.eq(0), in_pkt.eq(0)]
+        with m.If(t_skip & cur.eop):
+            m.d.sync += [discard.eq(0), in_pkt.eq(0)]
 
-        with m.Elif(fifo.r_rdy & in_pkt):
-            first_emit_ok = (s_mod != 1) | (cnt >= 2)
-            last_expected = cnt == n_beats - 1
-            short = cur.eop & ~last_expected
-            long_ = last_expected & ~cur.eop
-            bad_low = cur.eop & last_expected & (cur.empty != exp_low)
-            emit = first_emit_ok | cur.eop
-            n_out = Mux(rem > 4, 4, rem)
-            is_last = (rem <= 4) | short
-            perr_next = perr | cur.err
-            pmal_next = pmal | short | long_ | bad_low
-            m.d.comb += [
-                out.valid.eq(emit),
-                out.p.hdr.eq(hdr),
-                out.p.bar.eq(bar),
-                out.p.data.eq(select_lanes(Mux(first_emit_ok, prev, cur.data), cur.data,
-                                           offset(s_mod))),
-                out.p.dw_en.eq(dw_mask(n_out)),
-                out.p.first.eq(~emitted),
-                out.p.last.eq(is_last),
-                out.p.err.eq(is_last & (perr_next | pmal_next)),
-                take.eq(~emit | out.ready),
+        with m.If(t_cont):
+            m.d.sync += [
+                feo.eq(1),
+                togo.eq(togo - 1),
+                last_exp.eq(togo == 1),
+                perr.eq(perr_next),
+                pmal.eq(pmal_next),
             ]
-            with m.If(take):
+            with m.If(emit):
                 m.d.sync += [
-                    prev.eq(cur.data),
-                    cnt.eq(cnt + 1),
-                    perr.eq(perr_next),
-                    pmal.eq(pmal_next),
+                    rem.eq(Mux(rem_le4, 0, rem - 4)),
+                    rem_le4.eq(rem_le4 | (rem <= 8)),
+                    rem_mask.eq(Mux(rem_le4, 0, dw_mask(rem - 4))),
+                    emitted.eq(1),
                 ]
-                with m.If(emit):
-                    m.d.sync += [rem.eq(rem - n_out), emitted.eq(1)]
-                with m.If(cur.eop):
-                    m.d.sync += [in_pkt.eq(0), flush.eq(~is_last)]
-                    end_packet(perr_next, pmal_next)
-                with m.Elif(long_):
-                    # Data is complete but the packet goes on: finish it, then drop the rest.
-                    m.d.sync += [discard.eq(1), flush.eq(~is_last)]
-                    end_packet(perr_next, 1)
+            with m.If(cur.eop):
+                m.d.sync += [in_pkt.eq(0), flush.eq(~is_last)]
+                end_packet(perr_next, pmal_next)
+            with m.Elif(last_exp):
+                # Data is complete but the packet goes on: finish it, then drop the rest.
+                m.d.sync += [discard.eq(1), flush.eq(~is_last)]
+                end_packet(perr_next, 1)
 
-        with m.Elif(fifo.r_rdy):
-            # Expecting a start of packet.
-            with m.If(~cur.sop):
-                # A beat outside any packet: drop up to its end of packet.
-                with m.If(regs_free):
-                    m.d.comb += take.eq(1)
-                    with m.If(~cur.eop):
-                        m.d.sync += [in_pkt.eq(1), discard.eq(1)]
-                    end_packet(0, 1)
-            with m.Elif(c_single):
-                bad_single = cur.err | c_bad_fmt | ~cur.eop | (cur.empty != ends_low(c_total))
-                with m.If(bad_single):
-                    with m.If(regs_free):
-                        m.d.comb += take.eq(1)
-                        with m.If(~cur.eop):
-                            m.d.sync += [in_pkt.eq(1), discard.eq(1)]
-                        end_packet(cur.err, 1)
-                with m.Elif(~flush):
-                    m.d.comb += [
-                        out.valid.eq(1),
-                        out.p.hdr.eq(c_hdr_out),
-                        out.p.bar.eq(c_bar),
-                        out.p.data.eq(select_lanes(cur.data, cur.data, offset(c_s[:2]))),
-                        out.p.dw_en.eq(Mux(c_has_data, 0b0001, 0)),
-                        out.p.first.eq(1),
-                        out.p.last.eq(1),
-                        take.eq(out.ready),
-                    ]
-            with m.Else():
-                with m.If(regs_free):
-                    m.d.comb += take.eq(1)
-                    with m.If(cur.eop | cur.err | c_bad_fmt):
-                        # Nothing has left yet: drop the whole packet.
-                        with m.If(~cur.eop):
-                            m.d.sync += [in_pkt.eq(1), discard.eq(1)]
-                        end_packet(cur.err, 1)
-                    with m.Else():
-                        m.d.sync += [
-                            hdr.eq(c_hdr_out),
-                            bar.eq(c_bar),
-                            s_mod.eq(c_s[:2]),
-                            rem.eq(c_len),
-                            n_beats.eq(c_beats),
-                            cnt.eq(1),
-                            exp_low.eq(ends_low(c_total)),
-                            prev.eq(cur.data),
-                            emitted.eq(0),
-                            perr.eq(0),
-                            pmal.eq(0),
-                            in_pkt.eq(1),
-                        ]
+        with m.If(t_drop):
+            # A stray beat, or a start of packet with rx_st_err, a TLP prefix or framing that
+            # disagrees with its header: nothing has left, drop the whole packet.
+            with m.If(~cur.eop):
+                m.d.sync += [in_pkt.eq(1), discard.eq(1)]
+            end_packet(cur.sop & cur.err, 1)
+
+        # The alignment carry.
+        with m.If(t_cont | t_start):
+            m.d.sync += prev.eq(cur.data)
+
+        with m.If(t_start):
+            m.d.sync += [
+                hdr.eq(c_hdr_out),
+                bar.eq(cur.bar),
+                s_mod.eq(cur.s_mod),
+                rem.eq(cur.len),
+                rem_le4.eq(cur.len_le4),
+                rem_mask.eq(cur.len_mask),
+                togo.eq(cur.togo),
+                last_exp.eq(cur.two),
+                feo.eq(cur.s_mod != 1),
+                exp_low.eq(cur.exp_low),
+                emitted.eq(0),
+                perr.eq(0),
+                pmal.eq(0),
+                in_pkt.eq(1),
+            ]
 
         return m

@@ -1,13 +1,12 @@
 """Transmit adapter: the internal TLP stream to Stratix IV hard IP Avalon-ST 128 (TX)."""
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFO, SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from ..util import count_saturating
-from .align import (avalon_beats, ends_low, internal_beats, payload_dws, payload_start,
-                    select_lanes)
+from .align import ends_low, internal_beats, payload_dws, payload_start, select_lanes
 from .layouts import TLPHeader
 from .stream import TLPStream
 
@@ -22,6 +21,23 @@ _TXData = data.StructLayout({
     "dw_en": 4,
     "last":  1,
     "err":   1,
+})
+
+
+# A header in the header FIFO, with its Avalon framing decoded as it is written (so that starting
+# a packet needs no header arithmetic at the FIFO's head).
+_TXHead = data.StructLayout({
+    "hdr":     TLPHeader,
+    "s_mod":   2,       # s mod 4 (see peach2.tlp.align)
+    "s3":      1,       # s == 3 with payload: payload DW 0 goes out beside the header
+    "low":     1,       # tx_st_empty of the last beat
+    "single":  1,       # one Avalon beat
+    "two":     1,       # two Avalon beats
+    "long":    1,       # three Avalon beats or more
+    "av_left": 9,       # Avalon beats - 2
+    "nb":      9,       # internal beats
+    "nb1":     1,       # nb == 1
+    "nb2":     1,       # nb == 2
 })
 
 
@@ -71,7 +87,8 @@ class AvalonST128TX(wiring.Component):
     underrun_count, malformed_count, dropped_count : Out(counter_width)
         Saturating event counts (underrun: cycles; malformed and dropped: packets).
     sent_event : Out(1)
-        One-cycle strobe per TLP sent whole (its last beat goes out without ``tx_st_err``).
+        One-cycle strobe per TLP sent whole (its last beat goes out without ``tx_st_err``); a
+        register, high while that last beat is on ``tx_st_*``.
     """
 
     def __init__(self, *, depth=512, hdr_depth=32, start_level=None, counter_width=32):
@@ -104,8 +121,7 @@ class AvalonST128TX(wiring.Component):
         # write); deeper ones are block RAM with a registered read (two cycles).
         fifo_cls = SyncFIFO if self._depth <= LUTRAM_DEPTH else SyncFIFOBuffered
         m.submodules.dfifo = dfifo = fifo_cls(width=_TXData.size, depth=self._depth)
-        m.submodules.hfifo = hfifo = SyncFIFO(width=TLPHeader.as_shape().size,
-                                              depth=self._hdr_depth)
+        m.submodules.hfifo = hfifo = SyncFIFO(width=_TXHead.size, depth=self._hdr_depth)
         # Status of each complete packet ([0] ended with `err`, [1] beat count disagrees with
         # its length field), so that a bad packet held whole is dropped unsent.
         m.submodules.sfifo = sfifo = SyncFIFO(width=2, depth=self._hdr_depth)
@@ -118,46 +134,82 @@ class AvalonST128TX(wiring.Component):
             w_d.last.eq(i.p.last),
             w_d.err.eq(i.p.err),
             dfifo.w_en.eq(i.valid & i.ready),
-            hfifo.w_data.eq(i.p.hdr),
             hfifo.w_en.eq(i.valid & i.ready & i.p.first),
+        ]
+        # The framing decode of the header, in closed forms where they are short: the payload
+        # starts at s = 3 only for a 3-DW header with address bit 2 set; one Avalon beat is a
+        # header-only TLP or s = 3 with one payload DW; three beats or more is s + L >= 9.
+        ih = i.p.hdr
+        i_fmt = ih.common.fmt.as_value()
+        i_four = i_fmt[0]
+        i_has_data = i_fmt[1]
+        i_length = ih.common.length
+        i_len = payload_dws(ih)
+        i_s = payload_start(ih)
+        i_s3 = i_has_data & ~i_four & ih.dw[2][2]
+        i_s5 = i_four & ih.dw[3][2]
+        i_single = ~i_has_data | (i_s3 & (i_length == 1))
+        i_long = i_has_data & ((i_length == 0) | (i_length >= 6)
+                               | (~i_s3 & (i_length == 5)) | (i_s5 & (i_length == 4)))
+        i_nb1 = ~i_has_data | ((i_length != 0) & (i_length <= 4))
+        i_nb2 = i_has_data & (i_length >= 5) & (i_length <= 8)
+        w_h = data.View(_TXHead, hfifo.w_data)
+        m.d.comb += [
+            w_h.hdr.eq(ih),
+            w_h.s_mod.eq(i_s[:2]),
+            w_h.s3.eq(i_s3),
+            w_h.low.eq(ends_low(Mux(i_has_data, i_s + i_len, 3 + i_four))),
+            w_h.single.eq(i_single),
+            w_h.two.eq(~i_single & ~i_long),
+            w_h.long.eq(i_long),
+            # (s + L + 3) // 4 - 2 as one addition
+            w_h.av_left.eq((i_len + (i_s - 5)) >> 2),
+            w_h.nb.eq(internal_beats(ih)),
+            w_h.nb1.eq(i_nb1),
+            w_h.nb2.eq(i_nb2),
         ]
 
         # One status entry per complete packet (written with its last beat): while the status
         # FIFO has an entry, the packet at the head is complete.
         pkt_in = dfifo.w_en & i.p.last
         pkt_out = dfifo.r_en & data.View(_TXData, dfifo.r_data).last
-        # Beat count check at the input.
-        in_beats = internal_beats(i.p.hdr)
-        expect = Signal(9)      # beats the current input packet should have
-        seen = Signal(9)        # beats of it written so far
-        n_now = Mux(i.p.first, in_beats, expect)
-        k_now = Mux(i.p.first, 0, seen)
+        # Beat count check at the input: beats the current input packet should still have after
+        # the last one written, and whether that is exactly one.
+        in_left = Signal(9)
+        in_one = Signal()
         with m.If(dfifo.w_en):
-            m.d.sync += [seen.eq(k_now + 1), expect.eq(n_now)]
+            with m.If(i.p.first):
+                m.d.sync += [in_left.eq(internal_beats(i.p.hdr) - 1), in_one.eq(i_nb2)]
+            with m.Else():
+                m.d.sync += [in_left.eq(in_left - 1), in_one.eq(in_left == 2)]
+        # The beat is the packet's last: the count disagrees unless exactly one was expected.
+        in_bad_count = Mux(i.p.first, ~i_nb1, ~in_one)
         m.d.comb += [
-            sfifo.w_data.eq(Cat(i.p.err, ~i.p.err & (k_now + 1 != n_now))),
+            sfifo.w_data.eq(Cat(i.p.err, ~i.p.err & in_bad_count)),
             sfifo.w_en.eq(pkt_in),
             sfifo.r_en.eq(pkt_out),
         ]
 
         # -- head of the FIFOs -------------------------------------------------------------------
         d = data.View(_TXData, dfifo.r_data)
-        h = data.View(TLPHeader, hfifo.r_data)
+        hh = data.View(_TXHead, hfifo.r_data)
+        h = hh.hdr
         h_fmt = h.common.fmt.as_value()
         h_four = h_fmt[0]
         h_has_data = h_fmt[1]
-        h_len = payload_dws(h)
-        h_s = payload_start(h)
-        h_total = Mux(h_has_data, h_s + h_len, 3 + h_four)
 
         # -- per-packet state --------------------------------------------------------------------
-        s_mod   = Signal(2)
-        n_beats = Signal(9)     # Avalon beats of the packet
-        n_int   = Signal(9)     # internal beats of the packet
-        j       = Signal(9)     # Avalon beat index of the next beat
-        ib      = Signal(9)     # internal beats taken
-        low     = Signal()      # tx_st_empty of the last beat
-        carry   = Signal(128)   # last internal beat taken
+        # Beat indices are kept as down-counters with their "one left" / "none left" flags in
+        # registers, so that no comparison of two counters sits in front of a decision.
+        s_mod    = Signal(2)
+        low      = Signal()     # tx_st_empty of the last beat
+        av_left  = Signal(9)    # Avalon beats after the next one
+        av_last  = Signal()     # the next Avalon beat is the last (av_left == 0)
+        past2    = Signal()     # two Avalon beats or more have been presented
+        int_left = Signal(9)    # internal beats still to take
+        int_none = Signal()     # int_left == 0
+        int_one  = Signal()     # int_left == 1: the next internal beat should be the last
+        carry    = Signal(128)  # last internal beat taken
         int_done = Signal()     # the internal packet's last beat has been taken
         overlong = Signal()     # the internal packet has more beats than its length says
         aborting = Signal()     # ended early with err: pad to three beats, then nullify
@@ -180,10 +232,10 @@ class AvalonST128TX(wiring.Component):
             self.tx_st_eop.eq(0),
             self.tx_st_err.eq(0),
             self.tx_st_empty.eq(0),
+            self.sent_event.eq(0),
         ]
 
         def emit(data_, sop, eop, err, empty):
-            m.d.comb += self.sent_event.eq(eop & ~err)
             m.d.sync += [
                 self.tx_st_data.eq(data_),
                 self.tx_st_valid.eq(1),
@@ -191,14 +243,19 @@ class AvalonST128TX(wiring.Component):
                 self.tx_st_eop.eq(eop),
                 self.tx_st_err.eq(err),
                 self.tx_st_empty.eq(empty),
+                # Registered like the beat: high while the eop beat is on tx_st_*.
+                self.sent_event.eq(eop & ~err),
             ]
 
-        def take_internal(index, expected):
-            """Take the head internal beat as beat ``index`` of ``expected``; return abort."""
-            early = d.last & (index != expected - 1)
+        def take_internal(one, left, two):
+            """Take the head internal beat, ``one`` saying it should be the packet's last,
+            ``left`` the count still to take before it and ``two`` whether that is 2;
+            return abort."""
+            early = d.last & ~one
             m.d.comb += dfifo.r_en.eq(1)
-            m.d.sync += [carry.eq(d.data), ib.eq(index + 1), int_done.eq(d.last)]
-            with m.If(~d.last & (index == expected - 1)):
+            m.d.sync += [carry.eq(d.data), int_done.eq(d.last),
+                         int_left.eq(left - 1), int_none.eq(one), int_one.eq(two)]
+            with m.If(~d.last & one):
                 m.d.sync += overlong.eq(1)
             with m.If(d.last & d.err):
                 m.d.comb += ev_dropped.eq(1)
@@ -211,10 +268,9 @@ class AvalonST128TX(wiring.Component):
         head_bad = sfifo.r_rdy & sfifo.r_data.any()
         # Cut-through only for TLPs of three or more Avalon beats: the hard IP cannot nullify
         # shorter ones, so those are always held whole.
-        h_long = avalon_beats(h_total) >= 3
         can_start = hfifo.r_rdy & dfifo.r_rdy & (
             (sfifo.r_rdy & ~sfifo.r_data.any())
-            | (h_long & ((dfifo.level >= self._start_level) | ~dfifo.w_rdy)))
+            | (hh.long & ((dfifo.level >= self._start_level) | ~dfifo.w_rdy)))
 
         with m.FSM():
             with m.State("IDLE"):
@@ -223,33 +279,33 @@ class AvalonST128TX(wiring.Component):
                                  ev_dropped.eq(sfifo.r_data[0]),
                                  ev_malformed.eq(sfifo.r_data[1])]
                     m.next = "DROP"
-                with m.Elif(hfifo.r_rdy & ~sfifo.r_rdy & ~dfifo.w_rdy & ~h_long):
+                with m.Elif(hfifo.r_rdy & ~sfifo.r_rdy & ~dfifo.w_rdy & ~hh.long):
                     # A TLP of one or two beats that fills the FIFO without ending is overlong.
                     m.d.comb += [hfifo.r_en.eq(1), ev_malformed.eq(1)]
                     m.next = "DROP"
                 with m.Elif(advance & can_start):
                     m.d.comb += hfifo.r_en.eq(1)
-                    s3 = h_has_data & (h_s == 3)
+                    s3 = hh.s3
                     lane3 = Mux(h_four, h.dw[3], Mux(s3, d.data[:32], 0))
                     beat0 = Cat(h.dw[0], h.dw[1], h.dw[2], lane3)
-                    nb = internal_beats(h)
                     m.d.sync += [
-                        s_mod.eq(h_s[:2]),
-                        n_beats.eq(avalon_beats(h_total)),
-                        n_int.eq(nb),
-                        low.eq(ends_low(h_total)),
-                        j.eq(1),
-                        ib.eq(0),
+                        s_mod.eq(hh.s_mod),
+                        low.eq(hh.low),
+                        av_left.eq(hh.av_left),
+                        av_last.eq(hh.two),
+                        past2.eq(0),
+                        int_left.eq(hh.nb),
+                        int_none.eq(0),
+                        int_one.eq(hh.nb1),
                         int_done.eq(0),
                         overlong.eq(0),
                         aborting.eq(0),
                     ]
                     with m.If(~h_has_data | s3):
-                        abort = take_internal(Const(0, 9), nb)
-                        single = avalon_beats(h_total) == 1
-                        overlong0 = ~d.last & (nb == 1)
-                        emit(beat0, 1, single, single & (abort | overlong0),
-                             ends_low(h_total))
+                        abort = take_internal(hh.nb1, hh.nb, hh.nb2)
+                        single = hh.single
+                        overlong0 = ~d.last & hh.nb1
+                        emit(beat0, 1, single, single & (abort | overlong0), hh.low)
                         with m.If(single):
                             m.next = "IDLE"
                             with m.If(overlong0):
@@ -266,22 +322,24 @@ class AvalonST128TX(wiring.Component):
 
             with m.State("DATA"):
                 with m.If(advance):
-                    need = ~int_done & (ib != n_int) & ~aborting
+                    need = ~int_done & ~int_none & ~aborting
                     with m.If(need & ~dfifo.r_rdy):
                         m.d.comb += ev_underrun.eq(1)
                     with m.Else():
                         lanes = select_lanes(carry, d.data, Mux(s_mod == 0, 4, 4 - s_mod))
                         abort = Signal()
                         with m.If(need):
-                            m.d.comb += abort.eq(take_internal(ib, n_int))
+                            m.d.comb += abort.eq(take_internal(int_one, int_left,
+                                                               int_left == 2))
                         stop = abort | aborting
-                        last_beat = j == n_beats - 1
                         # An internal packet that is still going at its predicted end is overlong.
-                        over = overlong | (need & ~d.last & (ib == n_int - 1))
-                        # A nullified TLP needs three beats or more: beat j is the (j+1)-th.
-                        end = last_beat | (stop & (j >= 2))
+                        over = overlong | (need & ~d.last & int_one)
+                        # A nullified TLP needs three beats or more: `past2` says this beat is
+                        # the third or later.
+                        end = av_last | (stop & past2)
                         emit(lanes, 0, end, (stop | over) & end, Mux(stop, 0, low))
-                        m.d.sync += j.eq(j + 1)
+                        m.d.sync += [av_left.eq(av_left - 1), av_last.eq(av_left == 1),
+                                     past2.eq(1)]
                         with m.If(stop & ~end):
                             m.d.sync += aborting.eq(1)
                         with m.If(end):
