@@ -26,6 +26,17 @@ __all__ = ["CSR", "RouteEntry"]
 _ACTIONS = ("COUNTER_CLEAR", "MSI")
 
 
+def _mux_tree(entries, sel):
+    """Return ``entries[sel]`` (a dict index -> 32-bit value; missing indices read 0) as a
+    binary tree of 2:1 multiplexers, least significant select bit first."""
+    level = [entries.get(i) for i in range(1 << len(sel))]
+    for bit in (sel[i] for i in range(len(sel))):
+        level = [None if lo is None and hi is None
+                 else Mux(bit, 0 if hi is None else hi, 0 if lo is None else lo)
+                 for lo, hi in zip(level[0::2], level[1::2])]
+    return Const(0, 32) if level[0] is None else level[0]
+
+
 class CSR(wiring.Component):
     """PEACH2 control registers (BAR 0): decode, storage, counters and read completions.
 
@@ -37,11 +48,14 @@ class CSR(wiring.Component):
     applied DW by DW, walking the addresses, at up to one DW per cycle.  ``docs/registers.md``
     lists the rules and the map.
 
-    Timing: a read completion is valid 5 cycles after the read was taken (6 for 2 DWs; two stages
-    in the read multiplexer: 64:1 within a 256-byte bank, then 16:1 over banks); a write's first
-    DW shows on the ports 3 cycles after its beat was taken, the following ones one per cycle.
-    ``i_req.ready`` and every output are registers or constants (the ``rw`` ports and typed
-    views are the storage registers themselves).
+    Timing: a read completion is valid 7 cycles after the read was taken (8 for 2 DWs): one cycle
+    decodes the header into registers, and the read multiplexer has three stages (8:1 within a
+    32-byte group, 8:1 over the groups of a 256-byte bank, 16:1 over banks).  A write's first
+    DW shows on the ports 4 cycles after the first beat of its packet was taken, the following
+    ones one per cycle (a later beat of a long write is not decoded again: its first DW shows 3
+    cycles after it was taken).  Every register-to-register path is at most 5 LUT levels (Yosys,
+    ALM mapping).  ``i_req.ready`` and every output are registers or constants (the ``rw`` ports
+    and typed views are the storage registers themselves).
 
     Parameters
     ----------
@@ -252,32 +266,34 @@ class CSR(wiring.Component):
             self.route_enable.eq(self.control[c_fields["route_enable"].lsb]),
         ]
 
-        # -- read pipeline: 64:1 per 256-byte bank, registered, then 16:1 over banks ----------
+        # -- read pipeline: 8:1 within each 32-byte group, registered; 8:1 over the groups of a
+        # 256-byte bank, registered; 16:1 over the banks, registered ----------------------------
+        # Binary trees of 2:1 multiplexers indexed by address bits.  A ``Switch`` over the
+        # offsets (a compare per offset, ORed) maps to 7 LUT levels, and so do a 64:1 tree and
+        # (for the counters, whose LUTs Yosys's ABC merges with the tree) a 16:1 tree.
         rd_en   = Signal()
         rd_addr = Signal(10)
-        banks = {}
+        groups = {}
         for dw, value in reads.items():
-            banks.setdefault(dw >> 6, {})[dw & 0x3f] = value
+            groups.setdefault(dw >> 3, {})[dw & 0x7] = value
+        group_q = {g: Signal(32, name=f"rd_group{g}") for g in sorted(groups)}
+        rd_hi  = Signal(7)
+        rd_v1  = Signal()
+        m.d.sync += [rd_v1.eq(rd_en), rd_hi.eq(rd_addr[3:10])]
+        for g, entries in groups.items():
+            m.d.sync += group_q[g].eq(_mux_tree(entries, rd_addr[0:3]))
+        banks = {}
+        for g, value in group_q.items():
+            banks.setdefault(g >> 3, {})[g & 7] = value
         bank_q = {b: Signal(32, name=f"rd_bank{b}") for b in sorted(banks)}
         rd_bank = Signal(4)
-        rd_v1   = Signal()
-        m.d.sync += [rd_v1.eq(rd_en), rd_bank.eq(rd_addr[6:10])]
-        for b, entries in banks.items():
-            with m.Switch(rd_addr[0:6]):
-                for k, value in sorted(entries.items()):
-                    with m.Case(k):
-                        m.d.sync += bank_q[b].eq(value)
-                with m.Default():
-                    m.d.sync += bank_q[b].eq(0)
-        rd_data = Signal(32)
         rd_v2   = Signal()
-        m.d.sync += rd_v2.eq(rd_v1)
-        with m.Switch(rd_bank):
-            for b in bank_q:
-                with m.Case(b):
-                    m.d.sync += rd_data.eq(bank_q[b])
-            with m.Default():
-                m.d.sync += rd_data.eq(0)
+        m.d.sync += [rd_v2.eq(rd_v1), rd_bank.eq(rd_hi[3:7])]
+        for b, entries in banks.items():
+            m.d.sync += bank_q[b].eq(_mux_tree(entries, rd_hi[0:3]))
+        rd_data = Signal(32)
+        rd_v3   = Signal()
+        m.d.sync += [rd_v3.eq(rd_v2), rd_data.eq(_mux_tree(bank_q, rd_bank))]
 
         # -- request decode ---------------------------------------------------------------------
         beat = Signal(TLPBeat)
@@ -308,8 +324,24 @@ class CSR(wiring.Component):
         with m.Else():
             m.d.comb += byte_count.eq(8 - low_zeros(req_first_be) - high_zeros(req_last_be))
 
+        # The decisions and the completion header are registered, recomputed every cycle from
+        # ``beat`` (which holds from one FETCH to the next): they are valid from the second
+        # cycle after the beat was taken, which the state HEAD waits for.  Deciding from
+        # ``beat`` directly would take 7 LUT levels to the state and the header.
+        good_wr = Signal()
+        good_rd = Signal()
+        read_ok = Signal()
+        two_dws = Signal()
+        req_addr = Signal(10)
+        req_len  = Signal(11)
         cpl_hdr = Signal(Completion)
-        m.d.comb += [
+        m.d.sync += [
+            good_wr.eq(is_mwr & ~beat.err & ~hdr.common.ep),
+            good_rd.eq(is_mrd & ~beat.err & beat.last),
+            read_ok.eq(rd_ok),
+            two_dws.eq(length == 2),
+            req_addr.eq(addr_dw),
+            req_len.eq(length),
             cpl_hdr.fmt.eq(Mux(rd_ok, Fmt.DW3_DATA, Fmt.DW3_NO_DATA)),
             cpl_hdr.type.eq(Type.CPL),
             cpl_hdr.length.eq(Mux(rd_ok, length, 0)),
@@ -367,21 +399,25 @@ class CSR(wiring.Component):
             with m.State("FETCH"):
                 with m.If(self.i_req.valid):
                     m.d.sync += beat.eq(self.i_req.payload)
-                    goto("DECIDE")
+                    with m.If(self.i_req.payload.first):
+                        goto("HEAD")
+                    with m.Else():
+                        goto("DECIDE")
+
+            with m.State("HEAD"):           # a first beat: wait for the registered decode
+                goto("DECIDE")
 
             with m.State("DECIDE"):
                 with m.If(beat.first):
                     m.d.sync += [
-                        cont.eq(0), pkt_bad.eq(0), cur.eq(addr_dw), remaining.eq(length),
+                        cont.eq(0), pkt_bad.eq(0), cur.eq(req_addr), remaining.eq(req_len),
                         first_dw.eq(1), first_be.eq(req_first_be), last_be.eq(req_last_be),
-                        lane.eq(0), two.eq(length == 2), got_one.eq(0),
+                        lane.eq(0), two.eq(two_dws), got_one.eq(0),
                     ]
-                    good_wr = is_mwr & ~beat.err & ~hdr.common.ep
-                    good_rd = is_mrd & ~beat.err & beat.last
                     with m.If(good_wr):
                         m.d.comb += bad.eq(cont)
                         goto("WRITE")
-                    with m.Elif(good_rd & rd_ok):
+                    with m.Elif(good_rd & read_ok):
                         m.d.comb += bad.eq(cont)
                         goto("READ0")
                     with m.Elif(good_rd):
@@ -449,7 +485,7 @@ class CSR(wiring.Component):
                 goto("READ_WAIT")
 
             with m.State("READ_WAIT"):
-                with m.If(rd_v2):
+                with m.If(rd_v3):
                     m.d.sync += [data0.eq(rd_data), got_one.eq(1)]
                     with m.If(~two):
                         start_cpl(1, rd_data, 0)
