@@ -1,16 +1,20 @@
 """Ingress: classify every TLP arriving on one port and decide where it goes."""
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..tlp.layouts import Type
-from ..tlp.stream import TLPStream
+from ..tlp.stream import TLPBeat, TLPStream
 from .common import Port, Reason, RouteEntry, URRequest
-from .table import request_address, route_lookup
+from .table import request_address, route_matches
 
 __all__ = ["Ingress", "OUTPUTS"]
 
+
+#: The reasons the ingress drops a TLP for (the values of its drop decision).
+_DROP_REASONS = (Reason.POISONED, Reason.UNEXPECTED_CPL, Reason.READ_REJECTED,
+                 Reason.WINDOW_CLOSED, Reason.UNROUTABLE, Reason.UNSUPPORTED)
 
 #: Crossbar outputs an ingress can choose, in one-hot bit order of ``o_dest``.
 OUTPUTS = ("N", "E", "W", "S", "CSR", "DMA")
@@ -19,7 +23,8 @@ OUTPUTS = ("N", "E", "W", "S", "CSR", "DMA")
 class Ingress(wiring.Component):
     """Classify the TLPs received on one port (002 sections 3.3 and 3.5, 000 section 2.2).
 
-    Decided on the header of the first beat, registered with the beat (one cycle):
+    Decided on the header of the first beat, in two pipeline stages (two cycles from ``i_tlp``
+    to ``o_tlp``):
 
     ======================================  =========================================
     TLP                                      where it goes
@@ -50,22 +55,35 @@ class Ingress(wiring.Component):
     RX_ERR, and not answered).  Dropped TLPs are consumed at one beat per cycle and disturb
     nothing else.  Locked reads are UNSUPPORTED.
 
+    Timing (issue 5: at most 6 LUT levels between registers):
+
+    - stage A registers the beat with what its header alone gives: the class of the TLP, the
+      table compares (carry chains) reduced to the one-hot first match, the UR fields;
+    - stage B decides from those registers (with the CONTROL enable bit of this cycle) and
+      registers the beat into ``o_tlp``, or consumes it as dropped;
+    - ``i_tlp.ready`` is a register: a skid register behind stage A takes the one beat that
+      arrives while stage B is stalled, and ``ready`` falls until it has moved on;
+    - ``o_ur`` is a register, loaded from stage B: ``o_ur.ready`` only says whether it is free,
+      so ``i_tlp.ready`` never depends on the UR generator (nor, through it, on other ports);
+    - ``events`` are decoded from registers (one LUT level), one cycle after the beat left
+      stage B.
+
     Members
     -------
     i_tlp : In(TLPStream())
         From the port's RX adapter.
     o_tlp : Out(TLPStream())
-        Forwarded TLPs, one cycle later.
+        Forwarded TLPs, two cycles later at the earliest.
     o_dest : Out(6)
         One-hot crossbar output (bit order :data:`OUTPUTS`), valid with the first beat of
         ``o_tlp``.
     o_ur : Out(stream.Signature(URRequest))
-        Requests to answer with UR.
+        Requests to answer with UR, from a register.
     routes : In(ArrayLayout(RouteEntry, n_routes))
     pio_enable, route_enable : In(1)
         CONTROL register bits.
     events : Out(ArrayLayout(1, len(Reason)))
-        One-cycle strobes indexed by :class:`~peach2.router.common.Reason`.
+        One-cycle strobes indexed by :class:`~peach2.router.common.Reason`, from registers.
     """
 
     def __init__(self, port, *, n_routes=8, csr_bar=0, tca_bar=2):
@@ -86,6 +104,23 @@ class Ingress(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         i, o = self.i_tlp, self.o_tlp
+        n_routes = len(self.routes)
+
+        # == Stage A: classify the header and compare the address, register both with the beat ==
+        # Only what needs the header bits is computed here; the decision itself (which needs the
+        # table hit and the enable bits) is taken in stage B from these registered results.
+        stage = data.StructLayout({
+            "beat":      TLPBeat,
+            "first":     n_routes,      # one-hot: the lowest-numbered matching table entry
+            "fwd_fixed": 1,             # forwarded whatever the table says (to DMA or CSR)
+            "to_csr":    1,             # with fwd_fixed: to CSR, else to DMA
+            "routable":  1,             # a TCA-window write: routed if enabled and it hits
+            "fwd_open":  1,             # fwd_fixed, or routable and hit: forwarded if enabled
+            "good_end":  1,             # the beat is a last one without `err`
+            "reason":    Reason,        # the drop reason when neither of the above
+            "answer":    1,             # non-posted: a drop is answered with UR
+            "ur":        URRequest,
+        })
         h = i.p.hdr
         fmt = h.common.fmt.as_value()
         typ = h.common.type.as_value()
@@ -93,106 +128,176 @@ class Ingress(wiring.Component):
         # Locked requests (MRdLk) are not memory requests here: they are UNSUPPORTED (and get
         # a locked UR completion).
         is_mem = typ == Type.MEM.value
-        is_mwr = has_data & (typ == Type.MEM.value)
-        is_mrd = is_mem & ~has_data
+        is_mwr = has_data & is_mem
         is_cpl = typ[1:] == (Type.CPL.value >> 1)      # CPL, CPL_LOCKED
         is_msg = typ[3:] == (Type.MSG.value >> 3)
         posted = is_mwr | is_msg
+        on_n = self.port == Port.N
 
-        hit, port = route_lookup(m, request_address(h), self.routes)
+        a_next = Signal(stage)
+        fwd_fixed = Signal()
+        to_csr = Signal()
+        routable = Signal()
+        reason_fixed = Signal(Reason)
+        hit = Signal()
+        matches = route_matches(m, request_address(h), self.routes)
+        m.d.comb += [
+            a_next.beat.eq(i.p),
+            a_next.first.eq(Cat(*(match & ~Cat(*matches[:k]).any()
+                                  for k, match in enumerate(matches)))),
+            hit.eq(Cat(*matches).any()),
+            a_next.fwd_fixed.eq(fwd_fixed),
+            a_next.to_csr.eq(to_csr),
+            a_next.routable.eq(routable),
+            a_next.reason.eq(reason_fixed),
+            a_next.fwd_open.eq(fwd_fixed | (routable & hit)),
+            a_next.good_end.eq(i.p.last & ~i.p.err),
+            a_next.answer.eq(~posted & ~is_cpl),
+            a_next.ur.requester_id.eq(h.mem32.requester_id),
+            a_next.ur.tag.eq(h.mem32.tag | (h.common.t8 << 8) | (h.common.t9 << 9)),
+            a_next.ur.tc.eq(h.common.tc),
+            a_next.ur.attr.eq(h.common.attr | (h.common.attr2 << 2)),
+            a_next.ur.locked.eq(typ == Type.MEM_LOCKED.value),
+        ]
+        # The Ingress table, in its order, without the parts that need the table or the enables.
+        with m.If(is_cpl & on_n):
+            # Poisoned ones too: the DMA fails the read they answer (CPL_POISONED).
+            m.d.comb += fwd_fixed.eq(1)
+        with m.Elif(h.common.ep):
+            m.d.comb += reason_fixed.eq(Reason.POISONED)
+        with m.Elif(is_cpl):
+            m.d.comb += reason_fixed.eq(Reason.UNEXPECTED_CPL)
+        with m.Elif(is_mem & on_n & i.p.bar[self.csr_bar]):
+            m.d.comb += [fwd_fixed.eq(1), to_csr.eq(1)]
+        with m.Elif(is_mem & ((self.port != Port.N) | i.p.bar[self.tca_bar])):
+            with m.If(has_data):
+                m.d.comb += routable.eq(1)
+            with m.Else():
+                m.d.comb += reason_fixed.eq(Reason.READ_REJECTED)
+        with m.Else():
+            m.d.comb += reason_fixed.eq(Reason.UNSUPPORTED)
 
-        # -- the decision for a first beat ------------------------------------------------------
+        # Stage A register `a_beat` with a skid register `s_beat` behind it, so that `i_tlp.ready`
+        # is a register: it falls for the cycle after stage B failed to take `a_beat`, which then
+        # waits in `s_beat`.  Stage B reads `s_beat` when it is full (it is older), else `a_beat`.
+        a_beat = Signal(stage)
+        a_valid = Signal()
+        s_beat = Signal(stage)
+        s_valid = Signal()
+        x_beat = Signal(stage)
+        x_valid = Signal()
+        x_ready = Signal()
+        take = Signal()
+        m.d.comb += [
+            i.ready.eq(~s_valid),
+            x_beat.eq(Mux(s_valid, s_beat, a_beat)),
+            x_valid.eq(s_valid | a_valid),
+            take.eq(x_valid & x_ready),
+        ]
+        with m.If(~s_valid):
+            m.d.sync += [a_beat.eq(a_next), a_valid.eq(i.valid),
+                         s_beat.eq(a_beat), s_valid.eq(a_valid & ~take)]
+        with m.Elif(take):
+            m.d.sync += s_valid.eq(0)
+
+        # == Stage B: decide on a first beat; forward (register) or drop ======================
+        b = x_beat.beat
+        window_open = self.pio_enable if self.port == Port.N else self.route_enable
         forward = Signal()
         dest = Signal(len(OUTPUTS))
         reason = Signal(Reason)
-        routed_ok = Signal()
-        window_open = self.pio_enable if self.port == Port.N else self.route_enable
-        m.d.comb += routed_ok.eq(0)
-        with m.If(is_cpl & (self.port == Port.N)):
-            # Poisoned ones too: the DMA fails the read they answer (CPL_POISONED).
-            m.d.comb += [forward.eq(1), dest.eq(1 << OUTPUTS.index("DMA"))]
-        with m.Elif(h.common.ep):
-            m.d.comb += reason.eq(Reason.POISONED)
-        with m.Elif(is_cpl):
-            m.d.comb += reason.eq(Reason.UNEXPECTED_CPL)
-        with m.Elif(is_mem & (self.port == Port.N) & i.p.bar[self.csr_bar]):
-            m.d.comb += [forward.eq(1), dest.eq(1 << OUTPUTS.index("CSR"))]
-        with m.Elif(is_mem & ((self.port != Port.N) | i.p.bar[self.tca_bar])):
-            with m.If(is_mrd):
-                m.d.comb += reason.eq(Reason.READ_REJECTED)
-            with m.Elif(~window_open):
-                m.d.comb += reason.eq(Reason.WINDOW_CLOSED)
-            with m.Elif(~hit):
-                m.d.comb += reason.eq(Reason.UNROUTABLE)
-            with m.Else():
-                m.d.comb += [forward.eq(1), routed_ok.eq(1)]
+        m.d.comb += [
+            forward.eq(x_beat.fwd_fixed | (x_beat.fwd_open & window_open)),
+            reason.eq(Mux(x_beat.routable,
+                          Mux(window_open, Reason.UNROUTABLE, Reason.WINDOW_CLOSED),
+                          x_beat.reason)),
+        ]
+        with m.If(x_beat.fwd_fixed):
+            m.d.comb += dest.eq(Mux(x_beat.to_csr, 1 << OUTPUTS.index("CSR"),
+                                    1 << OUTPUTS.index("DMA")))
         with m.Else():
-            m.d.comb += reason.eq(Reason.UNSUPPORTED)
-        with m.If(routed_ok):
+            # The port of the one entry set in `first` (none: no hit, the packet is dropped).
             for p in Port:
-                with m.If(port == p):
-                    m.d.comb += dest.eq(1 << OUTPUTS.index(p.name))
+                m.d.comb += dest[OUTPUTS.index(p.name)].eq(
+                    Cat(*(x_beat.first[k] & (entry.port == p)
+                          for k, entry in enumerate(self.routes))).any())
 
-        # -- datapath: one register stage; dropped packets are consumed here --------------------
         # A dropped packet is counted, and answered with UR, on its last beat, and only when that
         # beat carries no `err`: a packet the RX adapter found bad after its first beat is its
         # MALFORMED or RX_ERR, not a request to answer.
-        dropping = Signal()
-        in_pkt = Signal()
-        room = ~o.valid | o.ready
-        with m.If(o.ready):
-            m.d.sync += o.valid.eq(0)
-
-        start = i.valid & i.p.first & ~in_pkt & ~dropping
-        ur_now = Signal(URRequest)
-        m.d.comb += [
-            ur_now.requester_id.eq(h.mem32.requester_id),
-            ur_now.tag.eq(h.mem32.tag | (h.common.t8 << 8) | (h.common.t9 << 9)),
-            ur_now.tc.eq(h.common.tc),
-            ur_now.attr.eq(h.common.attr | (h.common.attr2 << 2)),
-            ur_now.port.eq(self.port),
-            ur_now.locked.eq(typ == Type.MEM_LOCKED.value),
-        ]
-        ur_held = Signal(URRequest)
+        dropping = Signal()             # in a dropped packet after its first beat
+        in_pkt = Signal()               # in a forwarded packet after its first beat
         reason_held = Signal(Reason)
         answer_held = Signal()
+        ur_held = Signal(URRequest)
 
-        # Where the drop decision is taken from: this cycle's header, or the one held.
         deciding = Signal()
+        drop = Signal()
         drop_reason = Signal(Reason)
         answer = Signal()
+        ur_req = Signal(URRequest)
+        good_end = Signal()
         m.d.comb += [
-            deciding.eq(start & ~forward),
+            deciding.eq(b.first & ~in_pkt & ~dropping),
+            drop.eq(dropping | (deciding & ~forward)),
             drop_reason.eq(Mux(deciding, reason, reason_held)),
-            answer.eq(Mux(deciding, ~posted & ~is_cpl, answer_held)),
-            self.o_ur.p.eq(Mux(deciding, ur_now, ur_held)),
+            answer.eq(Mux(deciding, x_beat.answer, answer_held)),
+            ur_req.eq(Mux(deciding, x_beat.ur, ur_held)),
+            good_end.eq(x_beat.good_end),
         ]
+        with m.If(deciding):
+            # Repeated while the beat waits; used on the later beats of a dropped packet.
+            m.d.sync += [reason_held.eq(reason), answer_held.eq(x_beat.answer),
+                         ur_held.eq(x_beat.ur)]
 
-        with m.If(dropping | deciding):
-            end = i.valid & i.p.last
-            good_end = end & ~i.p.err
-            m.d.comb += [
-                self.o_ur.valid.eq(good_end & answer),
-                i.ready.eq(~(good_end & answer) | self.o_ur.ready),
-            ]
-            with m.If(i.valid & i.ready):
-                with m.If(deciding):
-                    m.d.comb += self.events[Reason.RX_TLPS.value].eq(1)
-                    m.d.sync += [reason_held.eq(reason), answer_held.eq(~posted & ~is_cpl),
-                                 ur_held.eq(ur_now)]
-                m.d.sync += dropping.eq(~i.p.last)
-                with m.If(good_end):
-                    m.d.comb += self.events[Reason.UR_SENT.value].eq(answer)
-                    for r in Reason:
-                        with m.If(drop_reason == r):
-                            m.d.comb += self.events[r.value].eq(1)
-        with m.Else():
-            # Forwarding (a new packet, or the rest of one).
-            m.d.comb += i.ready.eq(room)
-            with m.If(i.valid & room):
-                m.d.sync += [o.valid.eq(1), o.p.eq(i.p)]
-                with m.If(start):
-                    m.d.sync += self.o_dest.eq(dest)
-                    m.d.comb += self.events[Reason.RX_TLPS.value].eq(1)
-                m.d.sync += in_pkt.eq(~i.p.last)
+        # UR requests leave from a register: `o_ur.ready` only decides whether it is free.
+        room = ~o.valid | o.ready
+        ur_free = ~self.o_ur.valid | self.o_ur.ready
+        m.d.comb += x_ready.eq(Mux(drop, ~(good_end & answer) | ur_free, room))
+        # Stage B refuses a beat only in two cases: a forwarded beat with the output register
+        # full, and the last beat of an answered drop with the UR register full.
+
+        need_ur = good_end & answer
+        with m.If(ur_free):
+            # Loaded whenever the register is free or leaving, valid only for an answer (stage
+            # B takes such a beat exactly when the register is free).
+            m.d.sync += [self.o_ur.valid.eq(x_valid & drop & need_ur), self.o_ur.p.eq(ur_req),
+                         self.o_ur.p.port.eq(self.port)]
+
+        with m.If(o.ready):
+            m.d.sync += o.valid.eq(0)
+        with m.If(room):
+            # The beat is loaded whenever the output register is free or leaving; it is valid
+            # only for a forwarded beat (stage B takes every beat then: x_ready = room).
+            m.d.sync += [o.valid.eq(x_valid & ~drop), o.p.eq(b)]
+            with m.If(deciding):
+                m.d.sync += self.o_dest.eq(dest)
+
+        # Written without `take` (see above): a refused drop keeps its state.
+        with m.If(x_valid & drop):
+            m.d.sync += dropping.eq(~b.last | (dropping & need_ur & ~ur_free))
+        with m.If(x_valid & ~drop & room):
+            m.d.sync += in_pkt.eq(~b.last)
+
+        # Event strobes: what stage B did is registered (a beat taken, a first beat, a counted
+        # drop with its reason and whether it was answered) and decoded into the strobes from
+        # those registers, one cycle after the beat left stage B.
+        took = Signal()
+        took_first = Signal()
+        took_end = Signal()
+        took_answer = Signal()
+        took_reason = Signal(Reason)
+        m.d.sync += [
+            took.eq(take),
+            took_first.eq(deciding),
+            took_end.eq(drop & good_end),
+            took_answer.eq(answer),
+            took_reason.eq(drop_reason),
+        ]
+        m.d.comb += [
+            self.events[Reason.RX_TLPS.value].eq(took & took_first),
+            self.events[Reason.UR_SENT.value].eq(took & took_end & took_answer),
+        ]
+        for r in _DROP_REASONS:
+            m.d.comb += self.events[r.value].eq(took & took_end & (took_reason == r))
         return m

@@ -1,10 +1,10 @@
 """Route lookup: address mask + range registers, first match wins (002 section 3.5)."""
 
-from amaranth.hdl import Mux, Signal
+from amaranth.hdl import Const, Cat, Mux, Signal
 
 from .common import Port
 
-__all__ = ["route_lookup", "request_address"]
+__all__ = ["route_lookup", "route_matches", "route_select", "request_address"]
 
 
 def request_address(hdr):
@@ -15,22 +15,51 @@ def request_address(hdr):
                hdr.mem32.address << 2)
 
 
-def route_lookup(m, address, routes):
-    """Add the lookup of ``address`` in ``routes`` to ``m``; return ``(hit, port)`` signals.
+def route_matches(m, address, routes):
+    """Return one 1-bit value per entry of ``routes``: the entry matches ``address``.
 
-    ``routes`` is an array view of :data:`~peach2.router.common.RouteEntry`.  Every entry is
-    compared at once (the regions are aligned, so this is a compare of upper address bits, not
-    a translation table); the lowest-numbered matching entry gives the port.
+    Entry ``i`` matches when it is enabled and ``lower <= (address & mask) <= upper``.  Every
+    entry is compared at once (the regions are aligned, so this is a compare of upper address
+    bits, not a translation table).  Each bound is checked by the borrow of a subtraction, so
+    that it maps to one carry chain (Yosys maps a plain ``<=`` of 64 bits to a tree of LUTs
+    in the ALM flow).  ``m`` is unused, kept for symmetry with :func:`route_select`.
+    """
+    def not_below(a, b):        # a >= b, unsigned: a - b does not borrow
+        return ~(Cat(a, Const(0, 1)) - Cat(b, Const(0, 1)))[len(a)]
+
+    matches = []
+    for entry in routes:
+        masked = (address & entry.mask)[:len(entry.lower)]
+        matches.append(entry.enable & not_below(masked, entry.lower)
+                       & not_below(entry.upper, masked))
+    return matches
+
+
+def route_select(m, matches, routes):
+    """Add the priority choice among ``matches`` to ``m``; return ``(hit, port)`` signals.
+
+    ``matches`` is one 1-bit value per entry of ``routes`` (for example registered results of
+    :func:`route_matches`); the lowest-numbered match gives the port.
     """
     hit = Signal()
     port = Signal(Port)
-    matches = []
-    for entry in routes:
-        masked = address & entry.mask
-        matches.append(entry.enable & (masked >= entry.lower) & (masked <= entry.upper))
     # Priority: the last assignment wins in Amaranth, so walk from the highest index down.
     m.d.comb += [hit.eq(0), port.eq(Port.N)]
     for match, entry in reversed(list(zip(matches, routes))):
         with m.If(match):
             m.d.comb += [hit.eq(1), port.eq(entry.port)]
     return hit, port
+
+
+def route_lookup(m, address, routes):
+    """Add the lookup of ``address`` in ``routes`` to ``m``; return ``(hit, port)`` signals.
+
+    ``routes`` is an array view of :data:`~peach2.router.common.RouteEntry`.  Combinational:
+    the same compare as :func:`route_matches` and choice as :func:`route_select`, in the same
+    cycle (the ingress registers the matches between the two instead).
+    """
+    matches = []
+    for entry in routes:
+        masked = address & entry.mask
+        matches.append(entry.enable & (masked >= entry.lower) & (masked <= entry.upper))
+    return route_select(m, matches, routes)
