@@ -1,6 +1,6 @@
 """Per-input packet buffer in block RAM, cut-through."""
 
-from amaranth.hdl import Module, Mux
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
@@ -22,6 +22,17 @@ class PacketBuffer(wiring.Component):
     second one, one entry per packet, so block RAM is not spent on a header per beat.  A packet
     is visible at the output as soon as its first beat is in (cut-through, 002 section 3.3's
     packet buffers).
+
+    Timing: the output is a register slice (two beats: the one shown and a skid register),
+    so ``o_tlp`` and ``o_dest`` come from registers, and ``o_tlp.ready`` only selects what
+    those two registers load; the FIFOs are read while the skid register is empty.  This adds
+    one cycle between a beat's write and its appearance at the output (three cycles on an
+    empty buffer) and two beats of capacity.  The header FIFO needs no check of its own at the
+    output: it is written in the same cycle as the packet's first beat and has the same
+    structure (and so the same write-to-read delay) as the beat FIFO, and it drops the
+    previous header when the previous packet's first beat leaves, no later than the beat FIFO
+    frees its output for this packet's first beat; a packet's header is therefore at the
+    header FIFO's output whenever its first beat is at the beat FIFO's.
 
     Members
     -------
@@ -72,15 +83,36 @@ class PacketBuffer(wiring.Component):
             hfifo.w_en.eq(i.valid & i.ready & i.p.first),
         ]
 
+        # Output register slice: ``main`` drives the output, ``skid`` takes the beat the FIFOs
+        # gave while ``main`` could not move.  The FIFOs are read when ``skid`` is empty (a
+        # register), so ``o_tlp.ready`` only selects what ``main`` and ``skid`` load.
+        out = data.StructLayout({"beat": _DataEntry, "head": head})
         r_d = data.View(_DataEntry, dfifo.r_data)
-        r_h = data.View(head, hfifo.r_data)
+        main = Signal(out)
+        skid = Signal(out)
+        main_valid = Signal()
+        skid_valid = Signal()
+        take = Signal()             # a beat (with its header on a first beat) leaves the FIFOs
         m.d.comb += [
-            o.valid.eq(dfifo.r_rdy & (hfifo.r_rdy | ~r_d.first)),
-            o.p.data.eq(r_d.data), o.p.dw_en.eq(r_d.dw_en), o.p.first.eq(r_d.first),
-            o.p.last.eq(r_d.last), o.p.err.eq(r_d.err),
-            o.p.hdr.eq(r_h.hdr), o.p.bar.eq(r_h.bar),
-            self.o_dest.eq(r_h.dest),
-            dfifo.r_en.eq(o.valid & o.ready),
-            hfifo.r_en.eq(o.valid & o.ready & r_d.first),
+            take.eq(dfifo.r_rdy & ~skid_valid),
+            dfifo.r_en.eq(~skid_valid),
+            hfifo.r_en.eq(take & r_d.first),
+        ]
+        fifo_out = Cat(dfifo.r_data, hfifo.r_data)
+        with m.If(~main_valid | o.ready):
+            with m.If(skid_valid):
+                m.d.sync += [main.eq(skid), main_valid.eq(1), skid_valid.eq(0)]
+            with m.Else():
+                m.d.sync += [main.eq(fifo_out), main_valid.eq(take)]
+        with m.Elif(take):
+            m.d.sync += [skid.eq(fifo_out), skid_valid.eq(1)]
+
+        m.d.comb += [
+            o.valid.eq(main_valid),
+            o.p.data.eq(main.beat.data), o.p.dw_en.eq(main.beat.dw_en),
+            o.p.first.eq(main.beat.first), o.p.last.eq(main.beat.last),
+            o.p.err.eq(main.beat.err),
+            o.p.hdr.eq(main.head.hdr), o.p.bar.eq(main.head.bar),
+            self.o_dest.eq(main.head.dest),
         ]
         return m

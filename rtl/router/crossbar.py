@@ -1,11 +1,11 @@
 """Non-blocking crossbar with per-output round-robin between packets."""
 
-from amaranth.hdl import Cat, Module, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ..tlp.stream import TLPStream
-from .arbiter import round_robin
+from .arbiter import round_robin_after
 
 __all__ = ["Crossbar"]
 
@@ -15,8 +15,21 @@ class Crossbar(wiring.Component):
 
     An output locks to the input whose packet it started until that packet's last beat has
     passed, so packets are never interleaved; different outputs move packets from different
-    inputs in the same cycle.  Each output has one register stage.  Packets from one input to
-    one output leave in the order they arrived (inputs are FIFOs).
+    inputs in the same cycle.  Packets from one input to one output leave in the order they
+    arrived (inputs are FIFOs).
+
+    Timing (issue 5: at most 6 LUT levels between registers).  The grant is registered: each
+    output keeps ``pick``, a one-hot register naming the one input it may take a beat from.
+    While a packet flows, ``pick`` is its input; in the cycle its last beat moves (or while the
+    picked input has no packet for this output), ``pick`` is loaded with the next requester
+    after it in round robin, so a packet from another input that was already waiting follows
+    with no idle cycle.  When nobody else waits, ``pick`` stays, so the same input's next
+    packet also follows with no idle cycle.  A packet reaching an idle output whose ``pick``
+    names another input waits one cycle for the grant (one cycle more latency than a
+    combinational grant).  The round-robin choice, the beat mux (one-hot AND-OR) and
+    ``ready`` toward the inputs are then each a few LUT levels deep; ``ready`` does not depend
+    on ``valid``.  Each output has one register stage.  Fairness: every waiting input is
+    served within one round of the others.
 
     Members
     -------
@@ -38,38 +51,82 @@ class Crossbar(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         n_in, n_out = self.n_in, self.n_out
-        # serving[j][k]: output j moves a beat of input k this cycle.
-        serving = [[Signal(name=f"serve_{j}_{k}") for k in range(n_in)] for j in range(n_out)]
+        # take[j][k]: output j takes a beat of input k this cycle if input k has one.
+        take = [[Signal(name=f"take_{j}_{k}") for k in range(n_in)] for j in range(n_out)]
 
         for j in range(n_out):
             o = self.o[j]
+            # pick: the one input this output may take from (one-hot, never zero).
+            pick = Signal(n_in, name=f"pick_{j}", init=1 << (n_in - 1))
             locked = Signal(name=f"locked_{j}")
-            owner = Signal(range(max(n_in, 2)), name=f"owner_{j}")
-            last = Signal(range(max(n_in, 2)), name=f"last_{j}")
-            room = ~o.valid | o.ready
-            with m.If(o.ready):
-                m.d.sync += o.valid.eq(0)
+            room = Signal(name=f"room_{j}")
+            m.d.comb += room.eq(~o.valid | o.ready)
 
             requests = [self.i[k].valid & self.i[k].p.first & self.i_dest[k][j]
                         for k in range(n_in)]
-            found, winner = round_robin(m, requests, last)
-            source = Signal(range(max(n_in, 2)), name=f"source_{j}")
-            active = Signal(name=f"active_{j}")
-            owner_valid = Signal(name=f"owner_valid_{j}")
+            # allowed[k]: the picked input's beat at k may go to this output (room aside).
+            allowed = [pick[k] & (locked | (self.i[k].p.first & self.i_dest[k][j]))
+                       for k in range(n_in)]
             for k in range(n_in):
-                with m.If(owner == k):
-                    m.d.comb += owner_valid.eq(self.i[k].valid)
-            m.d.comb += [source.eq(winner), active.eq(found)]
-            with m.If(locked):
-                m.d.comb += [source.eq(owner), active.eq(owner_valid)]
-            for k in range(n_in):
-                m.d.comb += serving[j][k].eq(active & room & (source == k))
-                with m.If(serving[j][k]):
-                    m.d.sync += [o.valid.eq(1), o.p.eq(self.i[k].p)]
-                    with m.If(~locked):
-                        m.d.sync += [last.eq(k), owner.eq(k)]
-                    m.d.sync += locked.eq(~self.i[k].p.last)
+                m.d.comb += take[j][k].eq(allowed[k] & room)
+
+            hit = Signal(name=f"hit_{j}")          # a beat moves when there is room
+            last = Signal(name=f"last_{j}")        # the picked input's beat ends its packet
+            pick_waits = Signal(name=f"pick_waits_{j}")
+            m.d.comb += [
+                hit.eq(Cat(allowed[k] & self.i[k].valid for k in range(n_in)).any()),
+                last.eq(Cat(pick[k] & self.i[k].p.last for k in range(n_in)).any()),
+                pick_waits.eq(Cat(pick[k] & requests[k] for k in range(n_in)).any()),
+            ]
+
+            # Output register: the beat of the picked input (one-hot AND-OR mux).
+            with m.If(room):
+                m.d.sync += [
+                    o.valid.eq(hit),
+                    o.p.eq(_one_hot_mux(pick, [self.i[k].p.as_value() for k in range(n_in)])),
+                ]
+                with m.If(hit):
+                    m.d.sync += locked.eq(~last)
+
+            # Next grant.  ``after`` is registered every cycle: the next requester after the
+            # input picked in the following cycle (that input itself when nobody else waits).
+            # It is loaded into ``pick`` when a packet's last beat moves, so a waiting packet
+            # follows with no idle cycle, also after a one-beat packet.  While the picked input
+            # has no packet for this output and none is flowing, the choice is taken directly
+            # (``idle``); ``after`` is then one choice behind (``stale``), and a packet ending
+            # before it has caught up takes the direct choice too.
+            after = Signal(n_in, name=f"after_{j}", init=1 << (n_in - 1))
+            stale = Signal(name=f"stale_{j}")
+            end = Signal(name=f"end_{j}")
+            idle = Signal(name=f"idle_{j}")
+            found, grant = round_robin_after(requests, pick)
+            found_a, grant_a = round_robin_after(requests, after)
+            m.d.comb += [
+                end.eq(room & hit & last),
+                idle.eq(~locked & ~pick_waits & found),
+            ]
+            m.d.sync += [
+                after.eq(Mux(end, Mux(found_a, grant_a, after), Mux(found, grant, pick))),
+                stale.eq(Mux(end, stale, idle)),
+            ]
+            with m.If(end):
+                with m.If(stale):
+                    with m.If(found):
+                        m.d.sync += pick.eq(grant)
+                with m.Else():
+                    m.d.sync += pick.eq(after)
+            with m.Elif(idle):
+                m.d.sync += pick.eq(grant)
 
         for k in range(n_in):
-            m.d.comb += self.i[k].ready.eq(Cat(serving[j][k] for j in range(n_out)).any())
+            m.d.comb += self.i[k].ready.eq(Cat(take[j][k] for j in range(n_out)).any())
         return m
+
+
+def _one_hot_mux(select, values):
+    """OR of the ``values`` whose bit of ``select`` is set (``select`` is one-hot or zero)."""
+    width = len(values[0])
+    result = 0
+    for k, value in enumerate(values):
+        result = result | (value & select[k].replicate(width))
+    return result
