@@ -19,7 +19,7 @@ from peach2.platform.board import PLACEHOLDER, board_resources
 from peach2.platform.hardip import ConfigSampler
 from peach2.platform.project import write_project
 from peach2.platform.report import BEGIN, END, to_markdown, update_document
-from peach2.platform.synthesis import LEVEL_BUDGET, synthesize
+from peach2.platform.synthesis import LEVEL_BUDGET, block_paths, synthesize
 
 PORTS = "news"
 
@@ -248,6 +248,19 @@ def test_synth_depth_across_blocks(toy_report):
     path = blocks["(top)"].depth["generic"]
     assert path.blocks == ["parity", "(top)"] and path.levels >= 3
     assert worst.levels >= path.levels
+
+
+def test_synth_only_some_blocks(tmp_path):
+    """``synth-report --only``: one block's own paths, its ports taken as registers."""
+    found = block_paths(_Toy(), ["parity"], jobs=1, workdir=tmp_path, name="toy")
+    assert set(found) == {"parity"}
+    worst = found["parity"][0]
+    # The 64-input XOR from the input register to the output pin: three 6-input LUT levels.
+    assert worst.levels >= 3 and worst.end == ("parity", "pin o")
+    assert worst.nets[0].startswith("parity/") and len(worst.nets) == worst.levels + 1
+    assert not (tmp_path / "adder_alm.json").exists()
+    with pytest.raises(ValueError, match="no block nope"):
+        block_paths(_Toy(), ["nope"], workdir=tmp_path, name="toy")
 
 
 def test_synth_markdown(toy_report):
