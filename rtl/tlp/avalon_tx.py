@@ -92,6 +92,9 @@ class AvalonST128TX(wiring.Component):
     """
 
     def __init__(self, *, depth=512, hdr_depth=32, start_level=None, counter_width=32):
+        if depth < 4 or hdr_depth < 2:
+            raise ValueError(f"depth must be at least 4 and hdr_depth at least 2, not {depth} "
+                             f"and {hdr_depth}")
         if start_level is not None and not 1 <= start_level <= depth:
             raise ValueError(f"start_level must be in 1..{depth}, not {start_level}")
         self._depth = depth
@@ -127,8 +130,16 @@ class AvalonST128TX(wiring.Component):
         m.submodules.sfifo = sfifo = SyncFIFO(width=2, depth=self._hdr_depth)
         i = self.i_tlp
         w_d = data.View(_TXData, dfifo.w_data)
+        # Room flags from registers: at most one beat is written per cycle, so a FIFO holding at
+        # most depth - 2 entries in the previous cycle has room now.  `i_tlp.ready` then comes
+        # from flip-flops through one LUT, and no path runs from the FIFO levels through the
+        # crossbar's grant into the other blocks (issue 5's budget); each FIFO gives up one entry.
+        room_d, room_h, room_s = Signal(), Signal(), Signal()
+        m.d.sync += [room_d.eq(dfifo.level <= self._depth - 2),
+                     room_h.eq(hfifo.level <= self._hdr_depth - 2),
+                     room_s.eq(sfifo.level <= self._hdr_depth - 2)]
         m.d.comb += [
-            i.ready.eq(dfifo.w_rdy & (hfifo.w_rdy | ~i.p.first) & (sfifo.w_rdy | ~i.p.last)),
+            i.ready.eq(room_d & (room_h | ~i.p.first) & (room_s | ~i.p.last)),
             w_d.data.eq(i.p.data),
             w_d.dw_en.eq(i.p.dw_en),
             w_d.last.eq(i.p.last),
@@ -270,7 +281,7 @@ class AvalonST128TX(wiring.Component):
         # shorter ones, so those are always held whole.
         can_start = hfifo.r_rdy & dfifo.r_rdy & (
             (sfifo.r_rdy & ~sfifo.r_data.any())
-            | (hh.long & ((dfifo.level >= self._start_level) | ~dfifo.w_rdy)))
+            | (hh.long & ((dfifo.level >= self._start_level) | ~room_d)))
 
         with m.FSM():
             with m.State("IDLE"):
