@@ -14,6 +14,7 @@ TLPs.  Nothing here is asserted; the regression asserts the goals.
 
 import argparse
 import json
+import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -80,11 +81,14 @@ def router(count):
         return latency.result(), busy.result(), pio.result()
 
 
-def dma_run(quick, read_latency_ns=500, chain=None, max_total=None):
+def dma_run(quick, read_latency_ns=500, chain=None, max_total=None, subset=None):
     """Run the DMA figures (``tb/dma/dma_perf_tb.py``) on two chips; return the saved JSON.
 
     ``chain`` and ``max_total`` override the chain length and the bytes per point of Figures 4
-    and 7 (quick mode: 32 and 128 KiB; full: 128 and 512 KiB)."""
+    and 7 (quick mode: 32 and 128 KiB; full: 128 and 512 KiB).  ``subset`` (``figures``,
+    ``sizes``, ``halo_n``) runs only some points; their results go to a separate file and never
+    into the document."""
+    result_file = DMA_RESULT.with_name("subset.json") if subset else DMA_RESULT
     sys.path.insert(0, str(HERE / "dma"))
     sys.path.insert(0, str(HERE / "system"))
     from chips_top import Chips
@@ -92,10 +96,25 @@ def dma_run(quick, read_latency_ns=500, chain=None, max_total=None):
     run_cocotb(component=Chips(2), toplevel="chips2", test_module="dma_perf_tb",
                name="bench-dma", test_dir=HERE / "dma", testcase="figures", seed=1,
                params={"quick": quick, "read_latency_ns": read_latency_ns,
-                       "result_file": str(DMA_RESULT),
+                       "result_file": str(result_file), **(subset or {}),
                        **({"chain": chain} if chain else {}),
                        **({"max_total": max_total} if max_total else {})})
-    return json.loads(DMA_RESULT.read_text())
+    result = json.loads(result_file.read_text())
+    result.update(commit=_commit(), command="python tb/benchmarks.py --dma" + (
+        " --quick" if quick else "") + (f" --chain {chain}" if chain else "") + (
+        f" --max-total {max_total}" if max_total else "") + (
+        f" --read-latency {read_latency_ns:g}" if read_latency_ns != 500 else ""))
+    result_file.write_text(json.dumps(result, indent=1))
+    return result
+
+
+def _commit():
+    """The checked-out commit (and whether the tree had changes), so a figure names its design."""
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout
+    head = git("rev-parse", "--short", "HEAD").strip() or "unknown"
+    return head + ("+changes" if git("status", "--porcelain", "--untracked-files=no", "rtl")
+                   .strip() else "")
 
 
 def dma_section(result):
@@ -256,16 +275,35 @@ def main(argv=None):
     parser.add_argument("--max-total", type=int, default=None,
                         help="DMA Figures 4 and 7: bytes per point at most (default 128 KiB "
                              "with --quick, else 512 KiB)")
+    parser.add_argument("--figures", default=None,
+                        help="with --dma: only these DMA figures (comma-separated: chain128, "
+                             "single, chain4k, halo); printed, not written to the document")
+    parser.add_argument("--sizes", default=None,
+                        help="with --dma: only these transfer sizes in bytes (comma-separated) "
+                             "for chain128 and single; printed, not written")
+    parser.add_argument("--halo-n", default=None,
+                        help="with --dma: only these halo arrays N (comma-separated); printed, "
+                             "not written")
     parser.add_argument("--read-latency", type=float, default=500,
                         help="host memory read latency of the DMA figures, ns (default 500)")
     args = parser.parse_args(argv)
     if args.doc_only:
         return doc_from_saved()
+    subset = {k: v for k, v in (
+        ("figures", args.figures and args.figures.split(",")),
+        ("sizes", args.sizes and [int(x) for x in args.sizes.split(",")]),
+        ("halo_n", args.halo_n and [int(x) for x in args.halo_n.split(",")])) if v}
+    if subset and not args.dma:
+        parser.error("--figures, --sizes and --halo-n go with --dma")
     if args.dma:
         start = time.time()
-        result = dma_run(args.quick, args.read_latency, args.chain, args.max_total)
+        result = dma_run(args.quick, args.read_latency, args.chain, args.max_total, subset)
         from dma_plots import print_dma
         print_dma(result)
+        if subset:
+            print(f"DMA subset at commit {result['commit']} in {time.time() - start:.0f} s "
+                  f"(not written to {DOC.relative_to(ROOT)})")
+            return
         doc_from_saved()
         print(f"DMA figures in {time.time() - start:.0f} s; wrote {DOC.relative_to(ROOT)}")
         return

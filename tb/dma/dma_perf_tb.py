@@ -113,9 +113,17 @@ async def figures(dut):
         r = out[-1]
         dut._log.info("%s: %s", fig, {k: v for k, v in r.items() if k != "figure"})
 
+    # A subset (a check of single points): "figures" names the figures to run, "sizes" the
+    # sizes of Figures 4, 5 and 7, "halo_n" the arrays of the halo planes.
+    wanted = set(PARAMS.get("figures") or ("chain128", "single", "chain4k", "halo"))
+    only_sizes = PARAMS.get("sizes")
+
+    def fig_sizes():
+        return [s for s in sizes(quick) if not only_sizes or s in only_sizes]
+
     # Figures 4 and 7: 128 chained transfers of each size, local and to the neighbour.
     chain = PARAMS.get("chain", 32 if quick else 128)
-    for size in sizes(quick):
+    for size in fig_sizes() if "chain128" in wanted else ():
         n = max(1, min(chain, max_total // size))
         for where, node, port in (("local", 0, "N"), ("neighbour", 1, "E")):
             job = Job(0, 0, [memcpy(src + i * size, dst(node, 0x1000 + i * size), size)
@@ -124,14 +132,15 @@ async def figures(dut):
             record("chain128", where=where, size=size, count=n, **r)
 
     # Figure 5: one transfer, with a descriptor or in register mode (local).
-    for size in sizes(quick):
+    for size in fig_sizes() if "single" in wanted else ():
         for reg in (False, True):
             job = Job(0, 1, [memcpy(src, dst(0), size)], reg=reg)
             r = await measure(job, "N")
             record("single", mode="register" if reg else "descriptor", size=size, **r)
 
     # Figure 6: 4 KiB transfers, chain length 1..128 (local).
-    for n in ([1, 2, 4, 8, 16, 32] if quick else [1, 2, 4, 8, 16, 32, 64, 128]):
+    for n in (([1, 2, 4, 8, 16, 32] if quick else [1, 2, 4, 8, 16, 32, 64, 128])
+              if "chain4k" in wanted else ()):
         job = Job(0, 2, [memcpy(src + 4096 * i, dst(0, 0x1000 + 4096 * i), 4096)
                          for i in range(n)])
         r = await measure(job, "N")
@@ -139,7 +148,8 @@ async def figures(dut):
 
     # Halo planes of N^3 arrays to the neighbour: one block-stride descriptor against one
     # contiguous descriptor of the same bytes.
-    for n in ([16, 64] if quick else [16, 32, 64]):
+    for n in ((PARAMS.get("halo_n") or ([16, 64] if quick else [16, 32, 64]))
+              if "halo" in wanted else ()):
         for plane in ("jk", "ik", "ij"):
             t = halo_transfer(n, plane, src, dst(1, 0), n - 2, 0)
             for shape, tr in (("block-stride", t), ("contiguous", contiguous(t))):
