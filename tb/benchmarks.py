@@ -329,7 +329,8 @@ def main(argv=None):
         print(f"{r['payload']:>8} {r['header_dw']:>4} {r['tlps']:>6} {r['gbps']:>7.3f} "
               f"{r['bound_gbps']:>7.3f} {100 * r['fraction']:>8.1f}%")
     plot(results)
-    command = "python tb/benchmarks.py" + (" --quick" if args.quick else "")
+    command = "python tb/benchmarks.py" + (" --quick" if args.quick else "") + (
+        " --no-dma" if args.no_dma else "")
     write_doc(results, command, time.time() - start, router_section(latency, busy, pio) + extra)
     print(f"wrote {DOC.relative_to(ROOT)} and {PLOT.relative_to(ROOT)}")
 
