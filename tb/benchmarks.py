@@ -89,7 +89,6 @@ def dma_run(quick, read_latency_ns=500, chain=None, max_total=None, subset=None)
     ``sizes``, ``halo_n``) runs only some points; their results go to a separate file and never
     into the document."""
     result_file = DMA_RESULT.with_name("subset.json") if subset else DMA_RESULT
-    sys.path.insert(0, str(HERE / "dma"))
     sys.path.insert(0, str(HERE / "system"))
     from chips_top import Chips
     DMA_RESULT.parent.mkdir(parents=True, exist_ok=True)
@@ -120,6 +119,11 @@ def _commit():
 def dma_section(result):
     from dma_plots import dma_markdown
     return dma_markdown(result, ROOT / "docs" / "img")
+
+
+def saved_dma_section():
+    """The DMA section from the last full DMA run's saved results ("" if there is none)."""
+    return dma_section(json.loads(DMA_RESULT.read_text())) if DMA_RESULT.exists() else ""
 
 
 def router_section(latency, busy, pio):
@@ -242,7 +246,7 @@ def _saved(name):
     return json.loads((ROOT / "sim_build" / name / "bench.json").read_text())
 
 
-def doc_from_saved(dma=True):
+def doc_from_saved():
     results = []
     for header in ("4dw", "3dw"):
         for payload in (32, 64, 128, 256, 512):
@@ -251,8 +255,7 @@ def doc_from_saved(dma=True):
             results.append(r)
     extra = router_section(_saved("bench-router-latency"), _saved("bench-router-all_ports_busy"),
                            _saved("bench-system-latency"))
-    if dma and DMA_RESULT.exists():
-        extra += dma_section(json.loads(DMA_RESULT.read_text()))
+    extra += saved_dma_section()
     plot(results)
     write_doc(results, "python tb/benchmarks.py", None, extra)
     print(f"wrote {DOC.relative_to(ROOT)} from saved results")
@@ -312,8 +315,7 @@ def main(argv=None):
     results = loopback(count)
     latency, busy, pio = router(300 if args.quick else 1000)
     # With --no-dma the DMA section comes from the last DMA run's saved results, if any.
-    extra = dma_section(json.loads(DMA_RESULT.read_text())) \
-        if args.no_dma and DMA_RESULT.exists() else ""
+    extra = saved_dma_section() if args.no_dma else ""
     if not args.no_dma:
         dma = dma_run(args.quick, args.read_latency, args.chain, args.max_total)
         from dma_plots import print_dma

@@ -215,10 +215,7 @@ def synthesize(top, *, name="peach2", jobs=2, workdir=None, parameters=None):
         scripts.append(_script(work, "_top", name,
                                f"read_rtlil core.il\nblackbox {blackbox}\n"
                                f"hierarchy -top {name}\n"))
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            for future in [pool.submit(_yosys, script, work, f"{script}.log")
-                           for script in scripts]:
-                future.result()
+        _run(scripts, work, jobs)
         paths = {}
         for flow in ("generic", "alm"):
             paths[flow] = _measure(work, flow, name, blocks, glue, runs)
@@ -238,35 +235,37 @@ def block_paths(top, only, *, name="peach2", jobs=2, workdir=None, flow="alm"):
     unknown = [b for b in only if b not in known]
     if unknown:
         raise ValueError(f"no block {', '.join(unknown)}; blocks are {', '.join(known)}")
-    stage = {"alm": _ALM, "generic": _GENERIC}[flow]
     result = {}
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(workdir or scratch)
         work.mkdir(parents=True, exist_ok=True)
         (work / "core.il").write_text(text)
-        scripts = []
-        for inst in only:
-            module = f"{name}.{inst}"
-            path = work / f"{inst}.ys"
-            path.write_text(f"read_rtlil core.il\nhierarchy -top {module}\n"
-                            "design -save rtl\n" + stage.format(top=module, out=inst))
-            scripts.append(path.name)
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            for future in [pool.submit(_yosys, script, work, f"{script}.log")
-                           for script in scripts]:
-                future.result()
+        _run([_script(work, inst, f"{name}.{inst}",
+                      f"read_rtlil core.il\nhierarchy -top {name}.{inst}\n", (flow,))
+              for inst in only], work, jobs)
         for inst in only:
             netlist = json.loads((work / f"{inst}_{flow}.json").read_text())
             result[inst] = _own_paths(inst, netlist["modules"][f"{name}.{inst}"])
     return result
 
 
-def _script(work, stem, module, prologue):
+_FLOWS = {"generic": _GENERIC, "alm": _ALM}
+
+
+def _script(work, stem, module, prologue, flows=tuple(_FLOWS)):
+    """Write a Yosys script mapping ``module`` with each of ``flows``; return its file name."""
     path = work / f"{stem}.ys"
     path.write_text(prologue + "design -save rtl\n"
-                    + _GENERIC.format(top=module, out=stem)
-                    + _ALM.format(top=module, out=stem))
+                    + "".join(_FLOWS[f].format(top=module, out=stem) for f in flows))
     return path.name
+
+
+def _run(scripts, work, jobs):
+    """Run the Yosys scripts in ``work``, ``jobs`` at once."""
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        for future in [pool.submit(_yosys, script, work, f"{script}.log")
+                       for script in scripts]:
+            future.result()
 
 
 def _own_paths(scope, module, skip=()):
