@@ -20,12 +20,16 @@ planner
 completion receiver
     Completions from port N, matched by tag against the window of outstanding reads; their data
     is written into the reserved rows at the offset the byte count gives (any split, any order
-    across tags).  Four 32-bit banks, so a beat lands at any DW offset in one cycle.
+    across tags).  Four 32-bit banks, so a beat lands at any DW offset in one cycle.  Four
+    stages: the beat and the tag's table entry; the placement and the tag's state (done bit, DWs
+    received, with what the next stages change forwarded); the checks; the bank writes.
 writer
-    Pops the queue in order.  A read whose data is complete becomes memory writes (split at the
-    max payload size on destination boundaries), which read the buffer through a byte shifter
-    (source to destination alignment), are routed by the route table (N-bound ones translated)
-    and enter the crossbar.  Descriptor fetches fill the channel's prefetch buffer; marks become
+    Pops the queue in order into a head register (stage A), which sees its read's done bit and
+    error one cycle after the receiver sets them.  A read whose data is complete becomes memory
+    writes (split at the max payload size on destination boundaries), which read the buffer
+    through a byte shifter (source to destination alignment), are routed by the route table
+    (stage A', lookup and the N-bound translation registered before the header is built) and
+    enter the crossbar.  Descriptor fetches fill the channel's prefetch buffer; marks become
     the completion write or a no-op that carries the counters.  A read's tag and rows are freed
     when its last write has read them, in issue order.
 """
@@ -624,6 +628,8 @@ class DMA(wiring.Component):
         s1_valid = Signal()
         s1_rel = Signal(8)
         s1_idx = Signal(TB)
+        s1_bc = Signal(13)
+        s1_len = Signal(11)
         s1_inwin = Signal()
         h = i.p.hdr
         tmask = Mux(ext_tags, 0xFF, 0x1F)
@@ -634,18 +640,41 @@ class DMA(wiring.Component):
         with m.If(i.valid & i.p.first):
             # With 5-bit tags a tag above 31 is never one of ours.
             m.d.sync += [s1_rel.eq(rel), s1_idx.eq(idx),
-                         s1_inwin.eq((rel < outstanding) & (ext_tags | (h.cpl.tag[5:] == 0)))]
+                         s1_inwin.eq((rel < outstanding) & (ext_tags | (h.cpl.tag[5:] == 0))),
+                         s1_bc.eq(Mux(h.cpl.byte_count == 0, 4096, h.cpl.byte_count)),
+                         s1_len.eq(Mux(h.common.length == 0, 1024, h.common.length))]
 
-        # Stage 2: checks and placement, registered.
+        # Stage 2a: the tag's state and the completion's placement, registered.  The tag's
+        # done bit and DW count are read here; what stage 2b and stage 3 change in this cycle
+        # is forwarded to stage 2b below.
         info = ti_r.data
         hd = s1.hdr.cpl
-        bc = Mux(hd.byte_count == 0, 4096, hd.byte_count)
+        bc = s1_bc
         req_dws = (Cat(info.src_lo, Const(0, 11)) + info.nbytes + 3) >> 2
         off = Signal(13)    # byte offset of the completion's first byte from src & ~3
         m.d.comb += off.eq(info.src_lo + info.nbytes - bc)
         k0 = off[2:]
-        length = Mux(hd.length == 0, 1024, hd.length)
+        length = s1_len
+        t = Signal.like(i.p)
+        t_valid = Signal()
+        t_known = Signal()      # in the window of outstanding reads, and not done
+        t_k0 = Signal(11)
+        t_end = Signal(12)      # k0 + length
+        t_final = Signal()
+        t_bad = Signal()        # malformed, whatever the tag's DW count
+        t_code = Signal(4)      # the status's error code (poisoned, UR, CA), or 0
+        t_k0_ok = Signal()      # k0 is the tag's DW count as read here
+        t_k0_fw = Signal()      # k0 is the DW count stage 2b leaves this cycle
+        t_same2 = Signal()      # same tag as the packet stage 2b decides on this cycle
+        t_same3 = Signal()      # same tag as the beat stage 3 finishes this cycle
+        t_base = Signal(RB)
+        t_idx = Signal(TB)
 
+        pkt_good = Signal()
+        pkt_k = Signal(11)
+        pkt_base = Signal(RB)
+        pkt_idx = Signal(TB)
+        pkt_final = Signal()
         s2 = Signal.like(i.p)
         s2_valid = Signal()
         s2_good = Signal()      # write this packet's data
@@ -653,14 +682,9 @@ class DMA(wiring.Component):
         s2_base = Signal(RB)
         s2_idx = Signal(TB)
         s2_final = Signal()
-        pkt_good = Signal()
-        pkt_k = Signal(11)
-        pkt_base = Signal(RB)
-        pkt_idx = Signal(TB)
-        pkt_final = Signal()
-        m.d.sync += [s2.eq(s1), s2_valid.eq(s1_valid)]
+
+        m.d.sync += [t.eq(s1), t_valid.eq(s1_valid)]
         with m.If(s1_valid & s1.first):
-            known = s1_inwin & ~done.bit_select(s1_idx, 1)
             status = hd.status.as_value()
             code = Signal(4)
             m.d.comb += code.eq(0)
@@ -670,35 +694,59 @@ class DMA(wiring.Component):
                 m.d.comb += code.eq(DmaError.CPL_UR)
             with m.Elif(status != CplStatus.SC.value):
                 m.d.comb += code.eq(DmaError.CPL_CA)
-            with m.Elif((bc > info.nbytes) | (k0 + length > req_dws) | (k0 != rcv[s1_idx])
-                        | (hd.lower_address[:2] != off[:2]) | s1.err):
-                m.d.comb += code.eq(DmaError.CPL_MALFORMED)
-            final = k0 + length == req_dws
-            m.d.sync += self.poisoned_cpl.eq(s1.hdr.common.ep & ~s1.err)
+            m.d.sync += [
+                t_known.eq(s1_inwin & ~done.bit_select(s1_idx, 1)),
+                t_k0.eq(k0), t_end.eq(k0 + length), t_final.eq(k0 + length == req_dws),
+                t_bad.eq((bc > info.nbytes) | (k0 + length > req_dws)
+                         | (hd.lower_address[:2] != off[:2]) | s1.err),
+                t_code.eq(code),
+                t_k0_ok.eq(k0 == rcv[s1_idx]),
+                t_k0_fw.eq(k0 == t_end),
+                t_same2.eq(s1_idx == Mux(t.first, t_idx, pkt_idx)),
+                t_same3.eq(s1_idx == s2_idx),
+                t_base.eq(info.base), t_idx.eq(s1_idx),
+            ]
+
+        # Stage 2b: checks and placement, registered.
+        f2_good = Signal()      # stage 2b's last cycle: a good first beat (it set the DW count)
+        f2_fail = Signal()      # stage 2b's last cycle: it failed the tag (set its done bit)
+        f3_done = Signal()      # stage 3's last cycle: it set the tag's done bit
+        m.d.sync += [f2_good.eq(0), f2_fail.eq(0),
+                     f3_done.eq(s2_valid & s2.last & s2_good & s2_final)]
+        with m.If(t_valid & t.first):
+            known = t_known & ~(t_same2 & f2_fail) & ~(t_same3 & f3_done)
+            k0_ok = Mux(t_same2 & f2_good, t_k0_fw, t_k0_ok)
+            code = Signal(4)
+            m.d.comb += code.eq(Mux(t_code != 0, t_code,
+                                    Mux(t_bad | ~k0_ok, DmaError.CPL_MALFORMED, 0)))
+            m.d.sync += self.poisoned_cpl.eq(t.hdr.common.ep & ~t.err)
             with m.If(~known):
-                m.d.sync += self.unexpected_cpl.eq(~s1.err & ~s1.hdr.common.ep)
+                m.d.sync += self.unexpected_cpl.eq(~t.err & ~t.hdr.common.ep)
             with m.Elif(code != 0):
-                for t in range(NT):
-                    with m.If(s1_idx == t):
-                        m.d.sync += [terr[t].eq(code), done[t].eq(1)]
+                for tg in range(NT):
+                    with m.If(t_idx == tg):
+                        m.d.sync += [terr[tg].eq(code), done[tg].eq(1)]
+                m.d.sync += f2_fail.eq(1)
             good = known & (code == 0)
             with m.If(good):
-                for t in range(NT):
-                    with m.If(s1_idx == t):
-                        m.d.sync += rcv[t].eq(k0 + length)
-            m.d.sync += [s2_good.eq(good), s2_k.eq(k0), s2_base.eq(info.base),
-                         s2_idx.eq(s1_idx), s2_final.eq(final & (code == 0))]
-            m.d.sync += [pkt_good.eq(good), pkt_k.eq(k0 + 4), pkt_base.eq(info.base),
-                         pkt_idx.eq(s1_idx), pkt_final.eq(final & (code == 0))]
-        with m.Elif(s1_valid):
+                for tg in range(NT):
+                    with m.If(t_idx == tg):
+                        m.d.sync += rcv[tg].eq(t_end)
+            m.d.sync += [f2_good.eq(good),
+                         s2_good.eq(good), s2_k.eq(t_k0), s2_base.eq(t_base),
+                         s2_idx.eq(t_idx), s2_final.eq(t_final & (code == 0))]
+            m.d.sync += [pkt_good.eq(good), pkt_k.eq(t_k0 + 4), pkt_base.eq(t_base),
+                         pkt_idx.eq(t_idx), pkt_final.eq(t_final & (code == 0))]
+        with m.Elif(t_valid):
             m.d.sync += [s2_good.eq(pkt_good), s2_k.eq(pkt_k), s2_base.eq(pkt_base),
                          s2_idx.eq(pkt_idx), s2_final.eq(pkt_final), pkt_k.eq(pkt_k + 4)]
-            with m.If(s1.err & pkt_good):
+            with m.If(t.err & pkt_good):
                 # A completion the RX adapter ended with err: its data is lost.
-                for t in range(NT):
-                    with m.If(pkt_idx == t):
-                        m.d.sync += [terr[t].eq(DmaError.CPL_MALFORMED), done[t].eq(1)]
-                m.d.sync += s2_good.eq(0)
+                for tg in range(NT):
+                    with m.If(pkt_idx == tg):
+                        m.d.sync += [terr[tg].eq(DmaError.CPL_MALFORMED), done[tg].eq(1)]
+                m.d.sync += [s2_good.eq(0), f2_fail.eq(1)]
+        m.d.sync += [s2.eq(t), s2_valid.eq(t_valid)]
 
         # Stage 3: bank writes.  DW k of the read lives in row base + k // 4, bank k % 4.
         for j, (wp, _, _) in enumerate(banks):
@@ -730,24 +778,44 @@ class DMA(wiring.Component):
         it_w = data.View(Item, items.w_data)
         m.d.comb += items.w_en.eq(0)
 
-        # Stage A: split the head entry into items.
-        e = q_r
-        e_done = done.bit_select(e.tag, 1)
-        e_err = terr[e.tag]
-        off = Signal(10)
-        a = Signal(64)
-        m.d.comb += a.eq(e.addr + off)
+        # Stage A: split the head entry into items.  The head entry is first copied from the
+        # queue into a register (h), with what the split needs precomputed (the destination of
+        # the next piece, the bytes left, whether the next piece is the last), so the decision
+        # to take the next entry depends on registers only.  The tag's done bit and error code
+        # are looked up one cycle ahead (for the entry being loaded, and for the one held), so
+        # they lag the receiver by one cycle (done bits only rise while a tag is outstanding).
+        h = Signal(Entry)
+        h_valid = Signal()
+        h_load = Signal()
+        loaded = Signal()                   # h was loaded last cycle
+        dq_done = Signal()
+        dq_err = Signal(4)
+        dh_done = Signal()
+        dh_err = Signal(4)
+        m.d.sync += [
+            loaded.eq(h_load),
+            dq_done.eq(done.bit_select(q_r.tag, 1)), dq_err.eq(terr[q_r.tag]),
+            dh_done.eq(done.bit_select(h.tag, 1)), dh_err.eq(terr[h.tag]),
+        ]
+        e = h
+        e_done = Mux(loaded, dq_done, dh_done)
+        e_err = Mux(loaded, dq_err, dh_err)
+        a = Signal(64)                      # destination of the next piece
+        left = Signal(10)                   # bytes of the entry not yet emitted
+        off = Signal(10)                    # bytes of the entry emitted
+        h_last = Signal()                   # the next piece is the last: left <= piece_cap
         piece_cap = mps - (a[:10] & (mps - 1))
-        left = e.nbytes - off
         piece = Signal(10)
-        m.d.comb += piece.eq(Mux(left < piece_cap, left, piece_cap))
+        m.d.comb += piece.eq(Mux(h_last, left, piece_cap))
         # Buffer byte of the write's first payload byte (its DW start), plus 16: a first write
         # whose destination is less aligned than its source starts up to 3 bytes before the
         # read's first byte.
         Sp = Signal(12)
         m.d.comb += Sp.eq(16 + e.src_lo + off - a[:2])
         wait = Signal(32)
+        tmo_hit = Signal()
         tmo = self.dma_timeout
+        m.d.sync += tmo_hit.eq((tmo != 0) & (wait >= tmo))
 
         def emit(kind, **fields):
             m.d.comb += [items.w_en.eq(1), it_w.kind.eq(kind), it_w.chan.eq(e.chan),
@@ -755,14 +823,19 @@ class DMA(wiring.Component):
             for k, v in fields.items():
                 m.d.comb += getattr(it_w, k).eq(v)
 
-        m.d.comb += queue.r_en.eq(0)
-        with m.If(queue.r_rdy & items.w_rdy):
+        consume = Signal()
+        m.d.comb += consume.eq(0)
+
+        def pop():
+            m.d.comb += consume.eq(1)
+            m.d.sync += [wait.eq(0), tmo_hit.eq(0)]
+
+        with m.If(h_valid & items.w_rdy):
             with m.Switch(e.kind):
                 with m.Case(_Kind.DATA, _Kind.FETCH):
                     # Even a failed channel waits for its reads (or their timeout) before it
                     # frees their tags, so a late completion cannot land in reused rows.
-                    timed_out = (tmo != 0) & (wait >= tmo)
-                    with m.If(~e_done & ~timed_out):
+                    with m.If(~e_done & ~tmo_hit):
                         m.d.sync += wait.eq(wait + 1)
                     with m.Elif(~e_done | (e_err != 0) | abort[e.chan]):
                         with m.If(~e_done):
@@ -770,59 +843,85 @@ class DMA(wiring.Component):
                         with m.Elif(e_err != 0):
                             fail(e.chan, e_err, e.desc)
                         emit(_Item.NOP, release=1, rel_rows=e.rows, retire=1)
-                        m.d.comb += queue.r_en.eq(1)
-                        m.d.sync += [wait.eq(0), off.eq(0)]
+                        pop()
                     with m.Elif(e.kind == _Kind.FETCH):
                         emit(_Item.DESC, row=e.base, u=0, release=1, rel_rows=e.rows,
                              retire=1, ext=e.ext)
-                        m.d.comb += queue.r_en.eq(1)
-                        m.d.sync += [wait.eq(0), off.eq(0)]
+                        pop()
                     with m.Else():
-                        last = piece == left
                         emit(_Item.WRITE, addr=a, nbytes=piece,
                              row=(e.base + Sp[4:] - 1)[:RB], u=Sp[:4],
-                             release=last, rel_rows=e.rows, retire=last)
-                        m.d.sync += off.eq(off + piece)
-                        with m.If(last):
-                            m.d.comb += queue.r_en.eq(1)
-                            m.d.sync += [wait.eq(0), off.eq(0)]
+                             release=h_last, rel_rows=e.rows, retire=h_last)
+                        # After the first piece the destination is MPS-aligned.
+                        m.d.sync += [a.eq(a + piece), left.eq(left - piece),
+                                     off.eq(off + piece),
+                                     h_last.eq(left <= piece_cap + mps)]
+                        with m.If(h_last):
+                            pop()
                 with m.Case(_Kind.FAULT):
                     fail(e.chan, e.code, e.desc)
                     emit(_Item.NOP, retire=1)
-                    m.d.comb += queue.r_en.eq(1)
+                    pop()
                 with m.Default():       # MARK
                     # Decided here, in queue order: a fault reported later (behind this mark)
                     # does not take this descriptor back.
                     send = e.seq & ~abort[e.chan]
                     emit(Mux(send, _Item.SEQ, _Item.NOP), addr=e.addr, nbytes=4, value=e.value,
                          retire=1, mark=~abort[e.chan], irq=e.irq)
-                    m.d.comb += queue.r_en.eq(1)
+                    pop()
 
-        # Stage A': route lookup, translation and header, into a second FIFO.
-        m.submodules.items2 = items2 = SyncFIFOBuffered(width=Item.size + 128 + 6, depth=4)
-        Item2 = data.StructLayout({"it": Item, "hdr": TLPHeader, "dest": 6})
-        i1 = data.View(Item, items.r_data)
+        m.d.comb += [h_load.eq(~h_valid | consume), queue.r_en.eq(h_load)]
+        with m.If(h_load):
+            m.d.sync += [
+                h_valid.eq(queue.r_rdy), h.eq(q_r),
+                a.eq(q_r.addr), left.eq(q_r.nbytes), off.eq(0),
+                h_last.eq(q_r.nbytes <= mps - (q_r.addr[:10] & (mps - 1))),
+            ]
+
+        # Stage A': route lookup and the translated address (registered), then the header,
+        # into a second FIFO.
+        m.submodules.items2 = items2 = SyncFIFOBuffered(width=Item.size + 128 + 6 + 8, depth=4)
+        Item2 = data.StructLayout({"it": Item, "hdr": TLPHeader, "dest": 6, "nbm1": 8})
+        i0 = data.View(Item, items.r_data)
+        p_valid = Signal()
+        i1 = Signal(Item)
+        p_hit = Signal()
+        p_port = Signal(2)
+        p_tr = Signal(64)                   # the address after the node offset subtraction
+        p_take = ~p_valid | items2.w_rdy
+        hit0, port0 = route_lookup(m, i0.addr, self.routes)
+        m.d.comb += items.r_en.eq(p_take)
+        with m.If(p_take):
+            m.d.sync += [
+                p_valid.eq(items.r_rdy), i1.eq(i0), p_hit.eq(hit0),
+                p_port.eq(port0.as_value()),
+                p_tr.eq(Cat(i0.addr[:2],
+                            (Cat(Const(0, 2), i0.addr[2:]) - self.node_offset)[2:64])),
+            ]
         i2w = data.View(Item2, items2.w_data)
-        hdr = Signal(TLPHeader)
         ia = i1.addr
-        m.d.comb += hdr.eq(_mem_header(ia, i1.nbytes, Const(0, 8), self.requester_id,
-                                       write=True))
-        hit, port = route_lookup(m, ia, self.routes)
-        is_write = (i1.kind == _Item.WRITE) | (i1.kind == _Item.SEQ)
-        port = port.as_value()
+        hit = p_hit
+        port = p_port
         to_n = port == 0
+        is_write = (i1.kind == _Item.WRITE) | (i1.kind == _Item.SEQ)
+        # The N-bound header carries the translated address (translate_header's result).
         m.d.comb += [
             i2w.it.eq(i1),
-            i2w.hdr.eq(Mux(to_n, translate_header(hdr, self.node_offset), hdr.as_value())),
+            i2w.hdr.eq(_mem_header(Mux(to_n, p_tr, ia), i1.nbytes, Const(0, 8),
+                                   self.requester_id, write=True)),
             i2w.dest.eq(1 << port),
-            items2.w_en.eq(items.r_rdy & items2.w_rdy),
-            items.r_en.eq(items.r_rdy & items2.w_rdy),
+            # Beats of the item, minus one: a write's payload DWs (from its address and length),
+            # 4 or 2 for a descriptor load, 1 otherwise.
+            i2w.nbm1.eq(Mux(i1.kind == _Item.WRITE,
+                            ((Cat(ia[:2], Const(0, 8)) + i1.nbytes + 3)[2:] - 1) >> 2,
+                            Mux(i1.kind == _Item.DESC, Mux(i1.ext, 3, 1), 0))),
+            items2.w_en.eq(p_valid & items2.w_rdy),
         ]
         # Stage A decided every item in queue order; only what this stage finds itself (an
         # unroutable write) stops the channel here, and every later item of that channel
         # becomes a no-op (and no descriptor is counted done any more).
         dropping = unroutable[i1.chan]
-        with m.If(items.r_rdy & items2.w_rdy):
+        with m.If(p_valid & items2.w_rdy):
             with m.If(is_write & ~hit & ~dropping):
                 fail(i1.chan, DmaError.DST_UNROUTABLE, i1.desc)
                 for c in range(NC):
@@ -844,13 +943,13 @@ class DMA(wiring.Component):
         b = data.View(Item2, items2.r_data)
         bi = b.it
         beat = Signal(8)
-        b_dws = b.hdr.common.length
-        n_beats = Mux(bi.kind == _Item.WRITE, (b_dws + 3) >> 2,
-                      Mux(bi.kind == _Item.DESC, Mux(bi.ext, 4, 2), 1))
-        b_last = beat + 1 == n_beats
+        b_last = beat == b.nbm1
         c1 = Signal()                       # a command is in the memory read stage
-        credit = ofifo.level + c1 < OUT_DEPTH - 1
+        # Room in the output FIFO for one more beat, registered: the level a cycle ago plus the
+        # beats then on their way bounds the level now.
+        credit = Signal()
         go = items2.r_rdy & credit
+        m.d.sync += credit.eq(ofifo.level + c1 + go < OUT_DEPTH - 1)
         m.d.comb += items2.r_en.eq(go & b_last)
         with m.If(go):
             m.d.sync += beat.eq(Mux(b_last, 0, beat + 1))
