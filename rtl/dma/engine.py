@@ -22,15 +22,18 @@ completion receiver
     is written into the reserved rows at the offset the byte count gives (any split, any order
     across tags).  Four 32-bit banks, so a beat lands at any DW offset in one cycle.  Four
     stages: the beat and the tag's table entry; the placement and the tag's state (done bit, DWs
-    received, with what the next stages change forwarded); the checks; the bank writes.
+    received, with what the next stages change forwarded); the checks; the bank writes.  A
+    descriptor fetch's data goes straight into its channel's prefetch buffer instead (it takes
+    no rows), and the buffer is valid as soon as the fetch's last DW is in, so the planner
+    loads the descriptor without waiting for the writer to reach the fetch in the queue.
 writer
     Pops the queue in order into a head register (stage A), which sees its read's done bit and
     error one cycle after the receiver sets them.  A read whose data is complete becomes memory
     writes (split at the max payload size on destination boundaries), which read the buffer
     through a byte shifter (source to destination alignment), are routed by the route table
     (stage A', lookup and the N-bound translation registered before the header is built) and
-    enter the crossbar.  Descriptor fetches fill the channel's prefetch buffer; marks become
-    the completion write or a no-op that carries the counters.  A read's tag and rows are freed
+    enter the crossbar.  A descriptor fetch only frees its tag here (or reports its fault, in
+    queue order); marks become the completion write or a no-op that carries the counters.  A read's tag and rows are freed
     when its last write has read them, in issue order.
 """
 
@@ -84,7 +87,7 @@ class _Kind(enum.Enum, shape=2):
 class _Item(enum.Enum, shape=2):
     WRITE = 0   # a memory write from buffer rows
     SEQ   = 1   # the 4-byte completion write (immediate data)
-    DESC  = 2   # buffer rows into a channel's prefetch buffer
+    # 2 is free
     NOP   = 3   # nothing to send; carries release and counter flags
 
 
@@ -252,7 +255,8 @@ class DMA(wiring.Component):
         m.d.sync += [lim_hdr.eq(self.cpl_space[:8]), lim_dat.eq(self.cpl_space[8:20])]
 
         # Per tag: static facts written at issue, read by the receiver.
-        TagInfo = data.StructLayout({"base": RB, "src_lo": 2, "nbytes": 10})
+        TagInfo = data.StructLayout({"base": RB, "src_lo": 2, "nbytes": 10, "fetch": 1,
+                                      "chan": 2})
         m.submodules.taginfo = taginfo = Memory(shape=TagInfo, depth=NT, init=[])
         ti_w = taginfo.write_port()
         ti_r = taginfo.read_port()
@@ -380,7 +384,7 @@ class DMA(wiring.Component):
         Entry = data.StructLayout({
             "kind": _Kind, "chan": 2, "tag": TB, "base": RB, "rows": RB + 1,
             "src_lo": 2, "nbytes": 10, "addr": 64, "value": 32,
-            "ext": 1, "seq": 1, "irq": 1, "desc": 64, "code": 4,
+            "seq": 1, "irq": 1, "desc": 64, "code": 4,
             "chdr": 5, "cdat": 7,
         })
         # Deep enough for every tag to be outstanding with room to spare: each read is one
@@ -394,8 +398,25 @@ class DMA(wiring.Component):
         # -- read requests out (single-beat MRd) ---------------------------------------------
         rd = self.o_rd
         rd_hdr = Signal(TLPHeader)
-        with m.If(rd.ready):
-            m.d.sync += rd.valid.eq(0)
+        # A skid register behind the output: the planner issues into the output register, or
+        # into the skid when the output is held this cycle (the crossbar gave N to another
+        # source), so a read held for a cycle or two costs no planner action.  At one read per
+        # two cycles the planner matches the wire rate of 8-byte writes and could never win a
+        # lost slot back.  The planner only looks at ``rd_skid_v`` (a register).
+        rd_skid_v = Signal()
+        rd_skid = Signal(TLPHeader)
+        rd_new = Signal()               # the planner issues a read this cycle (rd_hdr)
+        rd_held = rd.valid & ~rd.ready
+        m.d.comb += rd_new.eq(0)
+        m.d.sync += [rd.p.first.eq(1), rd.p.last.eq(1), rd.p.dw_en.eq(0), rd.p.data.eq(0)]
+        with m.If(rd_held):
+            with m.If(rd_new):
+                m.d.sync += [rd_skid_v.eq(1), rd_skid.eq(rd_hdr)]
+        with m.Elif(rd_skid_v):
+            m.d.sync += [rd.valid.eq(1), rd.p.hdr.eq(rd_skid), rd_skid_v.eq(rd_new),
+                         rd_skid.eq(rd_hdr)]
+        with m.Else():
+            m.d.sync += [rd.valid.eq(rd_new), rd.p.hdr.eq(rd_hdr)]
 
         # -- planner ------------------------------------------------------------------------
         sel = Signal(range(NC))
@@ -435,7 +456,7 @@ class DMA(wiring.Component):
 
         tag_now = Mux(ext_tags, issue_seq[:8], issue_seq[:5])
         res_ok = Signal()       # room for one more read and one more queue entry
-        m.d.comb += res_ok.eq(queue.w_rdy & (queue.level < QD - 4) & ~rd.valid
+        m.d.comb += res_ok.eq(queue.w_rdy & (queue.level < QD - 4) & ~rd_skid_v
                               & (outstanding < tag_limit))
 
         def cpl_credits(raddr, nbytes_):
@@ -458,9 +479,10 @@ class DMA(wiring.Component):
             extra.update(chdr=hdrs, cdat=dats)
             m.d.comb += [iss_en.eq(1), iss_rows.eq(rows), iss_hdr.eq(hdrs), iss_dat.eq(dats),
                          ti_w.en.eq(1), ti_w.addr.eq(issue_seq[:TB]),
-                         ti_w.data.eq(Cat(tail_row, raddr[:2], nbytes_[:10]))]
-            m.d.sync += [rd.valid.eq(1), rd.p.hdr.eq(rd_hdr), rd.p.first.eq(1),
-                         rd.p.last.eq(1), rd.p.dw_en.eq(0), rd.p.data.eq(0)]
+                         ti_w.data.base.eq(tail_row), ti_w.data.src_lo.eq(raddr[:2]),
+                         ti_w.data.nbytes.eq(nbytes_), ti_w.data.chan.eq(sel),
+                         ti_w.data.fetch.eq(kind == _Kind.FETCH)]
+            m.d.comb += rd_new.eq(1)
             for t in range(NT):
                 with m.If(issue_seq[:TB] == t):
                     m.d.sync += [done[t].eq(0), terr[t].eq(0), rcv[t].eq(0)]
@@ -516,9 +538,9 @@ class DMA(wiring.Component):
                 with m.Elif(c_st == _Chan.HEAD):
                     ptr = nxt_ptr[sel]
                     nb = Mux(ptr[0], 64, 32)
-                    with m.If(res_ok & (free_rows >= 4) & credits_ok(Const(0, 6), nb)):
-                        issue_read(Cat(Const(0, 5), ptr[5:]), nb, Mux(ptr[0], 4, 2), _Kind.FETCH,
-                                   ext=ptr[0], desc=Cat(Const(0, 5), ptr[5:]))
+                    with m.If(res_ok & credits_ok(Const(0, 6), nb)):
+                        issue_read(Cat(Const(0, 5), ptr[5:]), nb, 0, _Kind.FETCH,
+                                   desc=Cat(Const(0, 5), ptr[5:]))
                         m.d.sync += [st[sel].eq(_Chan.WAIT), fetched[sel].eq(1)]
                 with m.Elif(c_st == _Chan.WAIT):
                     self._load(m, sel, nxt, nxt_valid, nxt_ptr, regmode, slot, cur, cur_addr,
@@ -527,11 +549,9 @@ class DMA(wiring.Component):
                 with m.Elif(c_st == _Chan.RUN):
                     with m.If(k_need_pf):
                         ptr = c_cur.next
-                        with m.If(res_ok & (free_rows >= 4)
-                                  & credits_ok(Const(0, 6), Mux(ptr[0], 64, 32))):
-                            issue_read(Cat(Const(0, 5), ptr[5:]), Mux(ptr[0], 64, 32),
-                                       Mux(ptr[0], 4, 2), _Kind.FETCH, ext=ptr[0],
-                                       desc=Cat(Const(0, 5), ptr[5:]))
+                        with m.If(res_ok & credits_ok(Const(0, 6), Mux(ptr[0], 64, 32))):
+                            issue_read(Cat(Const(0, 5), ptr[5:]), Mux(ptr[0], 64, 32), 0,
+                                       _Kind.FETCH, desc=Cat(Const(0, 5), ptr[5:]))
                             m.d.sync += [fetched[sel].eq(1), nxt_ptr[sel].eq(ptr),
                                          nxt_valid[sel].eq(0)]
                     with m.Elif(bleft[sel] != 0):
@@ -560,12 +580,12 @@ class DMA(wiring.Component):
                             m.d.sync += st[sel].eq(_Chan.WAIT)
 
         # -- completion receiver ------------------------------------------------------------
-        self._receiver(m, NT, TB, RB, ext_tags, head_seq, outstanding, ti_r, done, terr, rcv,
-                       banks)
+        self._receiver(m, NC, NT, TB, RB, ext_tags, head_seq, outstanding, ti_r, done, terr, rcv,
+                       banks, nxt, nxt_valid, abort)
 
         # -- writer -------------------------------------------------------------------------
         self._writer(m, NC, NT, TB, RB, Entry, queue, q_r, done, terr, banks, mps, abort, fail,
-                     nxt, nxt_valid, rel_en, (rel_rows, rel_hdr, rel_dat), ret_en, ret_c,
+                     rel_en, (rel_rows, rel_hdr, rel_dat), ret_en, ret_c,
                      desc_done, nbytes, ch_err, unroutable)
         return m
 
@@ -617,8 +637,8 @@ class DMA(wiring.Component):
 
     # -- completion receiver (brief section 3: infinite completion credits) ------------------
 
-    def _receiver(self, m, NT, TB, RB, ext_tags, head_seq, outstanding, ti_r, done, terr, rcv,
-                  banks):
+    def _receiver(self, m, NC, NT, TB, RB, ext_tags, head_seq, outstanding, ti_r, done, terr, rcv,
+                  banks, nxt, nxt_valid, abort):
         i = self.i_cpl
         m.d.comb += i.ready.eq(1)
         m.d.sync += [self.unexpected_cpl.eq(0), self.poisoned_cpl.eq(0)]
@@ -669,12 +689,16 @@ class DMA(wiring.Component):
         t_same3 = Signal()      # same tag as the beat stage 3 finishes this cycle
         t_base = Signal(RB)
         t_idx = Signal(TB)
+        t_fetch = Signal()      # a descriptor fetch: data to channel t_chan's prefetch buffer
+        t_chan = Signal(2)
 
         pkt_good = Signal()
         pkt_k = Signal(11)
         pkt_base = Signal(RB)
         pkt_idx = Signal(TB)
         pkt_final = Signal()
+        pkt_fetch = Signal()
+        pkt_chan = Signal(2)
         s2 = Signal.like(i.p)
         s2_valid = Signal()
         s2_good = Signal()      # write this packet's data
@@ -682,6 +706,8 @@ class DMA(wiring.Component):
         s2_base = Signal(RB)
         s2_idx = Signal(TB)
         s2_final = Signal()
+        s2_fetch = Signal()
+        s2_chan = Signal(2)
 
         m.d.sync += [t.eq(s1), t_valid.eq(s1_valid)]
         with m.If(s1_valid & s1.first):
@@ -705,6 +731,7 @@ class DMA(wiring.Component):
                 t_same2.eq(s1_idx == Mux(t.first, t_idx, pkt_idx)),
                 t_same3.eq(s1_idx == s2_idx),
                 t_base.eq(info.base), t_idx.eq(s1_idx),
+                t_fetch.eq(info.fetch), t_chan.eq(info.chan),
             ]
 
         # Stage 2b: checks and placement, registered.
@@ -734,12 +761,15 @@ class DMA(wiring.Component):
                         m.d.sync += rcv[tg].eq(t_end)
             m.d.sync += [f2_good.eq(good),
                          s2_good.eq(good), s2_k.eq(t_k0), s2_base.eq(t_base),
-                         s2_idx.eq(t_idx), s2_final.eq(t_final & (code == 0))]
+                         s2_idx.eq(t_idx), s2_final.eq(t_final & (code == 0)),
+                         s2_fetch.eq(t_fetch), s2_chan.eq(t_chan)]
             m.d.sync += [pkt_good.eq(good), pkt_k.eq(t_k0 + 4), pkt_base.eq(t_base),
-                         pkt_idx.eq(t_idx), pkt_final.eq(t_final & (code == 0))]
+                         pkt_idx.eq(t_idx), pkt_final.eq(t_final & (code == 0)),
+                         pkt_fetch.eq(t_fetch), pkt_chan.eq(t_chan)]
         with m.Elif(t_valid):
             m.d.sync += [s2_good.eq(pkt_good), s2_k.eq(pkt_k), s2_base.eq(pkt_base),
-                         s2_idx.eq(pkt_idx), s2_final.eq(pkt_final), pkt_k.eq(pkt_k + 4)]
+                         s2_idx.eq(pkt_idx), s2_final.eq(pkt_final), pkt_k.eq(pkt_k + 4),
+                         s2_fetch.eq(pkt_fetch), s2_chan.eq(pkt_chan)]
             with m.If(t.err & pkt_good):
                 # A completion the RX adapter ended with err: its data is lost.
                 for tg in range(NT):
@@ -755,24 +785,36 @@ class DMA(wiring.Component):
             m.d.comb += [
                 wp.addr.eq(row),
                 wp.data.eq(s2.data.word_select(lane, 32)),
-                wp.en.eq(s2_valid & s2_good & s2.dw_en.bit_select(lane, 1)),
+                wp.en.eq(s2_valid & s2_good & ~s2_fetch & s2.dw_en.bit_select(lane, 1)),
             ]
         with m.If(s2_valid & s2.last & s2_good & s2_final):
             for t in range(NT):
                 with m.If(s2_idx == t):
                     m.d.sync += done[t].eq(1)
+        # A descriptor fetch's DWs go to its channel's prefetch buffer (DW k of the read is DW
+        # k of the descriptor), valid with its last DW: the planner need not wait for the
+        # writer to reach the fetch in the queue (faults and the tag's release still happen
+        # there, in order).  A channel stopped meanwhile keeps its buffer invalid.
+        for c in range(NC):
+            hit = s2_valid & s2_good & s2_fetch & (s2_chan == c) & ~abort[c]
+            for d in range(16):
+                lane = (d - s2_k)[:4]
+                with m.If(hit & (lane < 4) & s2.dw_en.bit_select(lane[:2], 1)):
+                    m.d.sync += nxt[c].as_value().word_select(d, 32).eq(
+                        s2.data.word_select(lane[:2], 32))
+            with m.If(hit & s2.last & s2_final):
+                m.d.sync += nxt_valid[c].eq(1)
 
     # -- writer -----------------------------------------------------------------------------
 
     def _writer(self, m, NC, NT, TB, RB, Entry, queue, q_r, done, terr, banks, mps, abort, fail,
-                nxt, nxt_valid, rel_en, rel, ret_en, ret_c, desc_done, nbytes, ch_err,
-                unroutable):
+                rel_en, rel, ret_en, ret_c, desc_done, nbytes, ch_err, unroutable):
         rel_rows, rel_hdr, rel_dat = rel
-        # Items: one memory write, completion write, descriptor load or no-op each.
+        # Items: one memory write, completion write or no-op each.
         Item = data.StructLayout({
             "kind": _Item, "chan": 2, "addr": 64, "nbytes": 10, "row": RB, "u": 4,
             "value": 32, "release": 1, "rel_rows": RB + 1, "retire": 1, "mark": 1, "irq": 1,
-            "ext": 1, "desc": 64, "rel_hdr": 5, "rel_dat": 7,
+            "desc": 64, "rel_hdr": 5, "rel_dat": 7,
         })
         m.submodules.items = items = SyncFIFOBuffered(width=Item.size, depth=4)
         it_w = data.View(Item, items.w_data)
@@ -845,8 +887,8 @@ class DMA(wiring.Component):
                         emit(_Item.NOP, release=1, rel_rows=e.rows, retire=1)
                         pop()
                     with m.Elif(e.kind == _Kind.FETCH):
-                        emit(_Item.DESC, row=e.base, u=0, release=1, rel_rows=e.rows,
-                             retire=1, ext=e.ext)
+                        # The receiver already filled the prefetch buffer: free the tag.
+                        emit(_Item.NOP, release=1, rel_rows=e.rows, retire=1)
                         pop()
                     with m.Else():
                         emit(_Item.WRITE, addr=a, nbytes=piece,
@@ -911,10 +953,9 @@ class DMA(wiring.Component):
                                    self.requester_id, write=True)),
             i2w.dest.eq(1 << port),
             # Beats of the item, minus one: a write's payload DWs (from its address and length),
-            # 4 or 2 for a descriptor load, 1 otherwise.
+            # 1 otherwise.
             i2w.nbm1.eq(Mux(i1.kind == _Item.WRITE,
-                            ((Cat(ia[:2], Const(0, 8)) + i1.nbytes + 3)[2:] - 1) >> 2,
-                            Mux(i1.kind == _Item.DESC, Mux(i1.ext, 3, 1), 0))),
+                            ((Cat(ia[:2], Const(0, 8)) + i1.nbytes + 3)[2:] - 1) >> 2, 0)),
             items2.w_en.eq(p_valid & items2.w_rdy),
         ]
         # Stage A decided every item in queue order; only what this stage finds itself (an
@@ -960,7 +1001,7 @@ class DMA(wiring.Component):
         row = (bi.row + beat)[:RB]
         for wp, rp0, rp1 in banks:
             m.d.comb += [rp0.addr.eq(row), rp1.addr.eq(row + 1), rp0.en.eq(1), rp1.en.eq(1)]
-        # Stage C: memory data, byte shift, into the output FIFO (or the prefetch buffer).
+        # Stage C: memory data, byte shift, into the output FIFO.
         cmd = Signal(Item2)
         cmd_beat = Signal(8)
         cmd_first = Signal()
@@ -986,20 +1027,14 @@ class DMA(wiring.Component):
             ow.first.eq(cmd_first),
             ow.last.eq(cmd_last),
             ow.dest.eq(cmd.dest),
-            ow.nop.eq((ci.kind == _Item.NOP) | (ci.kind == _Item.DESC)),
+            ow.nop.eq(ci.kind == _Item.NOP),
             ow.chan.eq(ci.chan),
             ow.nbytes.eq(Mux(cmd_last & (ci.kind == _Item.WRITE), ci.nbytes, 0)),
             ow.retire.eq(cmd_last & ci.retire),
             ow.mark.eq(cmd_last & ci.mark),
             ow.irq.eq(ci.irq),
-            ofifo.w_en.eq(c1 & (~(ci.kind == _Item.DESC) | cmd_last)),
+            ofifo.w_en.eq(c1),
         ]
-        with m.If(c1 & (ci.kind == _Item.DESC)):
-            for c in range(NC):
-                with m.If((ci.chan == c) & ~abort[c]):
-                    m.d.sync += nxt[c].as_value().word_select(cmd_beat[:2], 128).eq(row0)
-                    with m.If(cmd_last):
-                        m.d.sync += nxt_valid[c].eq(1)
 
         # Output: beats to the crossbar; no-ops just pass; counters when an entry leaves.
         r = data.View(Out_, ofifo.r_data)
