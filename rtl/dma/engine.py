@@ -238,9 +238,8 @@ class DMA(wiring.Component):
         issue_seq = Signal(16)          # reads issued
         head_seq = Signal(16)           # reads released (in issue order)
         tail_row = Signal(RB)           # next free row
-        used_rows = Signal(RB + 1)
-        outstanding = Signal(range(NT + 1))
-        m.d.comb += outstanding.eq((issue_seq - head_seq)[:TB + 1])
+        free_rows = Signal(RB + 1, init=ROWS)
+        outstanding = Signal(range(NT + 1))     # issue_seq - head_seq, kept as a register
         tag_limit = Mux(ext_tags, NT, min(NT, 32))
 
         # The hard IP's completion buffer: credits held by outstanding reads.
@@ -273,15 +272,26 @@ class DMA(wiring.Component):
         iss_en = Signal()               # a read is issued this cycle
         iss_rows = Signal(RB + 1)
         m.d.comb += [iss_en.eq(0), rel_en.eq(0)]
+        # An issue is booked a cycle late (from registers, off the planner's decision path): the
+        # planner's next action, two cycles on, is the first to look at these.
+        d_iss = Signal()
+        d_rows = Signal(RB + 1)
+        d_hdr = Signal(5)
+        d_dat = Signal(7)
+        m.d.sync += [d_iss.eq(iss_en), d_rows.eq(iss_rows), d_hdr.eq(iss_hdr),
+                     d_dat.eq(iss_dat)]
         m.d.sync += [
-            used_hdr.eq(used_hdr + Mux(iss_en, iss_hdr, 0) - Mux(rel_en, rel_hdr, 0)),
-            used_dat.eq(used_dat + Mux(iss_en, iss_dat, 0) - Mux(rel_en, rel_dat, 0)),
+            used_hdr.eq(used_hdr + Mux(d_iss, d_hdr, 0) - Mux(rel_en, rel_hdr, 0)),
+            used_dat.eq(used_dat + Mux(d_iss, d_dat, 0) - Mux(rel_en, rel_dat, 0)),
         ]
-        with m.If(iss_en):
-            m.d.sync += [issue_seq.eq(issue_seq + 1), tail_row.eq(tail_row + iss_rows)]
+        with m.If(d_iss):
+            m.d.sync += [issue_seq.eq(issue_seq + 1), tail_row.eq(tail_row + d_rows)]
         with m.If(rel_en):
             m.d.sync += head_seq.eq(head_seq + 1)
-        m.d.sync += used_rows.eq(used_rows + Mux(iss_en, iss_rows, 0) - Mux(rel_en, rel_rows, 0))
+        m.d.sync += [
+            free_rows.eq(free_rows - Mux(d_iss, d_rows, 0) + Mux(rel_en, rel_rows, 0)),
+            outstanding.eq(outstanding + d_iss - rel_en),
+        ]
 
         # -- the completion buffer: four 32-bit banks of ROWS rows ---------------------------
         banks = []
@@ -328,11 +338,14 @@ class DMA(wiring.Component):
         # Pending: +1 per entry pushed (planner), -1 per entry retired (output stage).
         push_c = Signal(range(NC))
         push_en = Signal()
+        d_push = Signal()               # push_en a cycle late (the count is booked then)
+        d_push_c = Signal(range(NC))
         ret_c = Signal(range(NC))
         ret_en = Signal()
         m.d.comb += [push_en.eq(0), ret_en.eq(0)]
+        m.d.sync += [d_push.eq(push_en), d_push_c.eq(push_c)]
         for c in range(NC):
-            inc = push_en & (push_c == c)
+            inc = d_push & (d_push_c == c)
             dec = ret_en & (ret_c == c)
             m.d.sync += pending[c].eq(pending[c] + inc - dec)
 
@@ -432,7 +445,8 @@ class DMA(wiring.Component):
         for c in range(NC):
             m.d.comb += wants[c].eq((st[c] == _Chan.HEAD) | (st[c] == _Chan.RUN) |
                                     ((st[c] == _Chan.WAIT) & (nxt_valid[c] | regmode[c])))
-            with m.If((st[c] == _Chan.DRAIN) & (pending[c] == 0)):
+            with m.If((st[c] == _Chan.DRAIN) & (pending[c] == 0)
+                      & ~(d_push & (d_push_c == c))):
                 m.d.sync += st[c].eq(_Chan.IDLE)
             with m.If(abort[c] & (st[c] != _Chan.IDLE) & (st[c] != _Chan.DRAIN)):
                 m.d.sync += st[c].eq(_Chan.DRAIN)
@@ -451,6 +465,15 @@ class DMA(wiring.Component):
         ]
         a_min = Mux(lim_dst < lim_src, lim_dst, lim_src)
         k_chunk = Signal(13)
+        k_end = Signal()            # the chunk ends the burst (c_brem == k_chunk)
+        # How far the source and destination move after the chunk (the gaps at a burst's end),
+        # computed in CALC so the position update is one two-input add (a three-input add maps
+        # to a LUT adder tree, not a carry chain).
+        k_src_step = Signal(33)
+        k_dst_step = Signal(33)
+        k_rows = Signal(RB + 1)     # the chunk's buffer rows and completion credits
+        k_hdr = Signal(5)
+        k_dat = Signal(7)
         k_need_pf = Signal()
         m.d.comb += k_need_pf.eq(~_bits(c_cur.control, "end") & ~fetched[sel] & ~regmode[sel])
 
@@ -467,15 +490,15 @@ class DMA(wiring.Component):
             dats = (Cat(raddr[:4], Const(0, 9)) + nbytes_ + 15) >> 4
             return hdrs[:5], dats[:7]
 
-        def credits_ok(raddr, nbytes_):
-            hdrs, dats = cpl_credits(raddr, nbytes_)
+        def credits_ok(raddr=None, nbytes_=None, credits=None):
+            hdrs, dats = credits or cpl_credits(raddr, nbytes_)
             return (((lim_hdr == 0) | (used_hdr + hdrs <= lim_hdr))
                     & ((lim_dat == 0) | (used_dat + dats <= lim_dat)))
 
-        def issue_read(raddr, nbytes_, rows, kind, **extra):
+        def issue_read(raddr, nbytes_, rows, kind, credits=None, **extra):
             m.d.comb += rd_hdr.eq(_mem_header(raddr, nbytes_, tag_now, self.requester_id,
                                               write=False))
-            hdrs, dats = cpl_credits(raddr, nbytes_)
+            hdrs, dats = credits or cpl_credits(raddr, nbytes_)
             extra.update(chdr=hdrs, cdat=dats)
             m.d.comb += [iss_en.eq(1), iss_rows.eq(rows), iss_hdr.eq(hdrs), iss_dat.eq(dats),
                          ti_w.en.eq(1), ti_w.addr.eq(issue_seq[:TB]),
@@ -499,7 +522,6 @@ class DMA(wiring.Component):
         def rows_for(lo, nb):
             return (Cat(lo, Const(0, 12)) + nb + 15) >> 4
 
-        free_rows = ROWS - used_rows
         m.d.comb += [ti_w.en.eq(0)]
 
         # Round robin: the first wanting channel after the last one served.
@@ -512,6 +534,8 @@ class DMA(wiring.Component):
                 m.d.comb += pick.eq(c)
             found = found | cond
 
+        ld, ld_bad = self._load_calc(m, sel, nxt, nxt_ptr, regmode, slot)
+
         with m.FSM(name="planner"):
             with m.State("SEL"):
                 with m.If(found):
@@ -519,9 +543,18 @@ class DMA(wiring.Component):
                     m.next = "CALC"
 
             with m.State("CALC"):
+                # a_min <= MRRS <= 512, so the chunk is the burst's rest exactly when the rest
+                # is at most a_min.
+                k_le = rem_sat <= a_min
                 m.d.sync += [
-                    k_chunk.eq(Mux(rem_sat < a_min, rem_sat, a_min)),
+                    k_chunk.eq(Mux(k_le, rem_sat, a_min)), k_end.eq(k_le),
+                    k_src_step.eq(Mux(k_le, rem_sat + c_cur.src_gap, a_min)),
+                    k_dst_step.eq(Mux(k_le, rem_sat + c_cur.dst_gap, a_min)),
                 ]
+                k_next = Mux(k_le, rem_sat, a_min)
+                hdrs_, dats_ = cpl_credits(c_src, k_next)
+                m.d.sync += [k_rows.eq(rows_for(c_src[:2], k_next)), k_hdr.eq(hdrs_),
+                             k_dat.eq(dats_)]
                 m.next = "ACT"
 
             with m.State("ACT"):
@@ -543,7 +576,7 @@ class DMA(wiring.Component):
                                    desc=Cat(Const(0, 5), ptr[5:]))
                         m.d.sync += [st[sel].eq(_Chan.WAIT), fetched[sel].eq(1)]
                 with m.Elif(c_st == _Chan.WAIT):
-                    self._load(m, sel, nxt, nxt_valid, nxt_ptr, regmode, slot, cur, cur_addr,
+                    self._load(m, sel, ld, ld_bad, nxt_valid, nxt_ptr, regmode, slot, cur, cur_addr,
                                cur_src, cur_dst, brem, bleft, fetched, st, push,
                                queue.w_rdy & (queue.level < QD - 4))
                 with m.Elif(c_st == _Chan.RUN):
@@ -555,15 +588,14 @@ class DMA(wiring.Component):
                             m.d.sync += [fetched[sel].eq(1), nxt_ptr[sel].eq(ptr),
                                          nxt_valid[sel].eq(0)]
                     with m.Elif(bleft[sel] != 0):
-                        k_rows_c = rows_for(c_src[:2], k_chunk)
-                        with m.If(res_ok & (free_rows >= k_rows_c) & credits_ok(c_src, k_chunk)):
-                            issue_read(c_src, k_chunk, k_rows_c, _Kind.DATA, addr=c_dst)
-                            burst_end = c_brem == k_chunk
-                            src_gap = Mux(burst_end, c_cur.src_gap, 0)
-                            dst_gap = Mux(burst_end, c_cur.dst_gap, 0)
+                        with m.If(res_ok & (free_rows >= k_rows)
+                                  & credits_ok(credits=(k_hdr, k_dat))):
+                            issue_read(c_src, k_chunk, k_rows, _Kind.DATA,
+                                       credits=(k_hdr, k_dat), addr=c_dst)
+                            burst_end = k_end
                             m.d.sync += [
-                                cur_src[sel].eq(c_src + k_chunk + src_gap),
-                                cur_dst[sel].eq(c_dst + k_chunk + dst_gap),
+                                cur_src[sel].eq(c_src + k_src_step),
+                                cur_dst[sel].eq(c_dst + k_dst_step),
                                 brem[sel].eq(Mux(burst_end, c_cur.length, c_brem - k_chunk)),
                                 bleft[sel].eq(bleft[sel] - burst_end),
                             ]
@@ -591,8 +623,12 @@ class DMA(wiring.Component):
 
     # -- descriptor load and checks (002 section 3.4) --------------------------------------
 
-    def _load(self, m, sel, nxt, nxt_valid, nxt_ptr, regmode, slot, cur, cur_addr, cur_src,
-              cur_dst, brem, bleft, fetched, st, push, room):
+    def _load_calc(self, m, sel, nxt, nxt_ptr, regmode, slot):
+        """The descriptor a WAIT channel loads and its checks, registered in CALC.
+
+        Exact for the ACT that follows: a WAIT channel is picked only with its prefetch buffer
+        valid (or in register mode), and neither the buffer nor the slot number change until
+        that channel's next action."""
         regm = regmode[sel]
         d = Signal(Descriptor)
         idx = Cat(slot[sel][:2], sel)           # 4 * c + s
@@ -600,8 +636,10 @@ class DMA(wiring.Component):
         ctl = d.control
         ext = _bits(ctl, "ext")
         ptr = nxt_ptr[sel]
-        bad = Signal()
-        m.d.comb += bad.eq(
+        ld = Signal(Descriptor, name="ld_desc")
+        ld_bad = Signal(name="ld_bad")
+        m.d.sync += ld.eq(d)
+        m.d.sync += ld_bad.eq(
             (_bits(ctl, "magic") != MAGIC)
             | (ctl & CONTROL_RESERVED).any()
             | (d.length == 0)
@@ -611,6 +649,14 @@ class DMA(wiring.Component):
             | (~regm & ~_bits(ctl, "end") & d.next[1:5].any())
             | (_bits(ctl, "seq") & (~ext | d.seq_addr[:2].any()))
         )
+        return ld, ld_bad
+
+    def _load(self, m, sel, ld, bad, nxt_valid, nxt_ptr, regmode, slot, cur, cur_addr, cur_src,
+              cur_dst, brem, bleft, fetched, st, push, room):
+        regm = regmode[sel]
+        d = ld
+        ext = _bits(d.control, "ext")
+        ptr = nxt_ptr[sel]
         with m.If(~regm & ~nxt_valid[sel]):
             pass
         with m.Elif(bad):
