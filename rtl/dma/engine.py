@@ -33,8 +33,8 @@ writer
     through a byte shifter (source to destination alignment), are routed by the route table
     (stage A', lookup and the N-bound translation registered before the header is built) and
     enter the crossbar.  A descriptor fetch only frees its tag here (or reports its fault, in
-    queue order); marks become the completion write or a no-op that carries the counters.  A read's tag and rows are freed
-    when its last write has read them, in issue order.
+    queue order); marks become the completion write or a no-op that carries the counters.  A
+    read's tag and rows are freed when its last write has read them, in issue order.
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
