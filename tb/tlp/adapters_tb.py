@@ -26,6 +26,7 @@ from cocotbext.pcie.core.utils import PcieId
 
 from peach2.sim.hardip import HardIP, damage, tlp_to_beats as avalon_beats
 from peach2.sim.link import terminate
+from peach2.sim.probe import HandshakeProbe
 from peach2.sim.tlpstream import StreamMonitor, compare_packet, tlp_to_beats
 
 PARAMS = json.loads(os.environ.get("PEACH2_PARAMS", "{}"))
@@ -172,11 +173,26 @@ async def round_trip(dut):
     """Every header kind, lengths, both alignments, all byte enables, through RX and TX."""
     tb = TB(dut, pauses=PARAMS.get("pauses", "none"))
     await tb.start()
+    # A handshake probe on the internal stream and on the TX side, checked against the stream
+    # monitor and the TLPs the hard-IP model received.
+    probe = HandshakeProbe(dut.clk)
+    probe.add("rx.sop", dut.rx_st_sop, dut.rx_st_valid)
+    probe.add("mon", dut.mon_valid, dut.mon_ready)
+    probe.add("tx.sop", dut.tx_st_sop, dut.tx_st_valid)
+    probe.start()
+    t0 = probe.now()
     tlps = sweep(tb.rng, PARAMS.get("lengths", [1, 2, 3, 4, 5, 64, 1024]))
     for tlp in tlps:
         tb.model.inject(tlp, bardec=bar_of(tlp))
     await tb.drain(len(tlps))
+    probe.stop()
     check_round_trip(tb, tlps)
+    dut._log.info("handshakes from the first injection:\n%s", probe.report(origin=t0))
+    s = probe.summary(origin=t0)
+    assert s["mon"]["count"] == sum(len(p) for p in tb.monitor.packets), s["mon"]["count"]
+    assert s["rx.sop"]["count"] == s["tx.sop"]["count"] == len(tlps), \
+        (s["rx.sop"]["count"], s["tx.sop"]["count"])
+    assert s["rx.sop"]["first"] <= s["mon"]["first"] <= s["tx.sop"]["first"], s
     assert tb.counters() == dict.fromkeys(tb.counters(), 0), tb.counters()
     tb.model.check()
     dut._log.info("%d TLPs round trip exact", len(tlps))
