@@ -534,7 +534,7 @@ class DMA(wiring.Component):
                 m.d.comb += pick.eq(c)
             found = found | cond
 
-        ld, ld_bad = self._load_calc(m, sel, nxt, nxt_ptr, regmode, slot)
+        ld, ld_bad, ld_ok = self._load_calc(m, sel, nxt, nxt_valid, nxt_ptr, regmode, slot)
 
         with m.FSM(name="planner"):
             with m.State("SEL"):
@@ -576,8 +576,8 @@ class DMA(wiring.Component):
                                    desc=Cat(Const(0, 5), ptr[5:]))
                         m.d.sync += [st[sel].eq(_Chan.WAIT), fetched[sel].eq(1)]
                 with m.Elif(c_st == _Chan.WAIT):
-                    self._load(m, sel, ld, ld_bad, nxt_valid, nxt_ptr, regmode, slot, cur, cur_addr,
-                               cur_src, cur_dst, brem, bleft, fetched, st, push,
+                    self._load(m, sel, ld, ld_bad, ld_ok, nxt_valid, nxt_ptr, regmode, slot,
+                               cur, cur_addr, cur_src, cur_dst, brem, bleft, fetched, st, push,
                                queue.w_rdy & (queue.level < QD - 4))
                 with m.Elif(c_st == _Chan.RUN):
                     with m.If(k_need_pf):
@@ -623,12 +623,15 @@ class DMA(wiring.Component):
 
     # -- descriptor load and checks (002 section 3.4) --------------------------------------
 
-    def _load_calc(self, m, sel, nxt, nxt_ptr, regmode, slot):
-        """The descriptor a WAIT channel loads and its checks, registered in CALC.
+    def _load_calc(self, m, sel, nxt, nxt_valid, nxt_ptr, regmode, slot):
+        """The descriptor a WAIT channel loads and its checks, registered in CALC, with whether
+        they were taken from a complete descriptor (``ld_ok``).
 
-        Exact for the ACT that follows: a WAIT channel is picked only with its prefetch buffer
-        valid (or in register mode), and neither the buffer nor the slot number change until
-        that channel's next action."""
+        A channel can be picked in its MARK action, while still in RUN, and reach CALC in WAIT
+        with its prefetch still arriving: the buffer then holds part of the old descriptor, and
+        becomes valid only after CALC.  ACT loads only what CALC saw valid (``ld_ok``; the
+        channel is picked again otherwise).  Once valid, neither the buffer nor the slot number
+        change until that channel's next action."""
         regm = regmode[sel]
         d = Signal(Descriptor)
         idx = Cat(slot[sel][:2], sel)           # 4 * c + s
@@ -638,7 +641,8 @@ class DMA(wiring.Component):
         ptr = nxt_ptr[sel]
         ld = Signal(Descriptor, name="ld_desc")
         ld_bad = Signal(name="ld_bad")
-        m.d.sync += ld.eq(d)
+        ld_ok = Signal(name="ld_ok")
+        m.d.sync += [ld.eq(d), ld_ok.eq(regm | nxt_valid[sel])]
         m.d.sync += ld_bad.eq(
             (_bits(ctl, "magic") != MAGIC)
             | (ctl & CONTROL_RESERVED).any()
@@ -649,15 +653,15 @@ class DMA(wiring.Component):
             | (~regm & ~_bits(ctl, "end") & d.next[1:5].any())
             | (_bits(ctl, "seq") & (~ext | d.seq_addr[:2].any()))
         )
-        return ld, ld_bad
+        return ld, ld_bad, ld_ok
 
-    def _load(self, m, sel, ld, bad, nxt_valid, nxt_ptr, regmode, slot, cur, cur_addr, cur_src,
+    def _load(self, m, sel, ld, bad, ok, nxt_valid, nxt_ptr, regmode, slot, cur, cur_addr, cur_src,
               cur_dst, brem, bleft, fetched, st, push, room):
         regm = regmode[sel]
         d = ld
         ext = _bits(d.control, "ext")
         ptr = nxt_ptr[sel]
-        with m.If(~regm & ~nxt_valid[sel]):
+        with m.If(~ok):         # CALC saw the prefetch buffer still arriving: next time
             pass
         with m.Elif(bad):
             # Reported in order, behind the earlier descriptors' writes (a FAULT entry).

@@ -42,6 +42,11 @@ def test_dma_one_chip():
     run("dma-one_chip", 1, ONE_CHIP, seed=12)
 
 
+def test_dma_prefetch_race():
+    """The next descriptor's fetch landing on every cycle around the close of the current one."""
+    run("dma-prefetch_race", 1, ["prefetch_race"], seed=13)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [21, 22])
 def test_dma_soak(seed):
