@@ -50,7 +50,7 @@ from cocotbext.pcie.core.caps import MsiCapability
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId
 
-from .tlpstream import resolve_unknown
+from .tlpstream import bit_value, resolve_unknown
 
 __all__ = ["Beat", "FramingError", "Violation", "HardIP", "HardIPFunction",
            "payload_offset", "tlp_to_beats", "beats_to_tlp", "describe", "quiet_pcie_loggers"]
@@ -310,13 +310,6 @@ class _Out:
         if val != self.val and self.sig is not None:
             self.sig.value = val
         self.val = val
-
-
-def _bit(sig):
-    try:
-        return int(sig.value)
-    except ValueError:  # X/Z before the DUT is reset
-        return 0
 
 
 class _TxPacket:
@@ -646,7 +639,7 @@ class HardIP(Device):
                 continue
 
             # TX: check cycle t, then choose tx_st_ready for cycle t+1
-            if _bit(tx_valid):
+            if bit_value(tx_valid):
                 if not r2:
                     self._violate("tx-ready-latency",
                                   "tx_st_valid=1 but tx_st_ready was 0 two cycles earlier")
@@ -664,7 +657,7 @@ class HardIP(Device):
             r2, r1, r0 = r1, r0, r
 
             # RX: a beat may go out in cycle t+1 only if rx_st_ready was 1 in cycle t-1
-            allowed, rx_ready_d = rx_ready_d, _bit(rx_ready)
+            allowed, rx_ready_d = rx_ready_d, bit_value(rx_ready)
             self._rx_step(allowed)
 
             if self._o_tx_cred.sig is not None:
@@ -676,7 +669,7 @@ class HardIP(Device):
     def _rx_pick(self):
         pc, np = self._rx_pc, self._rx_np
         if np and (not pc or np[0][0] < pc[0][0]):
-            if self._rx_mask is not None and _bit(self._rx_mask):
+            if self._rx_mask is not None and bit_value(self._rx_mask):
                 if self._np_slack > 0:
                     self._np_slack -= 1
                     return np.popleft()
@@ -743,13 +736,13 @@ class HardIP(Device):
             self._rx_idle_evt.set()
 
     def _tx_beat(self):
-        sop, eop = _bit(self._tx_sop), _bit(self._tx_eop)
+        sop, eop = bit_value(self._tx_sop), bit_value(self._tx_eop)
         val = self._tx_data.value
         try:
             data = val.to_unsigned()
         except ValueError:  # X/Z in don't-care lanes
             data, _ = resolve_unknown(val)
-        err = _bit(self._tx_err) if self._tx_err is not None else 0
+        err = bit_value(self._tx_err) if self._tx_err is not None else 0
         pkt = self._tx_pkt
         if sop:
             if pkt is not None:
@@ -770,7 +763,7 @@ class HardIP(Device):
                 self.nullified += 1
             elif not pkt.bad:
                 try:
-                    tlp = _unpack(pkt.word, pkt.beats, _bit(self._tx_empty))
+                    tlp = _unpack(pkt.word, pkt.beats, bit_value(self._tx_empty))
                 except FramingError as exc:
                     self._violate(f"tx-{exc.rule}", f"{exc} (packet started at cycle "
                                   f"{pkt.start})")

@@ -31,6 +31,8 @@ import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 from cocotb.utils import get_sim_time
 
+from .tlpstream import bit_value
+
 __all__ = ["HandshakeProbe"]
 
 
@@ -102,7 +104,7 @@ class HandshakeProbe:
             await ReadOnly()
             t = self.now()
             for name, valid, ready in self._pairs:
-                if _high(valid) and (ready is None or _high(ready)):
+                if bit_value(valid) and (ready is None or bit_value(ready)):
                     self.times[name].append(t)
 
     def summary(self, *, origin=0, period=None):
@@ -155,14 +157,6 @@ class HandshakeProbe:
             json.dump({"unit": self.unit, "origin": origin,
                        "times": {k: [t - origin for t in v] for k, v in self.times.items()},
                        "summary": self.summary(origin=origin)}, f, indent=1)
-
-
-def _high(handle):
-    """``handle`` is 1 (an X or Z reads as 0: no transfer)."""
-    try:
-        return bool(int(handle.value))
-    except ValueError:
-        return False
 
 
 def _fmt(t):

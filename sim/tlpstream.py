@@ -14,7 +14,7 @@ from cocotbext.pcie.core.tlp import Tlp
 from peach2.tlp.layouts import header_dws, header_from_bytes, header_to_bytes
 
 __all__ = ["Beat", "tlp_to_beats", "beats_to_tlp", "compare_packet", "StreamMonitor",
-           "resolve_unknown"]
+           "resolve_unknown", "bit_value"]
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,14 @@ def resolve_unknown(value):
     known = int(text.translate(str.maketrans("xXzZuUwW-", "000000000")), 2)
     unknown = int("".join("0" if c in "01" else "1" for c in text), 2)
     return known, unknown
+
+
+def bit_value(sig):
+    """Return the integer value of handle ``sig``, 0 while it holds X/Z (before reset)."""
+    try:
+        return int(sig.value)
+    except ValueError:
+        return 0
 
 
 def _lanes(data, dw_en):
