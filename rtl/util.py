@@ -1,8 +1,51 @@
 """Small gateware helpers shared by several blocks."""
 
-from amaranth.lib import wiring
+from amaranth.hdl import Module, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
 
-__all__ = ["count_saturating", "dw_mask", "members_with_prefix", "forward_members"]
+__all__ = ["RegisterSlice", "count_saturating", "dw_mask", "members_with_prefix",
+           "forward_members"]
+
+
+class RegisterSlice(wiring.Component):
+    """A stream register slice that cuts both directions: ``o`` comes from a register, and
+    ``i.ready`` is a register.
+
+    Two registers of ``shape``: the main one drives ``o``; the skid register takes the beat that
+    arrives in a cycle where the main one is held (``o.valid & ~o.ready``).  ``i.ready`` is
+    "the skid register is empty", so a producer's handshake never depends on ``o.ready`` in the
+    same cycle, and ``o.ready`` reaches only the two registers' enables.  A beat taken at
+    ``i`` is at ``o`` one cycle later; one beat moves every cycle while ``o.ready`` is high
+    (after a stall the skid beat leaves first, with no idle cycle at ``o``).  Capacity: two
+    beats.
+
+    Members
+    -------
+    i : In(stream.Signature(shape))
+    o : Out(stream.Signature(shape))
+    """
+
+    def __init__(self, shape):
+        super().__init__({
+            "i": In(stream.Signature(shape)),
+            "o": Out(stream.Signature(shape)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        i, o = self.i, self.o
+        skid = Signal.like(i.p)
+        skid_valid = Signal()
+        m.d.comb += i.ready.eq(~skid_valid)
+        with m.If(~o.valid | o.ready):
+            with m.If(skid_valid):
+                m.d.sync += [o.p.eq(skid), o.valid.eq(1), skid_valid.eq(0)]
+            with m.Else():
+                m.d.sync += [o.p.eq(i.p), o.valid.eq(i.valid)]
+        with m.Elif(i.valid & ~skid_valid):
+            m.d.sync += [skid.eq(i.p), skid_valid.eq(1)]
+        return m
 
 
 def members_with_prefix(component, prefix):

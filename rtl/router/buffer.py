@@ -7,6 +7,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..tlp.layouts import TLPHeader
 from ..tlp.stream import TLPStream
+from ..util import RegisterSlice
 from .egress import translate_header
 
 __all__ = ["PacketBuffer"]
@@ -23,9 +24,10 @@ class PacketBuffer(wiring.Component):
     is visible at the output as soon as its first beat is in (cut-through, 002 section 3.3's
     packet buffers).
 
-    Timing: the output is a register slice (two beats: the one shown and a skid register),
-    so ``o_tlp`` and ``o_dest`` come from registers, and ``o_tlp.ready`` only selects what
-    those two registers load; the FIFOs are read while the skid register is empty.  This adds
+    Timing: the output is a :class:`~peach2.util.RegisterSlice` (two beats: the one shown and
+    a skid register), so ``o_tlp`` and ``o_dest`` come from registers, and ``o_tlp.ready``
+    only selects what those two registers load; the FIFOs are read while the skid register is
+    empty.  This adds
     one cycle between a beat's write and its appearance at the output (three cycles on an
     empty buffer) and two beats of capacity.  The header FIFO needs no check of its own at the
     output: it is written in the same cycle as the packet's first beat and has the same
@@ -83,32 +85,25 @@ class PacketBuffer(wiring.Component):
             hfifo.w_en.eq(i.valid & i.ready & i.p.first),
         ]
 
-        # Output register slice: ``main`` drives the output, ``skid`` takes the beat the FIFOs
-        # gave while ``main`` could not move.  The FIFOs are read when ``skid`` is empty (a
-        # register), so ``o_tlp.ready`` only selects what ``main`` and ``skid`` load.
+        # Output register slice: its output register drives ``o_tlp``, its skid register takes
+        # the beat the FIFOs gave while the output could not move.  The FIFOs are read when the
+        # skid register is empty (the slice's ``ready``, a register), so ``o_tlp.ready`` only
+        # selects what the slice's two registers load.
         out = data.StructLayout({"beat": _DataEntry, "head": head})
+        m.submodules.out = slice_ = RegisterSlice(out)
         r_d = data.View(_DataEntry, dfifo.r_data)
-        main = Signal(out)
-        skid = Signal(out)
-        main_valid = Signal()
-        skid_valid = Signal()
         take = Signal()             # a beat (with its header on a first beat) leaves the FIFOs
         m.d.comb += [
-            take.eq(dfifo.r_rdy & ~skid_valid),
-            dfifo.r_en.eq(~skid_valid),
+            take.eq(dfifo.r_rdy & slice_.i.ready),
+            dfifo.r_en.eq(slice_.i.ready),
             hfifo.r_en.eq(take & r_d.first),
+            slice_.i.valid.eq(dfifo.r_rdy),
+            slice_.i.p.eq(Cat(dfifo.r_data, hfifo.r_data)),
+            slice_.o.ready.eq(o.ready),
         ]
-        fifo_out = Cat(dfifo.r_data, hfifo.r_data)
-        with m.If(~main_valid | o.ready):
-            with m.If(skid_valid):
-                m.d.sync += [main.eq(skid), main_valid.eq(1), skid_valid.eq(0)]
-            with m.Else():
-                m.d.sync += [main.eq(fifo_out), main_valid.eq(take)]
-        with m.Elif(take):
-            m.d.sync += [skid.eq(fifo_out), skid_valid.eq(1)]
-
+        main = slice_.o.p
         m.d.comb += [
-            o.valid.eq(main_valid),
+            o.valid.eq(slice_.o.valid),
             o.p.data.eq(main.beat.data), o.p.dw_en.eq(main.beat.dw_en),
             o.p.first.eq(main.beat.first), o.p.last.eq(main.beat.last),
             o.p.err.eq(main.beat.err),

@@ -4,7 +4,8 @@ from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from ..tlp.stream import TLPStream
+from ..tlp.stream import TLPBeat, TLPStream
+from ..util import RegisterSlice
 from .arbiter import round_robin_after
 
 __all__ = ["Crossbar"]
@@ -28,7 +29,11 @@ class Crossbar(wiring.Component):
     names another input waits one cycle for the grant (one cycle more latency than a
     combinational grant).  The round-robin choice, the beat mux (one-hot AND-OR) and
     ``ready`` toward the inputs are then each a few LUT levels deep; ``ready`` does not depend
-    on ``valid``.  Each output has one register stage.  Fairness: every waiting input is
+    on ``valid``.  Each output is a :class:`~peach2.util.RegisterSlice`: one register stage,
+    with a skid register that takes the beat moving in a cycle where the port behind the output
+    holds it, so ``ready`` toward the inputs does not depend on that port's ``ready`` either
+    (without the slice, a TX adapter's room reached the buffers', CSR's and UR generator's
+    registers through the crossbar: 7 to 9 LUT levels).  Fairness: every waiting input is
     served within one round of the others.
 
     Members
@@ -55,12 +60,16 @@ class Crossbar(wiring.Component):
         take = [[Signal(name=f"take_{j}_{k}") for k in range(n_in)] for j in range(n_out)]
 
         for j in range(n_out):
-            o = self.o[j]
+            # The output register is a register slice: ``room`` (its ready) is a register, so
+            # no input's ``ready`` depends on the port behind this output in the same cycle.
+            out = m.submodules[f"out{j}"] = RegisterSlice(TLPBeat)
+            wiring.connect(m, wiring.flipped(self.o[j]), out.o)
+            o = out.i
             # pick: the one input this output may take from (one-hot, never zero).
             pick = Signal(n_in, name=f"pick_{j}", init=1 << (n_in - 1))
             locked = Signal(name=f"locked_{j}")
             room = Signal(name=f"room_{j}")
-            m.d.comb += room.eq(~o.valid | o.ready)
+            m.d.comb += room.eq(o.ready)
 
             requests = [self.i[k].valid & self.i[k].p.first & self.i_dest[k][j]
                         for k in range(n_in)]
@@ -79,14 +88,13 @@ class Crossbar(wiring.Component):
                 pick_waits.eq(Cat(pick[k] & requests[k] for k in range(n_in)).any()),
             ]
 
-            # Output register: the beat of the picked input (one-hot AND-OR mux).
-            with m.If(room):
-                m.d.sync += [
-                    o.valid.eq(hit),
-                    o.p.eq(_one_hot_mux(pick, [self.i[k].p.as_value() for k in range(n_in)])),
-                ]
-                with m.If(hit):
-                    m.d.sync += locked.eq(~last)
+            # Into the output slice: the beat of the picked input (one-hot AND-OR mux).
+            m.d.comb += [
+                o.valid.eq(hit),
+                o.p.eq(_one_hot_mux(pick, [self.i[k].p.as_value() for k in range(n_in)])),
+            ]
+            with m.If(room & hit):
+                m.d.sync += locked.eq(~last)
 
             # Next grant.  ``after`` is registered every cycle: the next requester after the
             # input picked in the following cycle (that input itself when nobody else waits).

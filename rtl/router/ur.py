@@ -1,11 +1,12 @@
 """Unsupported Request completions for rejected non-posted requests."""
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
-from amaranth.lib import fifo, stream, wiring
+from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..tlp.layouts import CplStatus, Fmt, Type
+from ..tlp.layouts import CplStatus, Fmt, TLPHeader, Type
 from ..tlp.stream import TLPStream
+from ..util import RegisterSlice
 from .arbiter import round_robin
 from .common import Port, URRequest
 from .ingress import OUTPUTS
@@ -26,15 +27,16 @@ class URGenerator(wiring.Component):
     address 0, the request's requester ID, tag, traffic class and attributes, completer ID from
     ``completer_id``.
 
+    A request is answered two cycles after it is taken from ``i_req`` at the earliest (FIFO,
+    then the output register).  The output is a :class:`~peach2.util.RegisterSlice`, so which
+    request is taken next never depends on ``o_tlp.ready`` in the same cycle.
+
     Members
     -------
     i_req : In(stream.Signature(URRequest)).array(n)
     o_tlp : Out(TLPStream())
     o_dest : Out(6)
         One-hot crossbar output (the port the request came from), valid with ``o_tlp``.
-
-    A request is answered two cycles after it is taken from ``i_req`` at the earliest (FIFO,
-    then the output register).
     completer_id : In(16)
     """
 
@@ -61,35 +63,42 @@ class URGenerator(wiring.Component):
             ]
             queues.append(q)
 
+        # The completion goes into a register slice (the output register, with a skid
+        # register behind it): a request is taken when the slice's ``ready``, a register, says
+        # so, never on the crossbar's ``ready`` of this cycle.
+        # Only what varies goes through it: ``data``, ``dw_en``, ``bar`` and ``err`` of a
+        # header-only completion stay 0 (undriven).
+        out_layout = data.StructLayout({"hdr": TLPHeader, "first": 1, "last": 1,
+                                        "dest": len(OUTPUTS)})
+        m.submodules.out = out = RegisterSlice(out_layout)
+        m.d.comb += [
+            o.valid.eq(out.o.valid), o.p.hdr.eq(out.o.p.hdr), o.p.first.eq(out.o.p.first),
+            o.p.last.eq(out.o.p.last), self.o_dest.eq(out.o.p.dest), out.o.ready.eq(o.ready),
+        ]
+
         last = Signal(range(max(self.n, 2)))
         found, winner = round_robin(m, [q.r_rdy for q in queues], last)
-        room = ~o.valid | o.ready
-        with m.If(o.ready):
-            m.d.sync += o.valid.eq(0)
+        r = URRequest(Signal(URRequest.size))
         for k, q in enumerate(queues):
-            take = found & room & (winner == k)
+            take = found & out.i.ready & (winner == k)
             m.d.comb += q.r_en.eq(take)
+            with m.If(winner == k):
+                m.d.comb += r.as_value().eq(q.r_data)
             with m.If(take):
-                r = URRequest(q.r_data)
-                dw0 = Cat(Const(0, 10), Const(0, 2), r.attr[:2], Const(0, 2), Const(0, 2),
-                          r.attr[2], r.tag[8], r.tc, r.tag[9],
-                          Mux(r.locked, Const(Type.CPL_LOCKED.value, 5),
-                              Const(Type.CPL.value, 5)),
-                          Const(Fmt.DW3_NO_DATA.value, 3))
-                dw1 = Cat(Const(4, 12), Const(0, 1), Const(CplStatus.UR.value, 3),
-                          self.completer_id)
-                dw2 = Cat(Const(0, 8), r.tag[:8], r.requester_id)
-                m.d.sync += [
-                    o.valid.eq(1),
-                    o.p.hdr.eq(Cat(dw0, dw1, dw2, Const(0, 32))),
-                    o.p.dw_en.eq(0),
-                    o.p.first.eq(1),
-                    o.p.last.eq(1),
-                    o.p.err.eq(0),
-                    o.p.bar.eq(0),
-                    last.eq(k),
-                ]
-                for p in Port:
-                    with m.If(r.port == p):
-                        m.d.sync += self.o_dest.eq(1 << OUTPUTS.index(p.name))
+                m.d.sync += last.eq(k)
+        dw0 = Cat(Const(0, 10), Const(0, 2), r.attr[:2], Const(0, 2), Const(0, 2),
+                  r.attr[2], r.tag[8], r.tc, r.tag[9],
+                  Mux(r.locked, Const(Type.CPL_LOCKED.value, 5), Const(Type.CPL.value, 5)),
+                  Const(Fmt.DW3_NO_DATA.value, 3))
+        dw1 = Cat(Const(4, 12), Const(0, 1), Const(CplStatus.UR.value, 3), self.completer_id)
+        dw2 = Cat(Const(0, 8), r.tag[:8], r.requester_id)
+        m.d.comb += [
+            out.i.valid.eq(found),
+            out.i.p.hdr.eq(Cat(dw0, dw1, dw2, Const(0, 32))),
+            out.i.p.first.eq(found),        # 1 whenever valid (a one-beat packet)
+            out.i.p.last.eq(found),
+        ]
+        for p in Port:
+            with m.If(r.port == p):
+                m.d.comb += out.i.p.dest.eq(1 << OUTPUTS.index(p.name))
         return m

@@ -5,7 +5,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
-from ..util import count_saturating, dw_mask
+from ..util import RegisterSlice, count_saturating, dw_mask
 from .align import ends_low, payload_dws, payload_start, select_lanes
 from .layouts import TLPHeader
 from .stream import TLPBeat, TLPStream
@@ -196,22 +196,11 @@ class AvalonST128RX(wiring.Component):
 
         # -- output register with a skid buffer: o_tlp is driven from registers, and o_tlp.ready
         # reaches only these registers, never the decisions below. ------------------------------
-        out = self.o_tlp
-        nv = Signal()                   # the next output beat
-        nxt = Signal(TLPBeat)
-        rdy = Signal()                  # the registers take a beat this cycle if nv
-        o_valid = Signal()
-        o_beat = Signal(TLPBeat)
-        sk_valid = Signal()
-        sk_beat = Signal(TLPBeat)
-        m.d.comb += [out.valid.eq(o_valid), out.p.eq(o_beat), rdy.eq(~sk_valid)]
-        with m.If(out.ready | ~o_valid):
-            with m.If(sk_valid):
-                m.d.sync += [o_beat.eq(sk_beat), sk_valid.eq(0)]
-            with m.Else():
-                m.d.sync += [o_valid.eq(nv), o_beat.eq(nxt)]
-        with m.Elif(nv & rdy):
-            m.d.sync += [sk_valid.eq(1), sk_beat.eq(nxt)]
+        m.submodules.out = out = RegisterSlice(TLPBeat)
+        wiring.connect(m, out.o, wiring.flipped(self.o_tlp))
+        nv = out.i.valid                # the next output beat
+        nxt = out.i.p
+        rdy = out.i.ready               # the registers take a beat this cycle if nv
 
         # -- drop counters: the strobes are registered (high the cycle after the TLP ends) -------
         ev_err = Signal()
