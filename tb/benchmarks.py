@@ -86,7 +86,7 @@ def dma_run(quick, read_latency_ns=500, chain=None, max_total=None, subset=None)
 
     ``chain`` and ``max_total`` override the chain length and the bytes per point of Figures 4
     and 7 (quick mode: 32 and 128 KiB; full: 128 and 512 KiB).  ``subset`` (``figures``,
-    ``sizes``, ``halo_n``) runs only some points; their results go to a separate file and never
+    ``sizes``, ``chains``, ``halo_n``) runs only some points; their results go to a separate file and never
     into the document."""
     result_file = DMA_RESULT.with_name("subset.json") if subset else DMA_RESULT
     sys.path.insert(0, str(HERE / "system"))
@@ -284,6 +284,9 @@ def main(argv=None):
     parser.add_argument("--sizes", default=None,
                         help="with --dma: only these transfer sizes in bytes (comma-separated) "
                              "for chain128 and single; printed, not written")
+    parser.add_argument("--chains", default=None,
+                        help="with --dma: only these chain lengths (comma-separated) for "
+                             "chain4k; printed, not written")
     parser.add_argument("--halo-n", default=None,
                         help="with --dma: only these halo arrays N (comma-separated); printed, "
                              "not written")
@@ -295,9 +298,10 @@ def main(argv=None):
     subset = {k: v for k, v in (
         ("figures", args.figures and args.figures.split(",")),
         ("sizes", args.sizes and [int(x) for x in args.sizes.split(",")]),
+        ("chains", args.chains and [int(x) for x in args.chains.split(",")]),
         ("halo_n", args.halo_n and [int(x) for x in args.halo_n.split(",")])) if v}
     if subset and not args.dma:
-        parser.error("--figures, --sizes and --halo-n go with --dma")
+        parser.error("--figures, --sizes, --chains and --halo-n go with --dma")
     if args.dma:
         start = time.time()
         result = dma_run(args.quick, args.read_latency, args.chain, args.max_total, subset)

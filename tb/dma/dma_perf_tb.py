@@ -114,7 +114,8 @@ async def figures(dut):
         dut._log.info("%s: %s", fig, {k: v for k, v in r.items() if k != "figure"})
 
     # A subset (a check of single points): "figures" names the figures to run, "sizes" the
-    # sizes of Figures 4, 5 and 7, "halo_n" the arrays of the halo planes.
+    # sizes of Figures 4, 5 and 7, "chains" the chain lengths of Figure 6, "halo_n" the arrays
+    # of the halo planes.
     wanted = set(PARAMS.get("figures") or ("chain128", "single", "chain4k", "halo"))
     only_sizes = PARAMS.get("sizes")
 
@@ -138,8 +139,9 @@ async def figures(dut):
             r = await measure(job, "N")
             record("single", mode="register" if reg else "descriptor", size=size, **r)
 
-    # Figure 6: 4 KiB transfers, chain length 1..128 (local).
-    for n in (([1, 2, 4, 8, 16, 32] if quick else [1, 2, 4, 8, 16, 32, 64, 128])
+    # Figure 6: 4 KiB transfers, chain length 1..128 (local), in quick mode too (the figure's
+    # range); "chains" picks some of them.
+    for n in ((PARAMS.get("chains") or [1, 2, 4, 8, 16, 32, 64, 128])
               if "chain4k" in wanted else ()):
         job = Job(0, 2, [memcpy(src + 4096 * i, dst(0, 0x1000 + 4096 * i), 4096)
                          for i in range(n)])
