@@ -253,7 +253,16 @@ class Ingress(wiring.Component):
         # UR requests leave from a register: `o_ur.ready` only decides whether it is free.
         room = ~o.valid | o.ready
         ur_free = ~self.o_ur.valid | self.o_ur.ready
-        m.d.comb += x_ready.eq(Mux(drop, ~(good_end & answer) | ur_free, room))
+        # ``x_ready`` is worked out for each of the two registers stage B may read and then
+        # picked by ``s_valid``, so the pick is its last LUT level rather than its first (the
+        # same value as ``Mux(drop, ~(good_end & answer) | ur_free, room)``).
+        def ready_if(st):
+            st_deciding = st.beat.first & ~in_pkt & ~dropping
+            st_forward = st.fwd_fixed | (st.fwd_open & window_open)
+            st_drop = dropping | (st_deciding & ~st_forward)
+            st_answer = Mux(st_deciding, st.answer, answer_held)
+            return Mux(st_drop, ~(st.good_end & st_answer) | ur_free, room)
+        m.d.comb += x_ready.eq(Mux(s_valid, ready_if(s_beat), ready_if(a_beat)))
         # Stage B refuses a beat only in two cases: a forwarded beat with the output register
         # full, and the last beat of an answered drop with the UR register full.
 
