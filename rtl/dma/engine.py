@@ -245,8 +245,6 @@ class DMA(wiring.Component):
         # The hard IP's completion buffer: credits held by outstanding reads.
         used_hdr = Signal(9)
         used_dat = Signal(13)
-        iss_hdr = Signal(5)
-        iss_dat = Signal(7)
         rel_hdr = Signal(5)
         rel_dat = Signal(7)
         lim_hdr = Signal(9)
@@ -266,20 +264,23 @@ class DMA(wiring.Component):
         # not stale data).
         rcv = Array([Signal(8, name=f"tag_rcv{t}") for t in range(NT)])
 
-        # Release requests (from the writer's beat generator) and issue (planner).
+        # Releases: registered by the writer's beat generator (a read's tag, rows and credits
+        # come back a cycle after its last write has read them).
         rel_en = Signal()
         rel_rows = Signal(RB + 1)
-        iss_en = Signal()               # a read is issued this cycle
-        iss_rows = Signal(RB + 1)
-        m.d.comb += [iss_en.eq(0), rel_en.eq(0)]
-        # An issue is booked a cycle late (from registers, off the planner's decision path): the
-        # planner's next action, two cycles on, is the first to look at these.
+        # Issues: the planner decides one in ACT into these registers; it is booked in the next
+        # cycle, from them alone (off the decision's path): the tag's table entry and state, the
+        # read request, its queue entry and the counters below.  The planner's next action, two
+        # cycles after the decision, is the first to look at the counters.
         d_iss = Signal()
+        d_raddr = Signal(64)
+        d_nbytes = Signal(10)
+        d_fetch = Signal()
+        d_chan = Signal(2)
         d_rows = Signal(RB + 1)
         d_hdr = Signal(5)
         d_dat = Signal(7)
-        m.d.sync += [d_iss.eq(iss_en), d_rows.eq(iss_rows), d_hdr.eq(iss_hdr),
-                     d_dat.eq(iss_dat)]
+        m.d.sync += d_iss.eq(0)
         m.d.sync += [
             used_hdr.eq(used_hdr + Mux(d_iss, d_hdr, 0) - Mux(rel_en, rel_hdr, 0)),
             used_dat.eq(used_dat + Mux(d_iss, d_dat, 0) - Mux(rel_en, rel_dat, 0)),
@@ -335,17 +336,14 @@ class DMA(wiring.Component):
                 m.d.sync += [ch_err[c].eq(code), fault_addr[c].eq(addr)]
             m.d.sync += abort[c].eq(1)
 
-        # Pending: +1 per entry pushed (planner), -1 per entry retired (output stage).
-        push_c = Signal(range(NC))
-        push_en = Signal()
-        d_push = Signal()               # push_en a cycle late (the count is booked then)
-        d_push_c = Signal(range(NC))
+        # Pending: +1 per entry pushed (planner, as it enters the queue), -1 per entry retired
+        # (output stage, registered there).
+        pq_en = Signal()                # the planner's queue entry ``pq`` enters the queue now
+        pq_chan = Signal(2)
         ret_c = Signal(range(NC))
         ret_en = Signal()
-        m.d.comb += [push_en.eq(0), ret_en.eq(0)]
-        m.d.sync += [d_push.eq(push_en), d_push_c.eq(push_c)]
         for c in range(NC):
-            inc = d_push & (d_push_c == c)
+            inc = pq_en & (pq_chan == c)
             dec = ret_en & (ret_c == c)
             m.d.sync += pending[c].eq(pending[c] + inc - dec)
 
@@ -406,7 +404,12 @@ class DMA(wiring.Component):
         m.submodules.queue = queue = SyncFIFOBuffered(width=Entry.size, depth=QD)
         q_w = data.View(Entry, queue.w_data)
         q_r = data.View(Entry, queue.r_data)
-        m.d.comb += queue.w_en.eq(0)
+        # The planner's entry, decided in ACT and registered (all other fields 0), enters the
+        # queue in the next cycle; a read's tag and first row are filled in then.
+        pq = Signal(Entry)
+        m.d.sync += [pq_en.eq(0), pq.eq(0)]
+        m.d.comb += [pq_chan.eq(pq.chan), queue.w_en.eq(pq_en), q_w.eq(pq),
+                     q_w.tag.eq(issue_seq[:TB]), q_w.base.eq(tail_row)]
 
         # -- read requests out (single-beat MRd) ---------------------------------------------
         rd = self.o_rd
@@ -418,9 +421,8 @@ class DMA(wiring.Component):
         # lost slot back.  The planner only looks at ``rd_skid_v`` (a register).
         rd_skid_v = Signal()
         rd_skid = Signal(TLPHeader)
-        rd_new = Signal()               # the planner issues a read this cycle (rd_hdr)
+        rd_new = Signal()               # an issue is booked this cycle (rd_hdr)
         rd_held = rd.valid & ~rd.ready
-        m.d.comb += rd_new.eq(0)
         m.d.sync += [rd.p.first.eq(1), rd.p.last.eq(1), rd.p.dw_en.eq(0), rd.p.data.eq(0)]
         with m.If(rd_held):
             with m.If(rd_new):
@@ -446,7 +448,7 @@ class DMA(wiring.Component):
             m.d.comb += wants[c].eq((st[c] == _Chan.HEAD) | (st[c] == _Chan.RUN) |
                                     ((st[c] == _Chan.WAIT) & (nxt_valid[c] | regmode[c])))
             with m.If((st[c] == _Chan.DRAIN) & (pending[c] == 0)
-                      & ~(d_push & (d_push_c == c))):
+                      & ~(pq_en & (pq_chan == c))):
                 m.d.sync += st[c].eq(_Chan.IDLE)
             with m.If(abort[c] & (st[c] != _Chan.IDLE) & (st[c] != _Chan.DRAIN)):
                 m.d.sync += st[c].eq(_Chan.DRAIN)
@@ -496,33 +498,36 @@ class DMA(wiring.Component):
                     & ((lim_dat == 0) | (used_dat + dats <= lim_dat)))
 
         def issue_read(raddr, nbytes_, rows, kind, credits=None, **extra):
-            m.d.comb += rd_hdr.eq(_mem_header(raddr, nbytes_, tag_now, self.requester_id,
-                                              write=False))
+            """Decide a read (booked next cycle) and push its queue entry."""
             hdrs, dats = credits or cpl_credits(raddr, nbytes_)
-            extra.update(chdr=hdrs, cdat=dats)
-            m.d.comb += [iss_en.eq(1), iss_rows.eq(rows), iss_hdr.eq(hdrs), iss_dat.eq(dats),
-                         ti_w.en.eq(1), ti_w.addr.eq(issue_seq[:TB]),
-                         ti_w.data.base.eq(tail_row), ti_w.data.src_lo.eq(raddr[:2]),
-                         ti_w.data.nbytes.eq(nbytes_), ti_w.data.chan.eq(sel),
-                         ti_w.data.fetch.eq(kind == _Kind.FETCH)]
-            m.d.comb += rd_new.eq(1)
-            for t in range(NT):
-                with m.If(issue_seq[:TB] == t):
-                    m.d.sync += [done[t].eq(0), terr[t].eq(0), rcv[t].eq(0)]
-            push(kind, tag=issue_seq[:TB], base=tail_row, rows=rows, src_lo=raddr[:2],
-                 nbytes=nbytes_[:10], **extra)
+            m.d.sync += [d_iss.eq(1), d_raddr.eq(raddr), d_nbytes.eq(nbytes_),
+                         d_fetch.eq(kind == _Kind.FETCH), d_chan.eq(sel), d_rows.eq(rows),
+                         d_hdr.eq(hdrs), d_dat.eq(dats)]
+            push(kind, rows=rows, src_lo=raddr[:2], nbytes=nbytes_[:10], chdr=hdrs, cdat=dats,
+                 **extra)
 
         def push(kind, **fields):
+            """Decide a queue entry of channel ``sel`` (it enters the queue next cycle)."""
             fields.setdefault("desc", cur_addr[sel])
-            m.d.comb += [queue.w_en.eq(1), q_w.kind.eq(kind), q_w.chan.eq(sel),
-                         push_en.eq(1), push_c.eq(sel)]
+            m.d.sync += [pq_en.eq(1), pq.kind.eq(kind), pq.chan.eq(sel)]
             for k, v in fields.items():
-                m.d.comb += getattr(q_w, k).eq(v)
+                m.d.sync += getattr(pq, k).eq(v)
+
+        # Booking an issue: the tag is the next in issue order, its rows the next free ones.
+        m.d.comb += [
+            rd_new.eq(d_iss),
+            rd_hdr.eq(_mem_header(d_raddr, d_nbytes, tag_now, self.requester_id, write=False)),
+            ti_w.en.eq(d_iss), ti_w.addr.eq(issue_seq[:TB]),
+            ti_w.data.base.eq(tail_row), ti_w.data.src_lo.eq(d_raddr[:2]),
+            ti_w.data.nbytes.eq(d_nbytes), ti_w.data.chan.eq(d_chan),
+            ti_w.data.fetch.eq(d_fetch),
+        ]
+        for t in range(NT):
+            with m.If(d_iss & (issue_seq[:TB] == t)):
+                m.d.sync += [done[t].eq(0), terr[t].eq(0), rcv[t].eq(0)]
 
         def rows_for(lo, nb):
             return (Cat(lo, Const(0, 12)) + nb + 15) >> 4
-
-        m.d.comb += [ti_w.en.eq(0)]
 
         # Round robin: the first wanting channel after the last one served.
         found = Const(0, 1)
@@ -1044,9 +1049,10 @@ class DMA(wiring.Component):
         m.d.comb += items2.r_en.eq(go & b_last)
         with m.If(go):
             m.d.sync += beat.eq(Mux(b_last, 0, beat + 1))
-        with m.If(go & b_last & bi.release):
-            m.d.comb += [rel_en.eq(1), rel_rows.eq(bi.rel_rows), rel_hdr.eq(bi.rel_hdr),
-                         rel_dat.eq(bi.rel_dat)]
+        # Released a cycle after the last beat's command (registered: the bookkeeping's
+        # counters then add only registers).
+        m.d.sync += [rel_en.eq(go & b_last & bi.release), rel_rows.eq(bi.rel_rows),
+                     rel_hdr.eq(bi.rel_hdr), rel_dat.eq(bi.rel_dat)]
 
         row = (bi.row + beat)[:RB]
         for wp, rp0, rp1 in banks:
@@ -1098,8 +1104,9 @@ class DMA(wiring.Component):
         pop = ofifo.r_rdy & (r.nop | o.ready)
         m.d.comb += ofifo.r_en.eq(pop)
         m.d.sync += self.msi_req.eq(0)
+        # Retired a cycle later (registered, off the crossbar's ready).
+        m.d.sync += [ret_en.eq(pop & r.retire), ret_c.eq(r.chan)]
         with m.If(pop):
-            m.d.comb += [ret_en.eq(r.retire), ret_c.eq(r.chan)]
             for c in range(NC):
                 with m.If(r.chan == c):
                     m.d.sync += nbytes[c].eq(nbytes[c] + r.nbytes)
