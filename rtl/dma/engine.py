@@ -37,7 +37,7 @@ writer
     read's tag and rows are freed when its last write has read them, in issue order.
 """
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, enum, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.memory import Memory
@@ -84,6 +84,16 @@ class _Kind(enum.Enum, shape=2):
     FAULT = 3   # the planner found a fault: report it here, after the earlier descriptors
 
 
+class _Act(enum.Enum, shape=3):
+    """What the planner's ACT does for the channel CALC looked at."""
+    NONE  = 0   # nothing (IDLE or DRAIN)
+    HEAD  = 1   # fetch the head descriptor
+    LOAD  = 2   # load the next descriptor (WAIT)
+    PF    = 3   # prefetch the next descriptor (RUN)
+    DATA  = 4   # issue the next read of the current burst (RUN)
+    MARK  = 5   # close the descriptor (RUN)
+
+
 class _Item(enum.Enum, shape=2):
     WRITE = 0   # a memory write from buffer rows
     SEQ   = 1   # the 4-byte completion write (immediate data)
@@ -114,6 +124,15 @@ def _mem_header(addr, nbytes, tag, requester_id, write):
     dw2 = Mux(four, addr[32:64], Cat(Const(0, 2), addr[2:32]))
     dw3 = Mux(four, Cat(Const(0, 2), addr[2:32]), 0)
     return Cat(dw0, dw1, dw2, dw3)
+
+
+def _one_hot_or(sel, values):
+    """Return the value of ``values`` whose bit of ``sel`` (one-hot) is set, as an OR of ANDs."""
+    width = max(len(Value.cast(v)) for v in values)
+    out = Const(0, width)
+    for s, v in zip(sel, values):
+        out = out | Mux(s, v, 0)
+    return out
 
 
 def _ceil_log2(n):
@@ -454,18 +473,29 @@ class DMA(wiring.Component):
                 m.d.sync += st[c].eq(_Chan.DRAIN)
 
         # Chunk of the current burst (CALC): at most MRRS, within the source 4 KiB page, ending
-        # on a destination min(MPS, MRRS) boundary where it can.
-        lim_dst = Signal(11)
-        lim_src = Signal(13)
-        rem_sat = Signal(13)
+        # on a destination min(MPS, MRRS) boundary where it can: the least of four candidates,
+        # found by comparing every pair at once (a chain of min() would put the compares in
+        # series).  MRRS counts whole DWs, so a read starting at source byte 1..3 of a DW is
+        # shorter: mrrs - max(dst & min_mask, src[:2]) = min(mrrs - dst & min_mask,
+        # mrrs - src[:2]).
+        cand = [Signal(13, name=n) for n in ("c_lim_dst", "c_lim_dw", "c_lim_src", "c_rem")]
         m.d.comb += [
-            # MRRS counts whole DWs: a read starting at source byte 1..3 of a DW is shorter.
-            lim_dst.eq(mrrs - Mux((c_dst[:10] & min_mask) > c_src[:2], c_dst[:10] & min_mask,
-                                  c_src[:2])),
-            lim_src.eq(4096 - c_src[:12]),
-            rem_sat.eq(Mux(c_brem[12:].any(), 4096, c_brem[:13])),
+            cand[0].eq(mrrs - (c_dst[:10] & min_mask)),
+            cand[1].eq(mrrs - c_src[:2]),
+            cand[2].eq(4096 - c_src[:12]),
+            cand[3].eq(Mux(c_brem[12:].any(), 4096, c_brem[:13])),
         ]
-        a_min = Mux(lim_dst < lim_src, lim_dst, lim_src)
+        le = {(i, j): cand[i] <= cand[j] for i in range(4) for j in range(4) if i != j}
+        # One-hot: the rest of the burst wins ties (the chunk then ends the burst).
+        win_r = le[3, 0] & le[3, 1] & le[3, 2]
+        win_a = ~win_r & le[0, 1] & le[0, 2]
+        win_b = ~win_r & ~win_a & le[1, 2]
+        win_c = ~win_r & ~win_a & ~win_b
+        wins = [win_a, win_b, win_c, win_r]
+
+        def pick_of(values):
+            return _one_hot_or(wins, values)
+
         k_chunk = Signal(13)
         k_end = Signal()            # the chunk ends the burst (c_brem == k_chunk)
         # How far the source and destination move after the chunk (the gaps at a burst's end),
@@ -476,13 +506,14 @@ class DMA(wiring.Component):
         k_rows = Signal(RB + 1)     # the chunk's buffer rows and completion credits
         k_hdr = Signal(5)
         k_dat = Signal(7)
-        k_need_pf = Signal()
-        m.d.comb += k_need_pf.eq(~_bits(c_cur.control, "end") & ~fetched[sel] & ~regmode[sel])
+        k_act = Signal(_Act)        # what ACT does
+        k_last = Signal()           # MARK: the chain ends with this descriptor
+        # Room for one more queue entry and one more tag, as CALC sees it: the entry and the
+        # issue ACT decided a cycle ago are entering the queue and being booked now.
+        k_qroom = Signal()
+        k_tags = Signal()
 
         tag_now = Mux(ext_tags, issue_seq[:8], issue_seq[:5])
-        res_ok = Signal()       # room for one more read and one more queue entry
-        m.d.comb += res_ok.eq(queue.w_rdy & (queue.level < QD - 4) & ~rd_skid_v
-                              & (outstanding < tag_limit))
 
         def cpl_credits(raddr, nbytes_):
             """Completion headers and data credits of a read at its worst split."""
@@ -492,10 +523,14 @@ class DMA(wiring.Component):
             dats = (Cat(raddr[:4], Const(0, 9)) + nbytes_ + 15) >> 4
             return hdrs[:5], dats[:7]
 
-        def credits_ok(raddr=None, nbytes_=None, credits=None):
-            hdrs, dats = credits or cpl_credits(raddr, nbytes_)
-            return (((lim_hdr == 0) | (used_hdr + hdrs <= lim_hdr))
-                    & ((lim_dat == 0) | (used_dat + dats <= lim_dat)))
+        # ACT issues a read only with room for it everywhere: queue, tag, read-request skid,
+        # buffer rows, completion credits (the last three from this cycle's counters).
+        hdr_free = Signal()         # no limit (0)
+        dat_free = Signal()
+        m.d.sync += [hdr_free.eq(self.cpl_space[:8] == 0), dat_free.eq(self.cpl_space[8:20] == 0)]
+        go_read = (k_qroom & k_tags & ~rd_skid_v & (free_rows >= k_rows)
+                   & (hdr_free | (used_hdr + k_hdr <= lim_hdr))
+                   & (dat_free | (used_dat + k_dat <= lim_dat)))
 
         def issue_read(raddr, nbytes_, rows, kind, credits=None, **extra):
             """Decide a read (booked next cycle) and push its queue entry."""
@@ -548,18 +583,41 @@ class DMA(wiring.Component):
                     m.next = "CALC"
 
             with m.State("CALC"):
-                # a_min <= MRRS <= 512, so the chunk is the burst's rest exactly when the rest
-                # is at most a_min.
-                k_le = rem_sat <= a_min
+                # What ACT will do, and everything it needs that does not change meanwhile (only
+                # the channel's own ACT changes its registers; an abort is looked at in ACT).
+                # The next descriptor is prefetched before the current one's reads (002 3.4).
+                need_pf = ~_bits(c_cur.control, "end") & ~fetched[sel] & ~regmode[sel]
+                fetch_ptr = Mux(c_st == _Chan.HEAD, nxt_ptr[sel], c_cur.next)
+                f_hdr, f_dat = cpl_credits(Const(0, 6), Mux(fetch_ptr[0], 64, 32))
+                d_hdrs, d_dats = zip(*[cpl_credits(c_src, v) for v in cand])
+                with m.Switch(c_st):
+                    with m.Case(_Chan.HEAD):
+                        m.d.sync += k_act.eq(_Act.HEAD)
+                    with m.Case(_Chan.WAIT):
+                        m.d.sync += k_act.eq(_Act.LOAD)
+                    with m.Case(_Chan.RUN):
+                        with m.If(need_pf):
+                            m.d.sync += k_act.eq(_Act.PF)
+                        with m.Elif(bleft[sel] != 0):
+                            m.d.sync += k_act.eq(_Act.DATA)
+                        with m.Else():
+                            m.d.sync += k_act.eq(_Act.MARK)
+                    with m.Default():
+                        m.d.sync += k_act.eq(_Act.NONE)
+                data_next = (c_st == _Chan.RUN) & ~need_pf
+                chunk = pick_of(cand)
                 m.d.sync += [
-                    k_chunk.eq(Mux(k_le, rem_sat, a_min)), k_end.eq(k_le),
-                    k_src_step.eq(Mux(k_le, rem_sat + c_cur.src_gap, a_min)),
-                    k_dst_step.eq(Mux(k_le, rem_sat + c_cur.dst_gap, a_min)),
+                    k_chunk.eq(chunk), k_end.eq(win_r),
+                    k_src_step.eq(Mux(win_r, cand[3] + c_cur.src_gap, chunk)),
+                    k_dst_step.eq(Mux(win_r, cand[3] + c_cur.dst_gap, chunk)),
+                    k_rows.eq(Mux(data_next, pick_of([rows_for(c_src[:2], v) for v in cand]), 0)),
+                    k_hdr.eq(Mux(data_next, pick_of(d_hdrs), f_hdr)),
+                    k_dat.eq(Mux(data_next, pick_of(d_dats), f_dat)),
+                    k_last.eq(Mux(regmode[sel], slot[sel] + 1 >= nslots[sel],
+                                  _bits(c_cur.control, "end"))),
+                    k_qroom.eq(queue.w_rdy & (queue.level < QD - 5)),
+                    k_tags.eq(Mux(d_iss, outstanding + 1 < tag_limit, outstanding < tag_limit)),
                 ]
-                k_next = Mux(k_le, rem_sat, a_min)
-                hdrs_, dats_ = cpl_credits(c_src, k_next)
-                m.d.sync += [k_rows.eq(rows_for(c_src[:2], k_next)), k_hdr.eq(hdrs_),
-                             k_dat.eq(dats_)]
                 m.next = "ACT"
 
             with m.State("ACT"):
@@ -573,48 +631,41 @@ class DMA(wiring.Component):
                     m.next = "SEL"
                 with m.If(abort[sel]):
                     pass
-                with m.Elif(c_st == _Chan.HEAD):
+                with m.Elif(k_act == _Act.HEAD):
                     ptr = nxt_ptr[sel]
-                    nb = Mux(ptr[0], 64, 32)
-                    with m.If(res_ok & credits_ok(Const(0, 6), nb)):
-                        issue_read(Cat(Const(0, 5), ptr[5:]), nb, 0, _Kind.FETCH,
+                    with m.If(go_read):
+                        issue_read(Cat(Const(0, 5), ptr[5:]), Mux(ptr[0], 64, 32), 0,
+                                   _Kind.FETCH, credits=(k_hdr, k_dat),
                                    desc=Cat(Const(0, 5), ptr[5:]))
                         m.d.sync += [st[sel].eq(_Chan.WAIT), fetched[sel].eq(1)]
-                with m.Elif(c_st == _Chan.WAIT):
+                with m.Elif(k_act == _Act.LOAD):
                     self._load(m, sel, ld, ld_bad, ld_ok, nxt_valid, nxt_ptr, regmode, slot,
                                cur, cur_addr, cur_src, cur_dst, brem, bleft, fetched, st, push,
-                               queue.w_rdy & (queue.level < QD - 4))
-                with m.Elif(c_st == _Chan.RUN):
-                    with m.If(k_need_pf):
-                        ptr = c_cur.next
-                        with m.If(res_ok & credits_ok(Const(0, 6), Mux(ptr[0], 64, 32))):
-                            issue_read(Cat(Const(0, 5), ptr[5:]), Mux(ptr[0], 64, 32), 0,
-                                       _Kind.FETCH, desc=Cat(Const(0, 5), ptr[5:]))
-                            m.d.sync += [fetched[sel].eq(1), nxt_ptr[sel].eq(ptr),
-                                         nxt_valid[sel].eq(0)]
-                    with m.Elif(bleft[sel] != 0):
-                        with m.If(res_ok & (free_rows >= k_rows)
-                                  & credits_ok(credits=(k_hdr, k_dat))):
-                            issue_read(c_src, k_chunk, k_rows, _Kind.DATA,
-                                       credits=(k_hdr, k_dat), addr=c_dst)
-                            burst_end = k_end
-                            m.d.sync += [
-                                cur_src[sel].eq(c_src + k_src_step),
-                                cur_dst[sel].eq(c_dst + k_dst_step),
-                                brem[sel].eq(Mux(burst_end, c_cur.length, c_brem - k_chunk)),
-                                bleft[sel].eq(bleft[sel] - burst_end),
-                            ]
-                    with m.Elif(queue.w_rdy & (queue.level < QD - 4)):
-                        ctl = c_cur.control
-                        regm = regmode[sel]
-                        last = Mux(regm, slot[sel] + 1 >= nslots[sel], _bits(ctl, "end"))
-                        push(_Kind.MARK, addr=c_cur.seq_addr, value=c_cur.seq_value,
-                             seq=_bits(ctl, "seq"), irq=_bits(ctl, "irq"))
-                        m.d.sync += slot[sel].eq(slot[sel] + 1)
-                        with m.If(last):
-                            m.d.sync += st[sel].eq(_Chan.DRAIN)
-                        with m.Else():
-                            m.d.sync += st[sel].eq(_Chan.WAIT)
+                               k_qroom)
+                with m.Elif(k_act == _Act.PF):
+                    ptr = c_cur.next
+                    with m.If(go_read):
+                        issue_read(Cat(Const(0, 5), ptr[5:]), Mux(ptr[0], 64, 32), 0,
+                                   _Kind.FETCH, credits=(k_hdr, k_dat),
+                                   desc=Cat(Const(0, 5), ptr[5:]))
+                        m.d.sync += [fetched[sel].eq(1), nxt_ptr[sel].eq(ptr),
+                                     nxt_valid[sel].eq(0)]
+                with m.Elif(k_act == _Act.DATA):
+                    with m.If(go_read):
+                        issue_read(c_src, k_chunk, k_rows, _Kind.DATA,
+                                   credits=(k_hdr, k_dat), addr=c_dst)
+                        m.d.sync += [
+                            cur_src[sel].eq(c_src + k_src_step),
+                            cur_dst[sel].eq(c_dst + k_dst_step),
+                            brem[sel].eq(Mux(k_end, c_cur.length, c_brem - k_chunk)),
+                            bleft[sel].eq(bleft[sel] - k_end),
+                        ]
+                with m.Elif((k_act == _Act.MARK) & k_qroom):
+                    ctl = c_cur.control
+                    push(_Kind.MARK, addr=c_cur.seq_addr, value=c_cur.seq_value,
+                         seq=_bits(ctl, "seq"), irq=_bits(ctl, "irq"))
+                    m.d.sync += [slot[sel].eq(slot[sel] + 1),
+                                 st[sel].eq(Mux(k_last, _Chan.DRAIN, _Chan.WAIT))]
 
         # -- completion receiver ------------------------------------------------------------
         self._receiver(m, NC, NT, TB, RB, ext_tags, head_seq, outstanding, ti_r, done, terr, rcv,
@@ -632,32 +683,55 @@ class DMA(wiring.Component):
         """The descriptor a WAIT channel loads and its checks, registered in CALC, with whether
         they were taken from a complete descriptor (``ld_ok``).
 
+        The checks are worked out a cycle ahead, for every register-mode slot and every
+        channel's prefetch buffer, so CALC only picks one.  A prefetch buffer counts as complete
+        once it has been valid for a cycle (its checks then describe its final contents); a slot
+        is checked a cycle after the register write that changed it, and the host's start
+        write comes later than that.
+
         A channel can be picked in its MARK action, while still in RUN, and reach CALC in WAIT
         with its prefetch still arriving: the buffer then holds part of the old descriptor, and
         becomes valid only after CALC.  ACT loads only what CALC saw valid (``ld_ok``; the
         channel is picked again otherwise).  Once valid, neither the buffer nor the slot number
         change until that channel's next action."""
+        def bad(d, regm, ptr=None):
+            ctl = d.control
+            ext = _bits(ctl, "ext")
+            checks = [
+                _bits(ctl, "magic") != MAGIC,
+                (ctl & CONTROL_RESERVED).any(),
+                d.length == 0,
+                ext & (d.count == 0),
+                ext & (d.reserved != 0),
+                _bits(ctl, "seq") & (~ext | d.seq_addr[:2].any()),
+            ]
+            if not regm:
+                checks += [ext != ptr[0], ~_bits(ctl, "end") & d.next[1:5].any()]
+            out = Const(0, 1)
+            for c in checks:
+                out = out | c
+            return out
+
+        n_slots = N_DMA_CHANNELS * N_DMA_SLOTS
+        slot_bad = Signal(n_slots, name="slot_bad")
+        nxt_bad = Signal(N_DMA_CHANNELS, name="nxt_bad")
+        nxt_seen = Signal(N_DMA_CHANNELS, name="nxt_seen")    # nxt_valid a cycle ago
+        for i in range(n_slots):
+            m.d.sync += slot_bad[i].eq(bad(self.slots[i], regm=True))
+        for c in range(N_DMA_CHANNELS):
+            m.d.sync += [nxt_bad[c].eq(bad(nxt[c], regm=False, ptr=nxt_ptr[c])),
+                         nxt_seen[c].eq(nxt_valid[c])]
+
         regm = regmode[sel]
-        d = Signal(Descriptor)
         idx = Cat(slot[sel][:2], sel)           # 4 * c + s
-        m.d.comb += d.eq(Mux(regm, self.slots[idx], nxt[sel]))
-        ctl = d.control
-        ext = _bits(ctl, "ext")
-        ptr = nxt_ptr[sel]
         ld = Signal(Descriptor, name="ld_desc")
         ld_bad = Signal(name="ld_bad")
         ld_ok = Signal(name="ld_ok")
-        m.d.sync += [ld.eq(d), ld_ok.eq(regm | nxt_valid[sel])]
-        m.d.sync += ld_bad.eq(
-            (_bits(ctl, "magic") != MAGIC)
-            | (ctl & CONTROL_RESERVED).any()
-            | (d.length == 0)
-            | (ext & (d.count == 0))
-            | (ext & (d.reserved != 0))
-            | (~regm & (ext != ptr[0]))
-            | (~regm & ~_bits(ctl, "end") & d.next[1:5].any())
-            | (_bits(ctl, "seq") & (~ext | d.seq_addr[:2].any()))
-        )
+        m.d.sync += [
+            ld.eq(Mux(regm, self.slots[idx], nxt[sel])),
+            ld_bad.eq(Mux(regm, slot_bad.bit_select(idx, 1), nxt_bad.bit_select(sel, 1))),
+            ld_ok.eq(regm | (nxt_valid[sel] & nxt_seen.bit_select(sel, 1))),
+        ]
         return ld, ld_bad, ld_ok
 
     def _load(self, m, sel, ld, bad, ok, nxt_valid, nxt_ptr, regmode, slot, cur, cur_addr, cur_src,
