@@ -37,7 +37,7 @@ writer
     read's tag and rows are freed when its last write has read them, in issue order.
 """
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import data, enum, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.memory import Memory
@@ -247,8 +247,9 @@ class DMA(wiring.Component):
             ext_tags.eq(_field(self.dma_config, "ext_tags", _DMA_CONFIG)),
         ]
         mps = Signal(10)      # bytes
-        mrrs = Signal(10)
-        m.d.comb += [mps.eq(Const(128, 10) << mps_code), mrrs.eq(Const(128, 10) << mrrs_code)]
+        mrrs_m1 = Signal(10)  # MRRS - 1 (all ones below MRRS)
+        m.d.comb += [mps.eq(Const(128, 10) << mps_code),
+                     mrrs_m1.eq(Cat(Const(0x7F, 7), mrrs_code > 0, mrrs_code > 1, 0))]
         min_code = Mux(mps_code < mrrs_code, mps_code, mrrs_code)
         min_mask = Signal(10)   # min(mps, mrrs) - 1
         m.d.comb += min_mask.eq((Const(128, 10) << min_code) - 1)
@@ -300,18 +301,28 @@ class DMA(wiring.Component):
         d_hdr = Signal(5)
         d_dat = Signal(7)
         m.d.sync += d_iss.eq(0)
-        m.d.sync += [
-            used_hdr.eq(used_hdr + Mux(d_iss, d_hdr, 0) - Mux(rel_en, rel_hdr, 0)),
-            used_dat.eq(used_dat + Mux(d_iss, d_dat, 0) - Mux(rel_en, rel_dat, 0)),
-        ]
+        # Rows and credits come back through an accumulator: a cycle that books an issue adds
+        # the release to it, any other cycle hands the accumulator back and restarts it with
+        # the release.  Issues are booked at most every other cycle (one per planner action),
+        # so a release waits at most two cycles, and every update is a two-input add.
+        acc_rows = Signal(RB + 1)
+        acc_hdr = Signal(9)
+        acc_dat = Signal(13)
+        rel_now = [Mux(rel_en, v, 0) for v in (rel_rows, rel_hdr, rel_dat)]
         with m.If(d_iss):
-            m.d.sync += [issue_seq.eq(issue_seq + 1), tail_row.eq(tail_row + d_rows)]
+            m.d.sync += [
+                issue_seq.eq(issue_seq + 1), tail_row.eq(tail_row + d_rows),
+                free_rows.eq(free_rows - d_rows), used_hdr.eq(used_hdr + d_hdr),
+                used_dat.eq(used_dat + d_dat),
+            ]
+            m.d.sync += [acc.eq(acc + v) for acc, v in zip((acc_rows, acc_hdr, acc_dat), rel_now)]
+        with m.Else():
+            m.d.sync += [free_rows.eq(free_rows + acc_rows), used_hdr.eq(used_hdr - acc_hdr),
+                         used_dat.eq(used_dat - acc_dat)]
+            m.d.sync += [acc.eq(v) for acc, v in zip((acc_rows, acc_hdr, acc_dat), rel_now)]
         with m.If(rel_en):
             m.d.sync += head_seq.eq(head_seq + 1)
-        m.d.sync += [
-            free_rows.eq(free_rows - Mux(d_iss, d_rows, 0) + Mux(rel_en, rel_rows, 0)),
-            outstanding.eq(outstanding + d_iss - rel_en),
-        ]
+        m.d.sync += outstanding.eq(outstanding + d_iss - rel_en)
 
         # -- the completion buffer: four 32-bit banks of ROWS rows ---------------------------
         banks = []
@@ -332,7 +343,9 @@ class DMA(wiring.Component):
         cur_addr = per_chan("cur_addr", 64)
         cur_src = per_chan("src", 64)
         cur_dst = per_chan("dst", 64)
-        brem = per_chan("brem", 32)         # bytes left in the current burst
+        brem_m1 = per_chan("brem_m1", 32)   # bytes left in the current burst, minus 1
+        sgap1 = per_chan("sgap1", 33)       # the source and destination gaps, plus 1
+        dgap1 = per_chan("dgap1", 33)
         bleft = per_chan("bleft", 32)       # bursts left, the current one included
         nxt = per_chan("nxt", Descriptor)
         nxt_valid = per_chan("nxt_valid", 1)
@@ -459,7 +472,7 @@ class DMA(wiring.Component):
         c_cur = cur[sel]
         c_src = cur_src[sel]
         c_dst = cur_dst[sel]
-        c_brem = brem[sel]
+        c_brem_m1 = brem_m1[sel]
 
         # Channel wants: anything but IDLE; DRAIN finishes by itself below.
         wants = Signal(NC)
@@ -474,16 +487,16 @@ class DMA(wiring.Component):
 
         # Chunk of the current burst (CALC): at most MRRS, within the source 4 KiB page, ending
         # on a destination min(MPS, MRRS) boundary where it can: the least of four candidates,
-        # found by comparing every pair at once (a chain of min() would put the compares in
-        # series).  MRRS counts whole DWs, so a read starting at source byte 1..3 of a DW is
-        # shorter: mrrs - max(dst & min_mask, src[:2]) = min(mrrs - dst & min_mask,
-        # mrrs - src[:2]).
-        cand = [Signal(13, name=n) for n in ("c_lim_dst", "c_lim_dw", "c_lim_src", "c_rem")]
+        # found by comparing every pair at once.  Each is held minus one, which needs no adder:
+        # MRRS counts whole DWs (a read starting at source byte 1..3 of a DW is shorter), so
+        # min(mrrs - (dst & min_mask), mrrs - src[:2]) - 1 is (mrrs - 1) ^ either (both below
+        # mrrs); 4096 - src[:12] - 1 is ~src[:12]; and the burst's rest is kept minus one.
+        cand = [Signal(12, name=n) for n in ("c_lim_dst", "c_lim_dw", "c_lim_src", "c_rem")]
         m.d.comb += [
-            cand[0].eq(mrrs - (c_dst[:10] & min_mask)),
-            cand[1].eq(mrrs - c_src[:2]),
-            cand[2].eq(4096 - c_src[:12]),
-            cand[3].eq(Mux(c_brem[12:].any(), 4096, c_brem[:13])),
+            cand[0].eq(mrrs_m1 ^ (c_dst[:10] & min_mask)),
+            cand[1].eq(mrrs_m1 ^ c_src[:2]),
+            cand[2].eq(~c_src[:12]),
+            cand[3].eq(Mux(c_brem_m1[12:].any(), 4095, c_brem_m1[:12])),
         ]
         le = {(i, j): cand[i] <= cand[j] for i in range(4) for j in range(4) if i != j}
         # One-hot: the rest of the burst wins ties (the chunk then ends the burst).
@@ -497,7 +510,7 @@ class DMA(wiring.Component):
             return _one_hot_or(wins, values)
 
         k_chunk = Signal(13)
-        k_end = Signal()            # the chunk ends the burst (c_brem == k_chunk)
+        k_end = Signal()            # the chunk ends the burst
         # How far the source and destination move after the chunk (the gaps at a burst's end),
         # computed in CALC so the position update is one two-input add (a three-input add maps
         # to a LUT adder tree, not a carry chain).
@@ -515,12 +528,13 @@ class DMA(wiring.Component):
 
         tag_now = Mux(ext_tags, issue_seq[:8], issue_seq[:5])
 
-        def cpl_credits(raddr, nbytes_):
-            """Completion headers and data credits of a read at its worst split."""
-            hdrs = (Cat(raddr[:6], Const(0, 7)) + nbytes_ + 63) >> 6
+        def cpl_credits(raddr, nbytes_m1):
+            """Completion headers and data credits of a read of ``nbytes_m1 + 1`` bytes at its
+            worst split."""
+            hdrs = (Cat(raddr[:6], Const(1, 1)) + nbytes_m1) >> 6
             # Completions are split at 64-byte (hence 16-byte) aligned addresses, so their data
             # credits add up to at most the 16-byte blocks the read touches.
-            dats = (Cat(raddr[:4], Const(0, 9)) + nbytes_ + 15) >> 4
+            dats = (Cat(raddr[:4], Const(1, 1)) + nbytes_m1) >> 4
             return hdrs[:5], dats[:7]
 
         # ACT issues a read only with room for it everywhere: queue, tag, read-request skid,
@@ -528,13 +542,23 @@ class DMA(wiring.Component):
         hdr_free = Signal()         # no limit (0)
         dat_free = Signal()
         m.d.sync += [hdr_free.eq(self.cpl_space[:8] == 0), dat_free.eq(self.cpl_space[8:20] == 0)]
+        # The credits left, as ACT will see them: registered in CALC from ``room_*`` (the
+        # counters a cycle ago), less the issue booked in the last cycle or in this one (issues
+        # are booked at most every other cycle, and ``d_hdr``, ``d_dat`` hold until the next).
+        room_hdr = Signal(signed(10))
+        room_dat = Signal(signed(14))
+        k_room_hdr = Signal(signed(11))
+        k_room_dat = Signal(signed(15))
+        d_iss_q = Signal()
+        m.d.sync += [room_hdr.eq(lim_hdr - used_hdr), room_dat.eq(lim_dat - used_dat),
+                     d_iss_q.eq(d_iss)]
+        unbooked = d_iss | d_iss_q
         go_read = (k_qroom & k_tags & ~rd_skid_v & (free_rows >= k_rows)
-                   & (hdr_free | (used_hdr + k_hdr <= lim_hdr))
-                   & (dat_free | (used_dat + k_dat <= lim_dat)))
+                   & (hdr_free | (k_hdr <= k_room_hdr)) & (dat_free | (k_dat <= k_room_dat)))
 
-        def issue_read(raddr, nbytes_, rows, kind, credits=None, **extra):
+        def issue_read(raddr, nbytes_, rows, kind, credits, **extra):
             """Decide a read (booked next cycle) and push its queue entry."""
-            hdrs, dats = credits or cpl_credits(raddr, nbytes_)
+            hdrs, dats = credits
             m.d.sync += [d_iss.eq(1), d_raddr.eq(raddr), d_nbytes.eq(nbytes_),
                          d_fetch.eq(kind == _Kind.FETCH), d_chan.eq(sel), d_rows.eq(rows),
                          d_hdr.eq(hdrs), d_dat.eq(dats)]
@@ -561,8 +585,9 @@ class DMA(wiring.Component):
             with m.If(d_iss & (issue_seq[:TB] == t)):
                 m.d.sync += [done[t].eq(0), terr[t].eq(0), rcv[t].eq(0)]
 
-        def rows_for(lo, nb):
-            return (Cat(lo, Const(0, 12)) + nb + 15) >> 4
+        def rows_for(lo, nb_m1):
+            """Buffer rows of a read of ``nb_m1 + 1`` bytes from byte ``lo`` of a DW."""
+            return (Cat(lo, Const(0, 2), Const(1, 1)) + nb_m1) >> 4
 
         # Round robin: the first wanting channel after the last one served.
         found = Const(0, 1)
@@ -588,7 +613,7 @@ class DMA(wiring.Component):
                 # The next descriptor is prefetched before the current one's reads (002 3.4).
                 need_pf = ~_bits(c_cur.control, "end") & ~fetched[sel] & ~regmode[sel]
                 fetch_ptr = Mux(c_st == _Chan.HEAD, nxt_ptr[sel], c_cur.next)
-                f_hdr, f_dat = cpl_credits(Const(0, 6), Mux(fetch_ptr[0], 64, 32))
+                f_hdr, f_dat = cpl_credits(Const(0, 6), Mux(fetch_ptr[0], 63, 31))
                 d_hdrs, d_dats = zip(*[cpl_credits(c_src, v) for v in cand])
                 with m.Switch(c_st):
                     with m.Case(_Chan.HEAD):
@@ -605,11 +630,12 @@ class DMA(wiring.Component):
                     with m.Default():
                         m.d.sync += k_act.eq(_Act.NONE)
                 data_next = (c_st == _Chan.RUN) & ~need_pf
-                chunk = pick_of(cand)
+                chunk = pick_of(cand) + 1
                 m.d.sync += [
                     k_chunk.eq(chunk), k_end.eq(win_r),
-                    k_src_step.eq(Mux(win_r, cand[3] + c_cur.src_gap, chunk)),
-                    k_dst_step.eq(Mux(win_r, cand[3] + c_cur.dst_gap, chunk)),
+                    # At a burst's end the rest is the chunk: step over it and the gap.
+                    k_src_step.eq(Mux(win_r, c_brem_m1 + sgap1[sel], chunk)),
+                    k_dst_step.eq(Mux(win_r, c_brem_m1 + dgap1[sel], chunk)),
                     k_rows.eq(Mux(data_next, pick_of([rows_for(c_src[:2], v) for v in cand]), 0)),
                     k_hdr.eq(Mux(data_next, pick_of(d_hdrs), f_hdr)),
                     k_dat.eq(Mux(data_next, pick_of(d_dats), f_dat)),
@@ -617,6 +643,8 @@ class DMA(wiring.Component):
                                   _bits(c_cur.control, "end"))),
                     k_qroom.eq(queue.w_rdy & (queue.level < QD - 5)),
                     k_tags.eq(Mux(d_iss, outstanding + 1 < tag_limit, outstanding < tag_limit)),
+                    k_room_hdr.eq(room_hdr - Mux(unbooked, d_hdr, 0)),
+                    k_room_dat.eq(room_dat - Mux(unbooked, d_dat, 0)),
                 ]
                 m.next = "ACT"
 
@@ -640,8 +668,8 @@ class DMA(wiring.Component):
                         m.d.sync += [st[sel].eq(_Chan.WAIT), fetched[sel].eq(1)]
                 with m.Elif(k_act == _Act.LOAD):
                     self._load(m, sel, ld, ld_bad, ld_ok, nxt_valid, nxt_ptr, regmode, slot,
-                               cur, cur_addr, cur_src, cur_dst, brem, bleft, fetched, st, push,
-                               k_qroom)
+                               cur, cur_addr, cur_src, cur_dst, (brem_m1, sgap1, dgap1), bleft,
+                               fetched, st, push, k_qroom)
                 with m.Elif(k_act == _Act.PF):
                     ptr = c_cur.next
                     with m.If(go_read):
@@ -657,7 +685,7 @@ class DMA(wiring.Component):
                         m.d.sync += [
                             cur_src[sel].eq(c_src + k_src_step),
                             cur_dst[sel].eq(c_dst + k_dst_step),
-                            brem[sel].eq(Mux(k_end, c_cur.length, c_brem - k_chunk)),
+                            brem_m1[sel].eq(Mux(k_end, c_cur.length - 1, c_brem_m1 - k_chunk)),
                             bleft[sel].eq(bleft[sel] - k_end),
                         ]
                 with m.Elif((k_act == _Act.MARK) & k_qroom):
@@ -735,7 +763,8 @@ class DMA(wiring.Component):
         return ld, ld_bad, ld_ok
 
     def _load(self, m, sel, ld, bad, ok, nxt_valid, nxt_ptr, regmode, slot, cur, cur_addr, cur_src,
-              cur_dst, brem, bleft, fetched, st, push, room):
+              cur_dst, burst, bleft, fetched, st, push, room):
+        brem_m1, sgap1, dgap1 = burst
         regm = regmode[sel]
         d = ld
         ext = _bits(d.control, "ext")
@@ -752,12 +781,12 @@ class DMA(wiring.Component):
             m.d.sync += [
                 cur[sel].eq(d),
                 cur[sel].count.eq(Mux(ext, d.count, 1)),
-                cur[sel].src_gap.eq(Mux(ext, d.src_gap, 0)),
-                cur[sel].dst_gap.eq(Mux(ext, d.dst_gap, 0)),
+                sgap1[sel].eq(Mux(ext, d.src_gap, 0) + 1),
+                dgap1[sel].eq(Mux(ext, d.dst_gap, 0) + 1),
                 cur_addr[sel].eq(Mux(regm, slot[sel], Cat(Const(0, 5), ptr[5:]))),
                 cur_src[sel].eq(d.src),
                 cur_dst[sel].eq(d.dst),
-                brem[sel].eq(d.length),
+                brem_m1[sel].eq(d.length - 1),
                 bleft[sel].eq(Mux(ext, d.count, 1)),
                 nxt_valid[sel].eq(0),
                 fetched[sel].eq(0),
