@@ -46,7 +46,7 @@ from amaranth.lib.wiring import In, Out
 from ..csr.regmap import (DEFAULT_DMA_BUFFER, DEFAULT_DMA_TAGS, N_DMA_CHANNELS, N_DMA_SLOTS,
                           REGS, DmaError, RouteEntry)
 from ..router.egress import translate_header
-from ..router.table import route_lookup
+from ..router.table import route_matches, route_select
 from ..tlp.layouts import CplStatus, TLPHeader, Type
 from ..tlp.stream import TLPStream
 from .descriptor import CONTROL_BITS, CONTROL_RESERVED, MAGIC, Descriptor
@@ -1002,16 +1002,17 @@ class DMA(wiring.Component):
         e_err = Mux(loaded, dq_err, dh_err)
         a = Signal(64)                      # destination of the next piece
         left = Signal(10)                   # bytes of the entry not yet emitted
-        off = Signal(10)                    # bytes of the entry emitted
-        h_last = Signal()                   # the next piece is the last: left <= piece_cap
-        piece_cap = mps - (a[:10] & (mps - 1))
+        h_last = Signal()                   # the next piece is the last: left <= cap
+        cap = Signal(10)                    # the next piece at most: to the MPS boundary
+        cap2 = Signal(11)                   # cap + mps
+        # Buffer byte (in the ring of rows) of the DW start of the next piece's first payload
+        # byte: the read's rows start at ``base`` with its first byte at ``src_lo``; a piece
+        # whose destination is less aligned than its source starts up to 3 bytes before.
+        # After the first piece the destination is MPS-aligned, so it moves by ``step``.
+        pos = Signal(RB + 4)
+        step = Signal(10)
         piece = Signal(10)
-        m.d.comb += piece.eq(Mux(h_last, left, piece_cap))
-        # Buffer byte of the write's first payload byte (its DW start), plus 16: a first write
-        # whose destination is less aligned than its source starts up to 3 bytes before the
-        # read's first byte.
-        Sp = Signal(12)
-        m.d.comb += Sp.eq(16 + e.src_lo + off - a[:2])
+        m.d.comb += piece.eq(Mux(h_last, left, cap))
         wait = Signal(32)
         tmo_hit = Signal()
         tmo = self.dma_timeout
@@ -1049,13 +1050,12 @@ class DMA(wiring.Component):
                         emit(_Item.NOP, release=1, rel_rows=e.rows, retire=1)
                         pop()
                     with m.Else():
-                        emit(_Item.WRITE, addr=a, nbytes=piece,
-                             row=(e.base + Sp[4:] - 1)[:RB], u=Sp[:4],
+                        emit(_Item.WRITE, addr=a, nbytes=piece, row=pos[4:], u=pos[:4],
                              release=h_last, rel_rows=e.rows, retire=h_last)
                         # After the first piece the destination is MPS-aligned.
                         m.d.sync += [a.eq(a + piece), left.eq(left - piece),
-                                     off.eq(off + piece),
-                                     h_last.eq(left <= piece_cap + mps)]
+                                     pos.eq(pos + step), step.eq(mps), cap.eq(mps),
+                                     cap2.eq(mps << 1), h_last.eq(left <= cap2)]
                         with m.If(h_last):
                             pop()
                 with m.Case(_Kind.FAULT):
@@ -1072,10 +1072,14 @@ class DMA(wiring.Component):
 
         m.d.comb += [h_load.eq(~h_valid | consume), queue.r_en.eq(h_load)]
         with m.If(h_load):
+            q_off = q_r.addr[:10] & (mps - 1)
             m.d.sync += [
                 h_valid.eq(queue.r_rdy), h.eq(q_r),
-                a.eq(q_r.addr), left.eq(q_r.nbytes), off.eq(0),
-                h_last.eq(q_r.nbytes <= mps - (q_r.addr[:10] & (mps - 1))),
+                a.eq(q_r.addr), left.eq(q_r.nbytes),
+                h_last.eq(q_r.nbytes <= mps - q_off),
+                cap.eq(mps - q_off), cap2.eq((mps << 1) - q_off),
+                pos.eq(Cat(q_r.src_lo, Const(0, 2), q_r.base) - q_r.addr[:2]),
+                step.eq(mps - Cat(Const(0, 2), q_off[2:])),
             ]
 
         # Stage A': route lookup and the translated address (registered), then the header,
@@ -1088,15 +1092,33 @@ class DMA(wiring.Component):
         p_hit = Signal()
         p_port = Signal(2)
         p_tr = Signal(64)                   # the address after the node offset subtraction
+        p_nbm1 = Signal(8)
         p_take = ~p_valid | items2.w_rdy
-        hit0, port0 = route_lookup(m, i0.addr, self.routes)
-        m.d.comb += items.r_en.eq(p_take)
+        # In two steps: the route table's compares (and the N-bound address) registered, then
+        # the first match's port (the ingress does the same, rtl/router/ingress.py).
+        q_valid = Signal()
+        i_q = Signal(Item)
+        q_match = Signal(self.n_routes)
+        q_tr = Signal(64)
+        q_take = ~q_valid | p_take
+        m.d.comb += items.r_en.eq(q_take)
+        with m.If(q_take):
+            m.d.sync += [
+                q_valid.eq(items.r_rdy), i_q.eq(i0),
+                q_match.eq(Cat(*route_matches(m, i0.addr, self.routes))),
+                q_tr.eq(Cat(i0.addr[:2],
+                            (Cat(Const(0, 2), i0.addr[2:]) - self.node_offset)[2:64])),
+            ]
+        hit0, port0 = route_select(m, list(q_match), self.routes)
         with m.If(p_take):
             m.d.sync += [
-                p_valid.eq(items.r_rdy), i1.eq(i0), p_hit.eq(hit0),
-                p_port.eq(port0.as_value()),
-                p_tr.eq(Cat(i0.addr[:2],
-                            (Cat(Const(0, 2), i0.addr[2:]) - self.node_offset)[2:64])),
+                p_valid.eq(q_valid), i1.eq(i_q), p_hit.eq(hit0), p_port.eq(port0.as_value()),
+                p_tr.eq(q_tr),
+                # Beats of the item, minus one: a write's payload DWs (from its address and
+                # length), 1 otherwise.
+                p_nbm1.eq(Mux(i_q.kind == _Item.WRITE,
+                              ((Cat(i_q.addr[:2], Const(0, 8)) + i_q.nbytes + 3)[2:] - 1) >> 2,
+                              0)),
             ]
         i2w = data.View(Item2, items2.w_data)
         ia = i1.addr
@@ -1110,10 +1132,7 @@ class DMA(wiring.Component):
             i2w.hdr.eq(_mem_header(Mux(to_n, p_tr, ia), i1.nbytes, Const(0, 8),
                                    self.requester_id, write=True)),
             i2w.dest.eq(1 << port),
-            # Beats of the item, minus one: a write's payload DWs (from its address and length),
-            # 1 otherwise.
-            i2w.nbm1.eq(Mux(i1.kind == _Item.WRITE,
-                            ((Cat(ia[:2], Const(0, 8)) + i1.nbytes + 3)[2:] - 1) >> 2, 0)),
+            i2w.nbm1.eq(p_nbm1),
             items2.w_en.eq(p_valid & items2.w_rdy),
         ]
         # Stage A decided every item in queue order; only what this stage finds itself (an
@@ -1195,25 +1214,36 @@ class DMA(wiring.Component):
             ofifo.w_en.eq(c1),
         ]
 
-        # Output: beats to the crossbar; no-ops just pass; counters when an entry leaves.
+        # Output register: beats to the crossbar with ``valid`` straight from a register (the
+        # crossbar's arbitration starts from it); a no-op spends a cycle here too and leaves
+        # unconditionally.  Counters are booked when an entry leaves, so a descriptor counts
+        # done only once its last write is in the crossbar.
         r = data.View(Out_, ofifo.r_data)
+        x = Signal(Out_)
+        x_full = Signal()
+        x_send = Signal()                   # x holds a beat to send
         o = self.o_wr
+        leave = x_full & (~x_send | o.ready)
+        pop = ofifo.r_rdy & (~x_full | leave)
         m.d.comb += [
-            o.valid.eq(ofifo.r_rdy & ~r.nop),
-            o.p.data.eq(r.data), o.p.dw_en.eq(r.dw_en), o.p.hdr.eq(r.hdr),
-            o.p.first.eq(r.first), o.p.last.eq(r.last), o.p.err.eq(0), o.p.bar.eq(0),
-            self.o_wr_dest.eq(r.dest),
+            o.valid.eq(x_send),
+            o.p.data.eq(x.data), o.p.dw_en.eq(x.dw_en), o.p.hdr.eq(x.hdr),
+            o.p.first.eq(x.first), o.p.last.eq(x.last), o.p.err.eq(0), o.p.bar.eq(0),
+            self.o_wr_dest.eq(x.dest),
+            ofifo.r_en.eq(pop),
         ]
-        pop = ofifo.r_rdy & (r.nop | o.ready)
-        m.d.comb += ofifo.r_en.eq(pop)
+        with m.If(pop):
+            m.d.sync += [x.eq(r), x_full.eq(1), x_send.eq(~r.nop)]
+        with m.Elif(leave):
+            m.d.sync += [x_full.eq(0), x_send.eq(0)]
         m.d.sync += self.msi_req.eq(0)
         # Retired a cycle later (registered, off the crossbar's ready).
-        m.d.sync += [ret_en.eq(pop & r.retire), ret_c.eq(r.chan)]
-        with m.If(pop):
+        m.d.sync += [ret_en.eq(leave & x.retire), ret_c.eq(x.chan)]
+        with m.If(leave):
             for c in range(NC):
-                with m.If(r.chan == c):
-                    m.d.sync += nbytes[c].eq(nbytes[c] + r.nbytes)
-                    with m.If(r.mark):
+                with m.If(x.chan == c):
+                    m.d.sync += nbytes[c].eq(nbytes[c] + x.nbytes)
+                    with m.If(x.mark):
                         m.d.sync += desc_done[c].eq(desc_done[c] + 1)
-                        with m.If(r.irq):
+                        with m.If(x.irq):
                             m.d.sync += self.msi_req[c].eq(1)
