@@ -20,12 +20,15 @@ planner
 completion receiver
     Completions from port N, matched by tag against the window of outstanding reads; their data
     is written into the reserved rows at the offset the byte count gives (any split, any order
-    across tags).  Four 32-bit banks, so a beat lands at any DW offset in one cycle.  Four
-    stages: the beat and the tag's table entry; the placement and the tag's state (done bit, DWs
-    received, with what the next stages change forwarded); the checks; the bank writes.  A
-    descriptor fetch's data goes straight into its channel's prefetch buffer instead (it takes
-    no rows), and the buffer is valid as soon as the fetch's last DW is in, so the planner
-    loads the descriptor without waiting for the writer to reach the fetch in the queue.
+    across tags).  Four 32-bit banks, so a beat lands at any DW offset in one cycle.  Five
+    stages: the beat and the tag's table entry; the tag's state (done bit, DWs received) and
+    what the header and the entry give alone (the byte offset, the read's DWs less the
+    completion's length); the placement and its checks (against the read, against the DWs
+    received, with what the next two stages changed meanwhile forwarded); the decision (dropped,
+    failed, or good: the DWs received advanced); the bank writes.  A descriptor fetch's data
+    goes straight into its channel's prefetch buffer instead (it takes no rows), and the buffer
+    is valid as soon as the fetch's last DW is in, so the planner loads the descriptor without
+    waiting for the writer to reach the fetch in the queue.
 writer
     Pops the queue in order into a head register (stage A), which sees its read's done bit and
     error one cycle after the receiver sets them.  A read whose data is complete becomes memory
@@ -822,34 +825,42 @@ class DMA(wiring.Component):
                          s1_bc.eq(Mux(h.cpl.byte_count == 0, 4096, h.cpl.byte_count)),
                          s1_len.eq(Mux(h.common.length == 0, 1024, h.common.length))]
 
-        # Stage 2a: the tag's state and the completion's placement, registered.  The tag's
-        # done bit and DW count are read here; what stage 2b and stage 3 change in this cycle
-        # is forwarded to stage 2b below.
-        info = ti_r.data
-        hd = s1.hdr.cpl
-        bc = s1_bc
-        req_dws = (Cat(info.src_lo, Const(0, 11)) + info.nbytes + 3) >> 2
-        off = Signal(13)    # byte offset of the completion's first byte from src & ~3
-        m.d.comb += off.eq(info.src_lo + info.nbytes - bc)
-        k0 = off[2:]
-        length = s1_len
+        # The registers of the later stages (declared first: each stage forwards what the next
+        # ones change).  Stage 2b's inputs, registered by stage 2a:
+        u = Signal.like(i.p)
+        u_valid = Signal()
+        u_known = Signal()      # in the window of outstanding reads, and not done as read in 2a
+        u_rcv = Signal(8)       # the tag's DW count as read in 2a
+        u_same2 = Signal()      # same tag as the packet stage 2c decided on in 2a's cycle
+        u_same3 = Signal()      # same tag as the beat stage 3 finished in 2a's cycle
+        u_end2 = Signal(12)     # the DW count stage 2c left in 2a's cycle (if a good first beat)
+        u_off = Signal(13)      # byte offset of the completion's first byte from src & ~3
+        u_room = Signal(signed(12))     # the read's DWs minus the completion's length
+        u_len = Signal(11)
+        u_bc_big = Signal()     # the byte count is above the read's size
+        u_code = Signal(4)      # the status's error code (poisoned, UR, CA), or 0
+        u_base = Signal(RB)
+        u_idx = Signal(TB)
+        u_fetch = Signal()
+        u_chan = Signal(2)
+        # Stage 2c's inputs, registered by stage 2b:
         t = Signal.like(i.p)
         t_valid = Signal()
-        t_known = Signal()      # in the window of outstanding reads, and not done
-        t_k0 = Signal(11)
+        t_known = Signal()      # as u_known, with what 2c and 3 changed in 2b's cycle forwarded
+        t_k0 = Signal(11)       # DW index of the completion's first DW in the read
         t_end = Signal(12)      # k0 + length
         t_final = Signal()
-        t_bad = Signal()        # malformed, whatever the tag's DW count
-        t_code = Signal(4)      # the status's error code (poisoned, UR, CA), or 0
-        t_k0_ok = Signal()      # k0 is the tag's DW count as read here
-        t_k0_fw = Signal()      # k0 is the DW count stage 2b leaves this cycle
-        t_same2 = Signal()      # same tag as the packet stage 2b decides on this cycle
-        t_same3 = Signal()      # same tag as the beat stage 3 finishes this cycle
+        t_bad = Signal()        # fails whatever the tag's DW count (status, malformed)
+        t_code = Signal(4)      # the error code if it fails
+        t_k0_ok = Signal()      # k0 is the tag's DW count (2a's read, 2c's change forwarded)
+        t_k0_fw = Signal()      # k0 is the DW count stage 2c leaves in 2b's cycle
+        t_same2 = Signal()      # same tag as the packet stage 2c decided on in 2b's cycle
+        t_same3 = Signal()      # same tag as the beat stage 3 finished in 2b's cycle
         t_base = Signal(RB)
         t_idx = Signal(TB)
         t_fetch = Signal()      # a descriptor fetch: data to channel t_chan's prefetch buffer
         t_chan = Signal(2)
-
+        # Stage 2c's packet (for its later beats) and stage 3's inputs:
         pkt_good = Signal()
         pkt_k = Signal(11)
         pkt_base = Signal(RB)
@@ -866,8 +877,21 @@ class DMA(wiring.Component):
         s2_final = Signal()
         s2_fetch = Signal()
         s2_chan = Signal(2)
+        # What stages 2c and 3 changed in the tags' state in their previous cycle:
+        f2_good = Signal()      # 2c decided a good first beat (it set the DW count to t_end)
+        f2_fail = Signal()      # 2c failed the tag (set its done bit)
+        f3_done = Signal()      # 3 set the tag's done bit
+        # The tag 2c decides on this cycle: t_idx for a first beat, else its packet's.
+        tag2 = Mux(t.first, t_idx, pkt_idx)
 
-        m.d.sync += [t.eq(s1), t_valid.eq(s1_valid)]
+        # Stage 2a: the tag's state (done bit, DW count) read, and what the header and the
+        # table entry give without it, registered.  Stage 2c and stage 3 may change the state
+        # in this cycle and the next: stage 2b forwards the changes of this cycle, stage 2c
+        # those of the next.
+        info = ti_r.data
+        hd = s1.hdr.cpl
+        req_dws = (info.src_lo + info.nbytes + 3) >> 2
+        m.d.sync += [u.eq(s1), u_valid.eq(s1_valid)]
         with m.If(s1_valid & s1.first):
             status = hd.status.as_value()
             code = Signal(4)
@@ -879,50 +903,59 @@ class DMA(wiring.Component):
             with m.Elif(status != CplStatus.SC.value):
                 m.d.comb += code.eq(DmaError.CPL_CA)
             m.d.sync += [
-                t_known.eq(s1_inwin & ~done.bit_select(s1_idx, 1)),
-                t_k0.eq(k0), t_end.eq(k0 + length), t_final.eq(k0 + length == req_dws),
-                t_bad.eq((bc > info.nbytes) | (k0 + length > req_dws)
-                         | (hd.lower_address[:2] != off[:2]) | s1.err),
-                t_code.eq(code),
-                t_k0_ok.eq(k0 == rcv[s1_idx]),
-                t_k0_fw.eq(k0 == t_end),
-                t_same2.eq(s1_idx == Mux(t.first, t_idx, pkt_idx)),
-                t_same3.eq(s1_idx == s2_idx),
-                t_base.eq(info.base), t_idx.eq(s1_idx),
-                t_fetch.eq(info.fetch), t_chan.eq(info.chan),
+                u_known.eq(s1_inwin & ~done.bit_select(s1_idx, 1)),
+                u_rcv.eq(Cat(*rcv).word_select(s1_idx, 8)),
+                u_same2.eq(s1_idx == tag2), u_same3.eq(s1_idx == s2_idx), u_end2.eq(t_end),
+                u_off.eq(info.src_lo + info.nbytes - s1_bc), u_room.eq(req_dws - s1_len),
+                u_len.eq(s1_len), u_bc_big.eq(s1_bc > info.nbytes),
+                u_code.eq(code),
+                u_base.eq(info.base), u_idx.eq(s1_idx),
+                u_fetch.eq(info.fetch), u_chan.eq(info.chan),
             ]
 
-        # Stage 2b: checks and placement, registered.
-        f2_good = Signal()      # stage 2b's last cycle: a good first beat (it set the DW count)
-        f2_fail = Signal()      # stage 2b's last cycle: it failed the tag (set its done bit)
-        f3_done = Signal()      # stage 3's last cycle: it set the tag's done bit
+        # Stage 2b: the completion's placement and its checks (against the read, and k0 against
+        # the tag's DW count), registered.  k0 + length against the read's DWs is k0 against
+        # u_room, so no sum is compared here.
+        k0 = u_off[2:]
+        m.d.sync += [t.eq(u), t_valid.eq(u_valid)]
+        with m.If(u_valid & u.first):
+            m.d.sync += [
+                t_known.eq(u_known & ~(u_same2 & f2_fail) & ~(u_same3 & f3_done)),
+                t_k0.eq(k0), t_end.eq(k0 + u_len), t_final.eq(k0 == u_room),
+                t_bad.eq(u_bc_big | (k0 > u_room) | (u.hdr.cpl.lower_address[:2] != u_off[:2])
+                         | u.err | (u_code != 0)),
+                t_code.eq(Mux(u_code != 0, u_code, DmaError.CPL_MALFORMED)),
+                t_k0_ok.eq(Mux(u_same2 & f2_good, k0 == u_end2, k0 == u_rcv)),
+                t_k0_fw.eq(k0 == t_end),
+                t_same2.eq(u_idx == tag2), t_same3.eq(u_idx == s2_idx),
+                t_base.eq(u_base), t_idx.eq(u_idx), t_fetch.eq(u_fetch), t_chan.eq(u_chan),
+            ]
+
+        # Stage 2c: the decision (unexpected, fault or good), the tag's state updated.
         m.d.sync += [f2_good.eq(0), f2_fail.eq(0),
                      f3_done.eq(s2_valid & s2.last & s2_good & s2_final)]
         with m.If(t_valid & t.first):
             known = t_known & ~(t_same2 & f2_fail) & ~(t_same3 & f3_done)
-            k0_ok = Mux(t_same2 & f2_good, t_k0_fw, t_k0_ok)
-            code = Signal(4)
-            m.d.comb += code.eq(Mux(t_code != 0, t_code,
-                                    Mux(t_bad | ~k0_ok, DmaError.CPL_MALFORMED, 0)))
+            fault = t_bad | ~Mux(t_same2 & f2_good, t_k0_fw, t_k0_ok)
             m.d.sync += self.poisoned_cpl.eq(t.hdr.common.ep & ~t.err)
             with m.If(~known):
                 m.d.sync += self.unexpected_cpl.eq(~t.err & ~t.hdr.common.ep)
-            with m.Elif(code != 0):
+            with m.Elif(fault):
                 for tg in range(NT):
                     with m.If(t_idx == tg):
-                        m.d.sync += [terr[tg].eq(code), done[tg].eq(1)]
+                        m.d.sync += [terr[tg].eq(t_code), done[tg].eq(1)]
                 m.d.sync += f2_fail.eq(1)
-            good = known & (code == 0)
+            good = known & ~fault
             with m.If(good):
                 for tg in range(NT):
                     with m.If(t_idx == tg):
                         m.d.sync += rcv[tg].eq(t_end)
             m.d.sync += [f2_good.eq(good),
                          s2_good.eq(good), s2_k.eq(t_k0), s2_base.eq(t_base),
-                         s2_idx.eq(t_idx), s2_final.eq(t_final & (code == 0)),
+                         s2_idx.eq(t_idx), s2_final.eq(t_final & ~fault),
                          s2_fetch.eq(t_fetch), s2_chan.eq(t_chan)]
             m.d.sync += [pkt_good.eq(good), pkt_k.eq(t_k0 + 4), pkt_base.eq(t_base),
-                         pkt_idx.eq(t_idx), pkt_final.eq(t_final & (code == 0)),
+                         pkt_idx.eq(t_idx), pkt_final.eq(t_final & ~fault),
                          pkt_fetch.eq(t_fetch), pkt_chan.eq(t_chan)]
         with m.Elif(t_valid):
             m.d.sync += [s2_good.eq(pkt_good), s2_k.eq(pkt_k), s2_base.eq(pkt_base),
@@ -946,9 +979,9 @@ class DMA(wiring.Component):
                 wp.en.eq(s2_valid & s2_good & ~s2_fetch & s2.dw_en.bit_select(lane, 1)),
             ]
         with m.If(s2_valid & s2.last & s2_good & s2_final):
-            for t in range(NT):
-                with m.If(s2_idx == t):
-                    m.d.sync += done[t].eq(1)
+            for tg in range(NT):
+                with m.If(s2_idx == tg):
+                    m.d.sync += done[tg].eq(1)
         # A descriptor fetch's DWs go to its channel's prefetch buffer (DW k of the read is DW
         # k of the descriptor), valid with its last DW: the planner need not wait for the
         # writer to reach the fetch in the queue (faults and the tag's release still happen
