@@ -1,10 +1,10 @@
 """Small gateware helpers shared by several blocks."""
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Cat, Const, Module, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["RegisterSlice", "count_saturating", "dw_mask", "members_with_prefix",
+__all__ = ["RegisterSlice", "count_saturating", "dw_mask", "not_below", "members_with_prefix",
            "forward_members"]
 
 
@@ -83,3 +83,14 @@ def dw_mask(count):
             | ((count >= 2).as_unsigned() << 1)
             | ((count >= 3).as_unsigned() << 2)
             | ((count >= 4).as_unsigned() << 3))
+
+
+def not_below(a, b):
+    """Return ``a >= b`` (unsigned) as the borrow of ``a - b``.
+
+    One carry chain: Yosys maps a plain ``>=`` to a tree of LUTs in the ALM flow, several
+    levels deep for a dozen bits or more.
+    """
+    a, b = Value.cast(a), Value.cast(b)
+    n = max(len(a), len(b))
+    return ~(Cat(a, Const(0, n + 1 - len(a))) - Cat(b, Const(0, n + 1 - len(b))))[n]

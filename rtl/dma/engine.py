@@ -52,6 +52,7 @@ from ..router.egress import translate_header
 from ..router.table import route_matches, route_select
 from ..tlp.layouts import CplStatus, TLPHeader, Type
 from ..tlp.stream import TLPStream
+from ..util import not_below
 from .descriptor import CONTROL_BITS, CONTROL_RESERVED, MAGIC, Descriptor
 
 __all__ = ["DMA"]
@@ -501,7 +502,7 @@ class DMA(wiring.Component):
             cand[2].eq(~c_src[:12]),
             cand[3].eq(Mux(c_brem_m1[12:].any(), 4095, c_brem_m1[:12])),
         ]
-        le = {(i, j): cand[i] <= cand[j] for i in range(4) for j in range(4) if i != j}
+        le = {(i, j): not_below(cand[j], cand[i]) for i in range(4) for j in range(4) if i != j}
         # One-hot: the rest of the burst wins ties (the chunk then ends the burst).
         win_r = le[3, 0] & le[3, 1] & le[3, 2]
         win_a = ~win_r & le[0, 1] & le[0, 2]
@@ -556,8 +557,10 @@ class DMA(wiring.Component):
         m.d.sync += [room_hdr.eq(lim_hdr - used_hdr), room_dat.eq(lim_dat - used_dat),
                      d_iss_q.eq(d_iss)]
         unbooked = d_iss | d_iss_q
-        go_read = (k_qroom & k_tags & ~rd_skid_v & (free_rows >= k_rows)
-                   & (hdr_free | (k_hdr <= k_room_hdr)) & (dat_free | (k_dat <= k_room_dat)))
+        def fits(need, room):       # need <= room, room signed (a negative room fits nothing)
+            return ~room[-1] & not_below(room[:-1], need)
+        go_read = (k_qroom & k_tags & ~rd_skid_v & not_below(free_rows, k_rows)
+                   & (hdr_free | fits(k_hdr, k_room_hdr)) & (dat_free | fits(k_dat, k_room_dat)))
 
         def issue_read(raddr, nbytes_, rows, kind, credits, **extra):
             """Decide a read (booked next cycle) and push its queue entry."""
@@ -1117,8 +1120,9 @@ class DMA(wiring.Component):
 
         # Stage A': route lookup and the translated address (registered), then the header,
         # into a second FIFO.
-        m.submodules.items2 = items2 = SyncFIFOBuffered(width=Item.size + 128 + 6 + 8, depth=4)
-        Item2 = data.StructLayout({"it": Item, "hdr": TLPHeader, "dest": 6, "nbm1": 8})
+        Item2 = data.StructLayout({"it": Item, "hdr": TLPHeader, "dest": 6, "nbm1": 8,
+                                   "single": 1})
+        m.submodules.items2 = items2 = SyncFIFOBuffered(width=Item2.size, depth=4)
         i0 = data.View(Item, items.r_data)
         p_valid = Signal()
         i1 = Signal(Item)
@@ -1165,7 +1169,7 @@ class DMA(wiring.Component):
             i2w.hdr.eq(_mem_header(Mux(to_n, p_tr, ia), i1.nbytes, Const(0, 8),
                                    self.requester_id, write=True)),
             i2w.dest.eq(1 << port),
-            i2w.nbm1.eq(p_nbm1),
+            i2w.nbm1.eq(p_nbm1), i2w.single.eq(p_nbm1 == 0),
             items2.w_en.eq(p_valid & items2.w_rdy),
         ]
         # Stage A decided every item in queue order; only what this stage finds itself (an
@@ -1194,7 +1198,11 @@ class DMA(wiring.Component):
         b = data.View(Item2, items2.r_data)
         bi = b.it
         beat = Signal(8)
-        b_last = beat == b.nbm1
+        # Whether this is the item's last beat, from registers and the item's own flag: a new
+        # item starts with its ``single`` flag, later beats with a compare made a beat ahead.
+        b_first = Signal(init=1)
+        b_next_last = Signal()
+        b_last = Mux(b_first, b.single, b_next_last)
         c1 = Signal()                       # a command is in the memory read stage
         # Room in the output FIFO for one more beat, registered: the level a cycle ago plus the
         # beats then on their way bounds the level now.
@@ -1203,7 +1211,8 @@ class DMA(wiring.Component):
         m.d.sync += credit.eq(ofifo.level + c1 + go < OUT_DEPTH - 1)
         m.d.comb += items2.r_en.eq(go & b_last)
         with m.If(go):
-            m.d.sync += beat.eq(Mux(b_last, 0, beat + 1))
+            m.d.sync += [beat.eq(Mux(b_last, 0, beat + 1)), b_first.eq(b_last),
+                         b_next_last.eq(beat + 1 == b.nbm1)]
         # Released a cycle after the last beat's command (registered: the bookkeeping's
         # counters then add only registers).
         m.d.sync += [rel_en.eq(go & b_last & bi.release), rel_rows.eq(bi.rel_rows),
@@ -1217,7 +1226,7 @@ class DMA(wiring.Component):
         cmd_beat = Signal(8)
         cmd_first = Signal()
         cmd_last = Signal()
-        m.d.sync += [c1.eq(go), cmd.eq(b), cmd_beat.eq(beat), cmd_first.eq(beat == 0),
+        m.d.sync += [c1.eq(go), cmd.eq(b), cmd_beat.eq(beat), cmd_first.eq(b_first),
                      cmd_last.eq(b_last)]
         row0 = Cat(*[rp0.data for _, rp0, _ in banks])
         row1 = Cat(*[rp1.data for _, _, rp1 in banks])

@@ -1,7 +1,8 @@
 """Route lookup: address mask + range registers, first match wins (002 section 3.5)."""
 
-from amaranth.hdl import Const, Cat, Mux, Signal
+from amaranth.hdl import Mux, Signal
 
+from ..util import not_below
 from .common import Port
 
 __all__ = ["route_lookup", "route_matches", "route_select", "request_address"]
@@ -24,9 +25,6 @@ def route_matches(m, address, routes):
     that it maps to one carry chain (Yosys maps a plain ``<=`` of 64 bits to a tree of LUTs
     in the ALM flow).  ``m`` is unused, kept for symmetry with :func:`route_select`.
     """
-    def not_below(a, b):        # a >= b, unsigned: a - b does not borrow
-        return ~(Cat(a, Const(0, 1)) - Cat(b, Const(0, 1)))[len(a)]
-
     matches = []
     for entry in routes:
         masked = (address & entry.mask)[:len(entry.lower)]
