@@ -636,15 +636,19 @@ class DMA(wiring.Component):
                     with m.Default():
                         m.d.sync += k_act.eq(_Act.NONE)
                 data_next = (c_st == _Chan.RUN) & ~need_pf
-                chunk = pick_of(cand) + 1
+                # Every candidate's sums are made at once, and the one-hot picks among them (a
+                # fetch's credits are a fifth choice): no adder after the compares.
+                cand1 = [v + 1 for v in cand]
+                with_fetch = [w & data_next for w in wins] + [~data_next]
                 m.d.sync += [
-                    k_chunk.eq(chunk), k_end.eq(win_r),
+                    k_chunk.eq(pick_of(cand1)), k_end.eq(win_r),
                     # At a burst's end the rest is the chunk: step over it and the gap.
-                    k_src_step.eq(Mux(win_r, c_brem_m1 + sgap1[sel], chunk)),
-                    k_dst_step.eq(Mux(win_r, c_brem_m1 + dgap1[sel], chunk)),
-                    k_rows.eq(Mux(data_next, pick_of([rows_for(c_src[:2], v) for v in cand]), 0)),
-                    k_hdr.eq(Mux(data_next, pick_of(d_hdrs), f_hdr)),
-                    k_dat.eq(Mux(data_next, pick_of(d_dats), f_dat)),
+                    k_src_step.eq(pick_of(cand1[:3] + [c_brem_m1 + sgap1[sel]])),
+                    k_dst_step.eq(pick_of(cand1[:3] + [c_brem_m1 + dgap1[sel]])),
+                    k_rows.eq(_one_hot_or(with_fetch,
+                                          [rows_for(c_src[:2], v) for v in cand] + [0])),
+                    k_hdr.eq(_one_hot_or(with_fetch, list(d_hdrs) + [f_hdr])),
+                    k_dat.eq(_one_hot_or(with_fetch, list(d_dats) + [f_dat])),
                     k_last.eq(Mux(regmode[sel], slot[sel] + 1 >= nslots[sel],
                                   _bits(c_cur.control, "end"))),
                     k_qroom.eq(queue.w_rdy & (queue.level < QD - 5)),
