@@ -1132,7 +1132,10 @@ class DMA(wiring.Component):
         i1 = Signal(Item)
         p_hit = Signal()
         p_port = Signal(2)
-        p_tr = Signal(64)                   # the address after the node offset subtraction
+        # The write's header both ways (to N: after the node offset subtraction), so the route's
+        # port only picks one.
+        p_hdr = Signal(TLPHeader)
+        p_hdr_n = Signal(TLPHeader)
         p_nbm1 = Signal(8)
         p_take = ~p_valid | items2.w_rdy
         # In two steps: the route table's compares (and the N-bound address) registered, then
@@ -1154,7 +1157,10 @@ class DMA(wiring.Component):
         with m.If(p_take):
             m.d.sync += [
                 p_valid.eq(q_valid), i1.eq(i_q), p_hit.eq(hit0), p_port.eq(port0.as_value()),
-                p_tr.eq(q_tr),
+                p_hdr.eq(_mem_header(i_q.addr, i_q.nbytes, Const(0, 8), self.requester_id,
+                                     write=True)),
+                p_hdr_n.eq(_mem_header(q_tr, i_q.nbytes, Const(0, 8), self.requester_id,
+                                       write=True)),
                 # Beats of the item, minus one: a write's payload DWs (from its address and
                 # length), 1 otherwise.
                 p_nbm1.eq(Mux(i_q.kind == _Item.WRITE,
@@ -1162,7 +1168,6 @@ class DMA(wiring.Component):
                               0)),
             ]
         i2w = data.View(Item2, items2.w_data)
-        ia = i1.addr
         hit = p_hit
         port = p_port
         to_n = port == 0
@@ -1170,8 +1175,7 @@ class DMA(wiring.Component):
         # The N-bound header carries the translated address (translate_header's result).
         m.d.comb += [
             i2w.it.eq(i1),
-            i2w.hdr.eq(_mem_header(Mux(to_n, p_tr, ia), i1.nbytes, Const(0, 8),
-                                   self.requester_id, write=True)),
+            i2w.hdr.eq(Mux(to_n, p_hdr_n, p_hdr)),
             i2w.dest.eq(1 << port),
             i2w.nbm1.eq(p_nbm1), i2w.single.eq(p_nbm1 == 0),
             items2.w_en.eq(p_valid & items2.w_rdy),
