@@ -139,6 +139,20 @@ def _one_hot_or(sel, values):
     return out
 
 
+def _select(values, index):
+    """Return ``values[index]`` as a tree of 4:1 multiplexers, two index bits a level (one LUT
+    level each; Yosys maps a wide ``Array`` index or ``bit_select`` to a shifter)."""
+    values = list(values)
+    lsb = 0
+    while len(values) > 1:
+        bits = min(2, (len(values) - 1).bit_length())
+        sel = index[lsb:lsb + bits]
+        values = [Array(values[i:i + (1 << bits)])[sel]
+                  for i in range(0, len(values), 1 << bits)]
+        lsb += bits
+    return values[0]
+
+
 def _ceil_log2(n):
     return max(1, (n - 1).bit_length())
 
@@ -1034,8 +1048,8 @@ class DMA(wiring.Component):
         dh_err = Signal(4)
         m.d.sync += [
             loaded.eq(h_load),
-            dq_done.eq(done.bit_select(q_r.tag, 1)), dq_err.eq(terr[q_r.tag]),
-            dh_done.eq(done.bit_select(h.tag, 1)), dh_err.eq(terr[h.tag]),
+            dq_done.eq(_select(done, q_r.tag)), dq_err.eq(_select(terr, q_r.tag)),
+            dh_done.eq(_select(done, h.tag)), dh_err.eq(_select(terr, h.tag)),
         ]
         e = h
         e_done = Mux(loaded, dq_done, dh_done)
