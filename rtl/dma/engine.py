@@ -130,15 +130,6 @@ def _mem_header(addr, nbytes, tag, requester_id, write):
     return Cat(dw0, dw1, dw2, dw3)
 
 
-def _one_hot_or(sel, values):
-    """Return the value of ``values`` whose bit of ``sel`` (one-hot) is set, as an OR of ANDs."""
-    width = max(len(Value.cast(v)) for v in values)
-    out = Const(0, width)
-    for s, v in zip(sel, values):
-        out = out | Mux(s, v, 0)
-    return out
-
-
 def _select(values, index):
     """Return ``values[index]`` as a tree of 4:1 multiplexers, two index bits a level (one LUT
     level each; Yosys maps a wide ``Array`` index or ``bit_select`` to a shifter)."""
@@ -362,6 +353,7 @@ class DMA(wiring.Component):
         cur_src = per_chan("src", 64)
         cur_dst = per_chan("dst", 64)
         brem_m1 = per_chan("brem_m1", 32)   # bytes left in the current burst, minus 1
+        bbig = per_chan("bbig", 1)          # brem_m1 >= 4096 (kept with it: no wide OR in CALC)
         sgap1 = per_chan("sgap1", 33)       # the source and destination gaps, plus 1
         dgap1 = per_chan("dgap1", 33)
         bleft = per_chan("bleft", 32)       # bursts left, the current one included
@@ -514,18 +506,20 @@ class DMA(wiring.Component):
             cand[0].eq(mrrs_m1 ^ (c_dst[:10] & min_mask)),
             cand[1].eq(mrrs_m1 ^ c_src[:2]),
             cand[2].eq(~c_src[:12]),
-            cand[3].eq(Mux(c_brem_m1[12:].any(), 4095, c_brem_m1[:12])),
+            cand[3].eq(c_brem_m1[:12] | Mux(bbig[sel], 0xFFF, 0)),
         ]
         le = {(i, j): not_below(cand[j], cand[i]) for i in range(4) for j in range(4) if i != j}
-        # One-hot: the rest of the burst wins ties (the chunk then ends the burst).
+        # The winner as a 2-bit index (0..2: the candidates above, 3: the rest of the burst,
+        # which wins ties, so the chunk then ends the burst).  Each index bit is a function of
+        # the six compares (one LUT), and each pick a 4:1 multiplexer (one more).
         win_r = le[3, 0] & le[3, 1] & le[3, 2]
         win_a = ~win_r & le[0, 1] & le[0, 2]
         win_b = ~win_r & ~win_a & le[1, 2]
-        win_c = ~win_r & ~win_a & ~win_b
-        wins = [win_a, win_b, win_c, win_r]
+        w_idx = Signal(2)
+        m.d.comb += w_idx.eq(Mux(win_r, 3, Mux(win_a, 0, Mux(win_b, 1, 2))))
 
         def pick_of(values):
-            return _one_hot_or(wins, values)
+            return _select(values, w_idx)
 
         k_chunk = Signal(13)
         k_end = Signal()            # the chunk ends the burst
@@ -539,6 +533,7 @@ class DMA(wiring.Component):
         k_dat = Signal(7)
         k_act = Signal(_Act)        # what ACT does
         k_last = Signal()           # MARK: the chain ends with this descriptor
+        k_bbig = Signal()           # the descriptor's burst length less 1 is 4096 or more
         # Room for one more queue entry and one more tag, as CALC sees it: the entry and the
         # issue ACT decided a cycle ago are entering the queue and being booked now.
         k_qroom = Signal()
@@ -633,7 +628,10 @@ class DMA(wiring.Component):
                 # The next descriptor is prefetched before the current one's reads (002 3.4).
                 need_pf = ~_bits(c_cur.control, "end") & ~fetched[sel] & ~regmode[sel]
                 fetch_ptr = Mux(c_st == _Chan.HEAD, nxt_ptr[sel], c_cur.next)
-                f_hdr, f_dat = cpl_credits(Const(0, 6), Mux(fetch_ptr[0], 63, 31))
+                # A fetch reads 32 or 64 aligned bytes: one completion, 2 or 4 data credits
+                # (cpl_credits of it, written out so no adder sits on the path).
+                f_hdr = Const(1, 5)
+                f_dat = Mux(fetch_ptr[0], 4, 2)
                 d_hdrs, d_dats = zip(*[cpl_credits(c_src, v) for v in cand])
                 with m.Switch(c_st):
                     with m.Case(_Chan.HEAD):
@@ -653,16 +651,18 @@ class DMA(wiring.Component):
                 # Every candidate's sums are made at once, and the one-hot picks among them (a
                 # fetch's credits are a fifth choice): no adder after the compares.
                 cand1 = [v + 1 for v in cand]
-                with_fetch = [w & data_next for w in wins] + [~data_next]
                 m.d.sync += [
                     k_chunk.eq(pick_of(cand1)), k_end.eq(win_r),
+                    k_bbig.eq((c_cur.length - 1)[12:].any()),
                     # At a burst's end the rest is the chunk: step over it and the gap.
                     k_src_step.eq(pick_of(cand1[:3] + [c_brem_m1 + sgap1[sel]])),
                     k_dst_step.eq(pick_of(cand1[:3] + [c_brem_m1 + dgap1[sel]])),
-                    k_rows.eq(_one_hot_or(with_fetch,
-                                          [rows_for(c_src[:2], v) for v in cand] + [0])),
-                    k_hdr.eq(_one_hot_or(with_fetch, list(d_hdrs) + [f_hdr])),
-                    k_dat.eq(_one_hot_or(with_fetch, list(d_dats) + [f_dat])),
+                    # A fetch (not data_next) takes no rows and its own credits: each
+                    # candidate's value is masked or replaced before the pick.
+                    k_rows.eq(pick_of([Mux(data_next, rows_for(c_src[:2], v), 0)
+                                       for v in cand])),
+                    k_hdr.eq(pick_of([Mux(data_next, v, f_hdr) for v in d_hdrs])),
+                    k_dat.eq(pick_of([Mux(data_next, v, f_dat) for v in d_dats])),
                     k_last.eq(Mux(regmode[sel], slot[sel] + 1 >= nslots[sel],
                                   _bits(c_cur.control, "end"))),
                     k_qroom.eq(queue.w_rdy & (queue.level < QD - 5)),
@@ -692,7 +692,8 @@ class DMA(wiring.Component):
                         m.d.sync += [st[sel].eq(_Chan.WAIT), fetched[sel].eq(1)]
                 with m.Elif(k_act == _Act.LOAD):
                     self._load(m, sel, ld, ld_bad, ld_ok, nxt_valid, nxt_ptr, regmode, slot,
-                               cur, cur_addr, cur_src, cur_dst, (brem_m1, sgap1, dgap1), bleft,
+                               cur, cur_addr, cur_src, cur_dst, (brem_m1, bbig, sgap1, dgap1),
+                               bleft,
                                fetched, st, push, k_qroom)
                 with m.Elif(k_act == _Act.PF):
                     ptr = c_cur.next
@@ -710,6 +711,7 @@ class DMA(wiring.Component):
                             cur_src[sel].eq(c_src + k_src_step),
                             cur_dst[sel].eq(c_dst + k_dst_step),
                             brem_m1[sel].eq(Mux(k_end, c_cur.length - 1, c_brem_m1 - k_chunk)),
+                            bbig[sel].eq(Mux(k_end, k_bbig, (c_brem_m1 - k_chunk)[12:].any())),
                             bleft[sel].eq(bleft[sel] - k_end),
                         ]
                 with m.Elif((k_act == _Act.MARK) & k_qroom):
@@ -788,7 +790,7 @@ class DMA(wiring.Component):
 
     def _load(self, m, sel, ld, bad, ok, nxt_valid, nxt_ptr, regmode, slot, cur, cur_addr, cur_src,
               cur_dst, burst, bleft, fetched, st, push, room):
-        brem_m1, sgap1, dgap1 = burst
+        brem_m1, bbig, sgap1, dgap1 = burst
         regm = regmode[sel]
         d = ld
         ext = _bits(d.control, "ext")
@@ -811,6 +813,7 @@ class DMA(wiring.Component):
                 cur_src[sel].eq(d.src),
                 cur_dst[sel].eq(d.dst),
                 brem_m1[sel].eq(d.length - 1),
+                bbig[sel].eq((d.length - 1)[12:].any()),
                 bleft[sel].eq(Mux(ext, d.count, 1)),
                 nxt_valid[sel].eq(0),
                 fetched[sel].eq(0),
@@ -1035,25 +1038,45 @@ class DMA(wiring.Component):
         # Stage A: split the head entry into items.  The head entry is first copied from the
         # queue into a register (h), with what the split needs precomputed (the destination of
         # the next piece, the bytes left, whether the next piece is the last), so the decision
-        # to take the next entry depends on registers only.  The tag's done bit and error code
-        # are looked up one cycle ahead (for the entry being loaded, and for the one held), so
-        # they lag the receiver by one cycle (done bits only rise while a tag is outstanding).
+        # to take the next entry depends on registers only.  Between the queue and h sits a
+        # skid register (n): the queue is read whenever n is empty (a register, so the decision
+        # never reaches the queue's own counters); an entry read while h is busy waits in n.
+        # The tag's done bit and error are looked up one cycle ahead for the queue's output,
+        # for n and for h, and the one for h's source is used, so they lag the receiver by one
+        # cycle (done bits only rise while a tag is outstanding).
         h = Signal(Entry)
         h_valid = Signal()
         h_load = Signal()
-        loaded = Signal()                   # h was loaded last cycle
-        dq_done = Signal()
-        dq_err = Signal(4)
-        dh_done = Signal()
-        dh_err = Signal(4)
-        m.d.sync += [
-            loaded.eq(h_load),
-            dq_done.eq(_select(done, q_r.tag)), dq_err.eq(_select(terr, q_r.tag)),
-            dh_done.eq(_select(done, h.tag)), dh_err.eq(_select(terr, h.tag)),
-        ]
+        n = Signal(Entry)
+        n_valid = Signal()
+        from_q = Signal()                   # h was loaded from the queue's output last cycle
+        from_n = Signal()                   # h was loaded from n last cycle
+        looked = {}
+        for src, entry in (("q", q_r), ("n", n), ("h", h)):
+            d_done, d_bad, d_err = Signal(name=f"d{src}_done"), Signal(name=f"d{src}_bad"), \
+                Signal(4, name=f"d{src}_err")
+            err = _select(terr, entry.tag)
+            m.d.sync += [d_done.eq(_select(done, entry.tag)), d_err.eq(err), d_bad.eq(err != 0)]
+            looked[src] = (d_done, d_bad, d_err)
+
+        def looked_up(i):
+            return Mux(from_q, looked["q"][i], Mux(from_n, looked["n"][i], looked["h"][i]))
         e = h
-        e_done = Mux(loaded, dq_done, dh_done)
-        e_err = Mux(loaded, dq_err, dh_err)
+        e_done, e_bad, e_err = (looked_up(i) for i in range(3))
+        # Faults this stage finds are applied a cycle later (registered, off the decision's
+        # path); until then the channel counts as stopped here already.
+        wf_en = Signal()
+        wf_chan = Signal(2)
+        wf_code = Signal(4)
+        wf_desc = Signal(64)
+        m.d.sync += wf_en.eq(0)
+        with m.If(wf_en):
+            fail(wf_chan, wf_code, wf_desc)
+        e_abort = abort[e.chan] | (wf_en & (wf_chan == e.chan))
+
+        def fail_here(code):
+            m.d.sync += [wf_en.eq(1), wf_chan.eq(e.chan), wf_code.eq(code), wf_desc.eq(e.desc)]
+
         a = Signal(64)                      # destination of the next piece
         left = Signal(10)                   # bytes of the entry not yet emitted
         h_last = Signal()                   # the next piece is the last: left <= cap
@@ -1092,11 +1115,11 @@ class DMA(wiring.Component):
                     # frees their tags, so a late completion cannot land in reused rows.
                     with m.If(~e_done & ~tmo_hit):
                         m.d.sync += wait.eq(wait + 1)
-                    with m.Elif(~e_done | (e_err != 0) | abort[e.chan]):
+                    with m.Elif(~e_done | e_bad | e_abort):
                         with m.If(~e_done):
-                            fail(e.chan, DmaError.CPL_TIMEOUT, e.desc)
-                        with m.Elif(e_err != 0):
-                            fail(e.chan, e_err, e.desc)
+                            fail_here(DmaError.CPL_TIMEOUT)
+                        with m.Elif(e_bad):
+                            fail_here(e_err)
                         emit(_Item.NOP, release=1, rel_rows=e.rows, retire=1)
                         pop()
                     with m.Elif(e.kind == _Kind.FETCH):
@@ -1113,28 +1136,52 @@ class DMA(wiring.Component):
                         with m.If(h_last):
                             pop()
                 with m.Case(_Kind.FAULT):
-                    fail(e.chan, e.code, e.desc)
+                    fail_here(e.code)
                     emit(_Item.NOP, retire=1)
                     pop()
                 with m.Default():       # MARK
                     # Decided here, in queue order: a fault reported later (behind this mark)
                     # does not take this descriptor back.
-                    send = e.seq & ~abort[e.chan]
+                    send = e.seq & ~e_abort
                     emit(Mux(send, _Item.SEQ, _Item.NOP), addr=e.addr, nbytes=4, value=e.value,
-                         retire=1, mark=~abort[e.chan], irq=e.irq)
+                         retire=1, mark=~e_abort, irq=e.irq)
                     pop()
 
-        m.d.comb += [h_load.eq(~h_valid | consume), queue.r_en.eq(h_load)]
+        # What the split needs of an entry, worked out from the queue's output (for h or n) and
+        # kept with n, so h loads it from either in one multiplexer.
+        def split_start(entry):
+            off = entry.addr[:10] & (mps - 1)
+            return {
+                "last": entry.nbytes <= mps - off, "cap": mps - off, "cap2": (mps << 1) - off,
+                "pos": Cat(entry.src_lo, Const(0, 2), entry.base) - entry.addr[:2],
+                "step": mps - Cat(Const(0, 2), off[2:]),
+            }
+        q_start = split_start(q_r)
+        n_start = {"last": Signal(name="n_last"), "cap": Signal(10, name="n_cap"),
+                   "cap2": Signal(11, name="n_cap2"), "pos": Signal(RB + 4, name="n_pos"),
+                   "step": Signal(10, name="n_step")}
+        # n's derived values are of the mps they were worked out with; mps changes only while
+        # the DMA is idle (DMA_CONFIG is documented as such).
+        m.d.comb += [h_load.eq(~h_valid | consume), queue.r_en.eq(~n_valid)]
+        m.d.sync += [from_q.eq(0), from_n.eq(0)]
         with m.If(h_load):
-            q_off = q_r.addr[:10] & (mps - 1)
+            with m.If(n_valid):
+                m.d.sync += [h.eq(n), h_valid.eq(1), n_valid.eq(0), from_n.eq(1)]
+            with m.Else():
+                m.d.sync += [h.eq(q_r), h_valid.eq(queue.r_rdy), from_q.eq(1)]
+            ld_e = Mux(n_valid, n.as_value(), q_r.as_value())
+            ld = data.View(Entry, ld_e)
             m.d.sync += [
-                h_valid.eq(queue.r_rdy), h.eq(q_r),
-                a.eq(q_r.addr), left.eq(q_r.nbytes),
-                h_last.eq(q_r.nbytes <= mps - q_off),
-                cap.eq(mps - q_off), cap2.eq((mps << 1) - q_off),
-                pos.eq(Cat(q_r.src_lo, Const(0, 2), q_r.base) - q_r.addr[:2]),
-                step.eq(mps - Cat(Const(0, 2), q_off[2:])),
+                a.eq(ld.addr), left.eq(ld.nbytes),
+                h_last.eq(Mux(n_valid, n_start["last"], q_start["last"])),
+                cap.eq(Mux(n_valid, n_start["cap"], q_start["cap"])),
+                cap2.eq(Mux(n_valid, n_start["cap2"], q_start["cap2"])),
+                pos.eq(Mux(n_valid, n_start["pos"], q_start["pos"])),
+                step.eq(Mux(n_valid, n_start["step"], q_start["step"])),
             ]
+        with m.Elif(~n_valid & queue.r_rdy):
+            m.d.sync += [n.eq(q_r), n_valid.eq(1)]
+            m.d.sync += [v.eq(q_start[k]) for k, v in n_start.items()]
 
         # Stage A': route lookup and the translated address (registered), then the header,
         # into a second FIFO.
