@@ -449,7 +449,7 @@ class DMA(wiring.Component):
         # The planner's entry, decided in ACT and registered (all other fields 0), enters the
         # queue in the next cycle; a read's tag and first row are filled in then.
         pq = Signal(Entry)
-        m.d.sync += [pq_en.eq(0), pq.eq(0)]
+        m.d.sync += pq_en.eq(0)
         m.d.comb += [pq_chan.eq(pq.chan), queue.w_en.eq(pq_en), q_w.eq(pq),
                      q_w.tag.eq(issue_seq[:TB]), q_w.base.eq(tail_row)]
 
@@ -506,16 +506,21 @@ class DMA(wiring.Component):
             cand[0].eq(mrrs_m1 ^ (c_dst[:10] & min_mask)),
             cand[1].eq(mrrs_m1 ^ c_src[:2]),
             cand[2].eq(~c_src[:12]),
-            cand[3].eq(c_brem_m1[:12] | Mux(bbig[sel], 0xFFF, 0)),
+            cand[3].eq(c_brem_m1[:12]),
         ]
-        le = {(i, j): not_below(cand[j], cand[i]) for i in range(4) for j in range(4) if i != j}
+        # The six compares, kept as nets (the mapping otherwise spreads them over the picks
+        # below and adds levels).  The rest >= 4 KiB loses every compare (``bbig``).
+        le = {}
+        for i, j in ((0, 1), (0, 2), (1, 2), (3, 0), (3, 1), (3, 2)):
+            le[i, j] = Signal(name=f"c_le{i}{j}", attrs={"keep": 1})
+            m.d.comb += le[i, j].eq(not_below(cand[j], cand[i]) & (~bbig[sel] if i == 3 else 1))
         # The winner as a 2-bit index (0..2: the candidates above, 3: the rest of the burst,
         # which wins ties, so the chunk then ends the burst).  Each index bit is a function of
         # the six compares (one LUT), and each pick a 4:1 multiplexer (one more).
         win_r = le[3, 0] & le[3, 1] & le[3, 2]
         win_a = ~win_r & le[0, 1] & le[0, 2]
         win_b = ~win_r & ~win_a & le[1, 2]
-        w_idx = Signal(2)
+        w_idx = Signal(2, attrs={"keep": 1})
         m.d.comb += w_idx.eq(Mux(win_r, 3, Mux(win_a, 0, Mux(win_b, 1, 2))))
 
         def pick_of(values):
@@ -531,7 +536,12 @@ class DMA(wiring.Component):
         k_rows = Signal(RB + 1)     # the chunk's buffer rows and completion credits
         k_hdr = Signal(5)
         k_dat = Signal(7)
-        k_act = Signal(_Act)        # what ACT does
+        # What ACT does, one-hot, registered in CALC and held for ACT only (a channel stopped
+        # by then does its action anyway: what it issues or pushes is dropped in the writer).
+        k_do = {a: Signal(name=f"k_do_{a.name.lower()}") for a in _Act if a != _Act.NONE}
+        m.d.sync += [v.eq(0) for v in k_do.values()]
+        k_len_m1 = Signal(32)       # the descriptor's burst length less 1
+        k_brem_next = Signal(32)    # the rest of the burst less 1 after the chunk (if not its end)
         k_last = Signal()           # MARK: the chain ends with this descriptor
         k_bbig = Signal()           # the descriptor's burst length less 1 is 4096 or more
         # Room for one more queue entry and one more tag, as CALC sees it: the entry and the
@@ -571,21 +581,31 @@ class DMA(wiring.Component):
         go_read = (k_qroom & k_tags & ~rd_skid_v & not_below(free_rows, k_rows)
                    & (hdr_free | fits(k_hdr, k_room_hdr)) & (dat_free | fits(k_dat, k_room_dat)))
 
-        def issue_read(raddr, nbytes_, rows, kind, credits, **extra):
+        # The read's and the entry's fields are written whenever ACT does the action (they
+        # depend on the action and the channel's registers only); whether the read is issued
+        # and the entry enters the queue (``when``) is the only part that waits for the room
+        # checks.  Fields a kind does not use are left as they were: the writer does not look
+        # at them (and ``d_hdr``, ``d_dat`` change only in ACT, so the credits CALC takes off
+        # for an unbooked issue are still that issue's).
+        def issue_read(raddr, nbytes_, rows, kind, credits, when, **extra):
             """Decide a read (booked next cycle) and push its queue entry."""
             hdrs, dats = credits
-            m.d.sync += [d_iss.eq(1), d_raddr.eq(raddr), d_nbytes.eq(nbytes_),
+            m.d.sync += [d_raddr.eq(raddr), d_nbytes.eq(nbytes_),
                          d_fetch.eq(kind == _Kind.FETCH), d_chan.eq(sel), d_rows.eq(rows),
                          d_hdr.eq(hdrs), d_dat.eq(dats)]
-            push(kind, rows=rows, src_lo=raddr[:2], nbytes=nbytes_[:10], chdr=hdrs, cdat=dats,
-                 **extra)
+            with m.If(when):
+                m.d.sync += d_iss.eq(1)
+            push(kind, when, rows=rows, src_lo=raddr[:2], nbytes=nbytes_[:10], chdr=hdrs,
+                 cdat=dats, **extra)
 
-        def push(kind, **fields):
+        def push(kind, when, **fields):
             """Decide a queue entry of channel ``sel`` (it enters the queue next cycle)."""
             fields.setdefault("desc", cur_addr[sel])
-            m.d.sync += [pq_en.eq(1), pq.kind.eq(kind), pq.chan.eq(sel)]
+            m.d.sync += [pq.kind.eq(kind), pq.chan.eq(sel)]
             for k, v in fields.items():
                 m.d.sync += getattr(pq, k).eq(v)
+            with m.If(when):
+                m.d.sync += pq_en.eq(1)
 
         # Booking an issue: the tag is the next in issue order, its rows the next free ones.
         m.d.comb += [
@@ -624,7 +644,7 @@ class DMA(wiring.Component):
 
             with m.State("CALC"):
                 # What ACT will do, and everything it needs that does not change meanwhile (only
-                # the channel's own ACT changes its registers; an abort is looked at in ACT).
+                # the channel's own ACT changes its registers; an abort is looked at here).
                 # The next descriptor is prefetched before the current one's reads (002 3.4).
                 need_pf = ~_bits(c_cur.control, "end") & ~fetched[sel] & ~regmode[sel]
                 fetch_ptr = Mux(c_st == _Chan.HEAD, nxt_ptr[sel], c_cur.next)
@@ -633,27 +653,34 @@ class DMA(wiring.Component):
                 f_hdr = Const(1, 5)
                 f_dat = Mux(fetch_ptr[0], 4, 2)
                 d_hdrs, d_dats = zip(*[cpl_credits(c_src, v) for v in cand])
+                act = Signal(_Act)
                 with m.Switch(c_st):
                     with m.Case(_Chan.HEAD):
-                        m.d.sync += k_act.eq(_Act.HEAD)
+                        m.d.comb += act.eq(_Act.HEAD)
                     with m.Case(_Chan.WAIT):
-                        m.d.sync += k_act.eq(_Act.LOAD)
+                        m.d.comb += act.eq(_Act.LOAD)
                     with m.Case(_Chan.RUN):
                         with m.If(need_pf):
-                            m.d.sync += k_act.eq(_Act.PF)
+                            m.d.comb += act.eq(_Act.PF)
                         with m.Elif(bleft[sel] != 0):
-                            m.d.sync += k_act.eq(_Act.DATA)
+                            m.d.comb += act.eq(_Act.DATA)
                         with m.Else():
-                            m.d.sync += k_act.eq(_Act.MARK)
+                            m.d.comb += act.eq(_Act.MARK)
                     with m.Default():
-                        m.d.sync += k_act.eq(_Act.NONE)
+                        m.d.comb += act.eq(_Act.NONE)
+                m.d.sync += [v.eq(~abort[sel] & (act == a)) for a, v in k_do.items()]
                 data_next = (c_st == _Chan.RUN) & ~need_pf
                 # Every candidate's sums are made at once, and the one-hot picks among them (a
                 # fetch's credits are a fifth choice): no adder after the compares.
                 cand1 = [v + 1 for v in cand]
                 m.d.sync += [
                     k_chunk.eq(pick_of(cand1)), k_end.eq(win_r),
+                    k_len_m1.eq(c_cur.length - 1),
                     k_bbig.eq((c_cur.length - 1)[12:].any()),
+                    # The rest after each candidate: brem_m1 - (cand + 1) is brem_m1 + ~cand in
+                    # 32 bits, one two-input add.
+                    k_brem_next.eq(pick_of([(c_brem_m1 + Cat(~v, Const(0xFFFFF, 20)))[:32]
+                                            for v in cand[:3]] + [0])),
                     # At a burst's end the rest is the chunk: step over it and the gap.
                     k_src_step.eq(pick_of(cand1[:3] + [c_brem_m1 + sgap1[sel]])),
                     k_dst_step.eq(pick_of(cand1[:3] + [c_brem_m1 + dgap1[sel]])),
@@ -681,43 +708,42 @@ class DMA(wiring.Component):
                     m.next = "CALC"
                 with m.Else():
                     m.next = "SEL"
-                with m.If(abort[sel]):
-                    pass
-                with m.Elif(k_act == _Act.HEAD):
+                with m.If(k_do[_Act.HEAD]):
                     ptr = nxt_ptr[sel]
+                    issue_read(Cat(Const(0, 5), ptr[5:]), Mux(ptr[0], 64, 32), 0,
+                               _Kind.FETCH, credits=(k_hdr, k_dat), when=go_read,
+                               desc=Cat(Const(0, 5), ptr[5:]))
                     with m.If(go_read):
-                        issue_read(Cat(Const(0, 5), ptr[5:]), Mux(ptr[0], 64, 32), 0,
-                                   _Kind.FETCH, credits=(k_hdr, k_dat),
-                                   desc=Cat(Const(0, 5), ptr[5:]))
                         m.d.sync += [st[sel].eq(_Chan.WAIT), fetched[sel].eq(1)]
-                with m.Elif(k_act == _Act.LOAD):
+                with m.If(k_do[_Act.LOAD]):
                     self._load(m, sel, ld, ld_bad, ld_ok, nxt_valid, nxt_ptr, regmode, slot,
                                cur, cur_addr, cur_src, cur_dst, (brem_m1, bbig, sgap1, dgap1),
                                bleft,
                                fetched, st, push, k_qroom)
-                with m.Elif(k_act == _Act.PF):
+                with m.If(k_do[_Act.PF]):
                     ptr = c_cur.next
+                    issue_read(Cat(Const(0, 5), ptr[5:]), Mux(ptr[0], 64, 32), 0,
+                               _Kind.FETCH, credits=(k_hdr, k_dat), when=go_read,
+                               desc=Cat(Const(0, 5), ptr[5:]))
                     with m.If(go_read):
-                        issue_read(Cat(Const(0, 5), ptr[5:]), Mux(ptr[0], 64, 32), 0,
-                                   _Kind.FETCH, credits=(k_hdr, k_dat),
-                                   desc=Cat(Const(0, 5), ptr[5:]))
                         m.d.sync += [fetched[sel].eq(1), nxt_ptr[sel].eq(ptr),
                                      nxt_valid[sel].eq(0)]
-                with m.Elif(k_act == _Act.DATA):
+                with m.If(k_do[_Act.DATA]):
+                    issue_read(c_src, k_chunk, k_rows, _Kind.DATA, credits=(k_hdr, k_dat),
+                               when=go_read, addr=c_dst)
                     with m.If(go_read):
-                        issue_read(c_src, k_chunk, k_rows, _Kind.DATA,
-                                   credits=(k_hdr, k_dat), addr=c_dst)
                         m.d.sync += [
                             cur_src[sel].eq(c_src + k_src_step),
                             cur_dst[sel].eq(c_dst + k_dst_step),
-                            brem_m1[sel].eq(Mux(k_end, c_cur.length - 1, c_brem_m1 - k_chunk)),
-                            bbig[sel].eq(Mux(k_end, k_bbig, (c_brem_m1 - k_chunk)[12:].any())),
+                            brem_m1[sel].eq(Mux(k_end, k_len_m1, k_brem_next)),
+                            bbig[sel].eq(Mux(k_end, k_bbig, k_brem_next[12:].any())),
                             bleft[sel].eq(bleft[sel] - k_end),
                         ]
-                with m.Elif((k_act == _Act.MARK) & k_qroom):
+                with m.If(k_do[_Act.MARK]):
                     ctl = c_cur.control
-                    push(_Kind.MARK, addr=c_cur.seq_addr, value=c_cur.seq_value,
+                    push(_Kind.MARK, k_qroom, addr=c_cur.seq_addr, value=c_cur.seq_value,
                          seq=_bits(ctl, "seq"), irq=_bits(ctl, "irq"))
+                with m.If(k_do[_Act.MARK] & k_qroom):
                     m.d.sync += [slot[sel].eq(slot[sel] + 1),
                                  st[sel].eq(Mux(k_last, _Chan.DRAIN, _Chan.WAIT))]
 
@@ -799,9 +825,9 @@ class DMA(wiring.Component):
             pass
         with m.Elif(bad):
             # Reported in order, behind the earlier descriptors' writes (a FAULT entry).
+            here = Mux(regm, slot[sel], Cat(Const(0, 5), ptr[5:]))
+            push(_Kind.FAULT, room, code=DmaError.DESC_MALFORMED, desc=here)
             with m.If(room):
-                here = Mux(regm, slot[sel], Cat(Const(0, 5), ptr[5:]))
-                push(_Kind.FAULT, code=DmaError.DESC_MALFORMED, desc=here)
                 m.d.sync += [cur_addr[sel].eq(here), st[sel].eq(_Chan.DRAIN)]
         with m.Else():
             m.d.sync += [
@@ -1031,19 +1057,19 @@ class DMA(wiring.Component):
             "value": 32, "release": 1, "rel_rows": RB + 1, "retire": 1, "mark": 1, "irq": 1,
             "desc": 64, "rel_hdr": 5, "rel_dat": 7,
         })
-        m.submodules.items = items = SyncFIFOBuffered(width=Item.size, depth=4)
+        ITEMS_DEPTH = 4
+        m.submodules.items = items = SyncFIFOBuffered(width=Item.size, depth=ITEMS_DEPTH)
         it_w = data.View(Item, items.w_data)
         m.d.comb += items.w_en.eq(0)
 
-        # Stage A: split the head entry into items.  The head entry is first copied from the
-        # queue into a register (h), with what the split needs precomputed (the destination of
-        # the next piece, the bytes left, whether the next piece is the last), so the decision
-        # to take the next entry depends on registers only.  Between the queue and h sits a
-        # skid register (n): the queue is read whenever n is empty (a register, so the decision
-        # never reaches the queue's own counters); an entry read while h is busy waits in n.
-        # The tag's done bit and error are looked up one cycle ahead for the queue's output,
-        # for n and for h, and the one for h's source is used, so they lag the receiver by one
-        # cycle (done bits only rise while a tag is outstanding).
+        # Stage A0: wait, in queue order, for each read's data.  The head entry (h) is copied
+        # from the queue; between the queue and h sits a skid register (n), so the queue is
+        # read whenever n is empty (a register: the decision never reaches the queue's own
+        # counters) and an entry read while h waits stays in n.  The tag's done bit and error
+        # are looked up one cycle ahead for the queue's output, for n and for h, and the one for
+        # h's source is used, so they lag the receiver by one cycle (done bits only rise while a
+        # tag is outstanding).  A read leaves A0 once its data is in, or failed, or timed out
+        # (then marked failed with its code); every other entry leaves at once.
         h = Signal(Entry)
         h_valid = Signal()
         h_load = Signal()
@@ -1061,22 +1087,20 @@ class DMA(wiring.Component):
 
         def looked_up(i):
             return Mux(from_q, looked["q"][i], Mux(from_n, looked["n"][i], looked["h"][i]))
-        e = h
-        e_done, e_bad, e_err = (looked_up(i) for i in range(3))
-        # Faults this stage finds are applied a cycle later (registered, off the decision's
-        # path); until then the channel counts as stopped here already.
-        wf_en = Signal()
-        wf_chan = Signal(2)
-        wf_code = Signal(4)
-        wf_desc = Signal(64)
-        m.d.sync += wf_en.eq(0)
-        with m.If(wf_en):
-            fail(wf_chan, wf_code, wf_desc)
-        e_abort = abort[e.chan] | (wf_en & (wf_chan == e.chan))
+        h_done, h_bad, h_err = (looked_up(i) for i in range(3))
+        h_rd = (h.kind == _Kind.DATA) | (h.kind == _Kind.FETCH)
+        wait = Signal(32)
+        tmo_hit = Signal()
+        tmo = self.dma_timeout
+        m.d.sync += tmo_hit.eq((tmo != 0) & (wait >= tmo))
 
-        def fail_here(code):
-            m.d.sync += [wf_en.eq(1), wf_chan.eq(e.chan), wf_code.eq(code), wf_desc.eq(e.desc)]
-
+        # Stage A1: split the entry (s) into items, from registers only: what the split needs
+        # (the destination of the next piece, the bytes left, whether the next piece is the
+        # last) is worked out as s is loaded.
+        s_ = Signal(Entry, name="s")
+        s_valid = Signal()
+        s_failed = Signal()                 # a read that failed (its code in s.code)
+        s_one = Signal()                    # one item: anything but a read with its data in
         a = Signal(64)                      # destination of the next piece
         left = Signal(10)                   # bytes of the entry not yet emitted
         h_last = Signal()                   # the next piece is the last: left <= cap
@@ -1090,10 +1114,23 @@ class DMA(wiring.Component):
         step = Signal(10)
         piece = Signal(10)
         m.d.comb += piece.eq(Mux(h_last, left, cap))
-        wait = Signal(32)
-        tmo_hit = Signal()
-        tmo = self.dma_timeout
-        m.d.sync += tmo_hit.eq((tmo != 0) & (wait >= tmo))
+        e = s_
+        e_abort = abort[e.chan]
+        # Room in the items FIFO, registered: at most depth - 2 entries a cycle ago leaves room
+        # for one now.
+        items_room = Signal()
+        m.d.sync += items_room.eq(items.level <= ITEMS_DEPTH - 2)
+        go = s_valid & items_room
+        # A good read's pieces go one by one (as no-ops if its channel has stopped meanwhile,
+        # so the stop does not reach this decision); every other entry is one item.
+        s_consume = go & (s_one | h_last)
+        s_load = ~s_valid | s_consume
+        a0_consume = h_valid & s_load & (~h_rd | h_done | tmo_hit)
+        m.d.comb += h_load.eq(~h_valid | a0_consume)
+        with m.If(h_valid & h_rd & ~h_done & ~tmo_hit & s_load):
+            m.d.sync += wait.eq(wait + 1)
+        with m.If(a0_consume):
+            m.d.sync += [wait.eq(0), tmo_hit.eq(0)]
 
         def emit(kind, **fields):
             m.d.comb += [items.w_en.eq(1), it_w.kind.eq(kind), it_w.chan.eq(e.chan),
@@ -1101,87 +1138,59 @@ class DMA(wiring.Component):
             for k, v in fields.items():
                 m.d.comb += getattr(it_w, k).eq(v)
 
-        consume = Signal()
-        m.d.comb += consume.eq(0)
-
-        def pop():
-            m.d.comb += consume.eq(1)
-            m.d.sync += [wait.eq(0), tmo_hit.eq(0)]
-
-        with m.If(h_valid & items.w_rdy):
+        with m.If(go):
             with m.Switch(e.kind):
                 with m.Case(_Kind.DATA, _Kind.FETCH):
-                    # Even a failed channel waits for its reads (or their timeout) before it
+                    # Even a failed channel waited for its reads (or their timeout) before it
                     # frees their tags, so a late completion cannot land in reused rows.
-                    with m.If(~e_done & ~tmo_hit):
-                        m.d.sync += wait.eq(wait + 1)
-                    with m.Elif(~e_done | e_bad | e_abort):
-                        with m.If(~e_done):
-                            fail_here(DmaError.CPL_TIMEOUT)
-                        with m.Elif(e_bad):
-                            fail_here(e_err)
+                    with m.If(s_failed):
+                        fail(e.chan, e.code, e.desc)
                         emit(_Item.NOP, release=1, rel_rows=e.rows, retire=1)
-                        pop()
                     with m.Elif(e.kind == _Kind.FETCH):
                         # The receiver already filled the prefetch buffer: free the tag.
                         emit(_Item.NOP, release=1, rel_rows=e.rows, retire=1)
-                        pop()
                     with m.Else():
-                        emit(_Item.WRITE, addr=a, nbytes=piece, row=pos[4:], u=pos[:4],
-                             release=h_last, rel_rows=e.rows, retire=h_last)
+                        emit(Mux(e_abort, _Item.NOP, _Item.WRITE), addr=a, nbytes=piece,
+                             row=pos[4:], u=pos[:4], release=h_last, rel_rows=e.rows,
+                             retire=h_last)
                         # After the first piece the destination is MPS-aligned.
                         m.d.sync += [a.eq(a + piece), left.eq(left - piece),
                                      pos.eq(pos + step), step.eq(mps), cap.eq(mps),
                                      cap2.eq(mps << 1), h_last.eq(left <= cap2)]
-                        with m.If(h_last):
-                            pop()
                 with m.Case(_Kind.FAULT):
-                    fail_here(e.code)
+                    fail(e.chan, e.code, e.desc)
                     emit(_Item.NOP, retire=1)
-                    pop()
                 with m.Default():       # MARK
                     # Decided here, in queue order: a fault reported later (behind this mark)
                     # does not take this descriptor back.
                     send = e.seq & ~e_abort
                     emit(Mux(send, _Item.SEQ, _Item.NOP), addr=e.addr, nbytes=4, value=e.value,
                          retire=1, mark=~e_abort, irq=e.irq)
-                    pop()
 
-        # What the split needs of an entry, worked out from the queue's output (for h or n) and
-        # kept with n, so h loads it from either in one multiplexer.
-        def split_start(entry):
-            off = entry.addr[:10] & (mps - 1)
-            return {
-                "last": entry.nbytes <= mps - off, "cap": mps - off, "cap2": (mps << 1) - off,
-                "pos": Cat(entry.src_lo, Const(0, 2), entry.base) - entry.addr[:2],
-                "step": mps - Cat(Const(0, 2), off[2:]),
-            }
-        q_start = split_start(q_r)
-        n_start = {"last": Signal(name="n_last"), "cap": Signal(10, name="n_cap"),
-                   "cap2": Signal(11, name="n_cap2"), "pos": Signal(RB + 4, name="n_pos"),
-                   "step": Signal(10, name="n_step")}
-        # n's derived values are of the mps they were worked out with; mps changes only while
-        # the DMA is idle (DMA_CONFIG is documented as such).
-        m.d.comb += [h_load.eq(~h_valid | consume), queue.r_en.eq(~n_valid)]
+        with m.If(s_load):
+            off = h.addr[:10] & (mps - 1)
+            m.d.sync += [
+                s_valid.eq(a0_consume), s_.eq(h),
+                s_failed.eq(h_rd & (~h_done | h_bad)),
+                s_one.eq((h.kind != _Kind.DATA) | ~h_done | h_bad),
+                a.eq(h.addr), left.eq(h.nbytes),
+                h_last.eq(h.nbytes <= mps - off),
+                cap.eq(mps - off), cap2.eq((mps << 1) - off),
+                pos.eq(Cat(h.src_lo, Const(0, 2), h.base) - h.addr[:2]),
+                step.eq(mps - Cat(Const(0, 2), off[2:])),
+            ]
+            with m.If(h_rd):
+                m.d.sync += s_.code.eq(Mux(h_done, h_err, DmaError.CPL_TIMEOUT))
+
+        m.d.comb += queue.r_en.eq(~n_valid)
         m.d.sync += [from_q.eq(0), from_n.eq(0)]
         with m.If(h_load):
             with m.If(n_valid):
                 m.d.sync += [h.eq(n), h_valid.eq(1), n_valid.eq(0), from_n.eq(1)]
             with m.Else():
                 m.d.sync += [h.eq(q_r), h_valid.eq(queue.r_rdy), from_q.eq(1)]
-            ld_e = Mux(n_valid, n.as_value(), q_r.as_value())
-            ld = data.View(Entry, ld_e)
-            m.d.sync += [
-                a.eq(ld.addr), left.eq(ld.nbytes),
-                h_last.eq(Mux(n_valid, n_start["last"], q_start["last"])),
-                cap.eq(Mux(n_valid, n_start["cap"], q_start["cap"])),
-                cap2.eq(Mux(n_valid, n_start["cap2"], q_start["cap2"])),
-                pos.eq(Mux(n_valid, n_start["pos"], q_start["pos"])),
-                step.eq(Mux(n_valid, n_start["step"], q_start["step"])),
-            ]
         with m.Elif(~n_valid & queue.r_rdy):
             m.d.sync += [n.eq(q_r), n_valid.eq(1)]
-            m.d.sync += [v.eq(q_start[k]) for k, v in n_start.items()]
 
         # Stage A': route lookup and the translated address (registered), then the header,
         # into a second FIFO.
