@@ -357,6 +357,7 @@ class DMA(wiring.Component):
         sgap1 = per_chan("sgap1", 33)       # the source and destination gaps, plus 1
         dgap1 = per_chan("dgap1", 33)
         bleft = per_chan("bleft", 32)       # bursts left, the current one included
+        blnz = per_chan("blnz", 1)          # bleft != 0 (kept with it: no wide OR in CALC)
         nxt = per_chan("nxt", Descriptor)
         nxt_valid = per_chan("nxt_valid", 1)
         nxt_ptr = per_chan("nxt_ptr", 64)   # pointer the prefetch buffer was (is) fetched from
@@ -371,12 +372,20 @@ class DMA(wiring.Component):
         fault_addr = per_chan("fault_addr", 64)
         unroutable = per_chan("unroutable", 1)   # the writer dropped a write: drop the rest
 
+        # A fault stops its channel at once (``abort``); its code and descriptor are recorded
+        # a cycle later from registers (the first error wins), so no fault's conditions reach
+        # the status registers in the same cycle.
+        f_en = per_chan("f_en", 1)
+        f_code = per_chan("f_code", 4)
+        f_addr = per_chan("f_addr", 64)
+        for c in range(NC):
+            m.d.sync += f_en[c].eq(0)
+            with m.If(f_en[c] & (ch_err[c] == 0)):
+                m.d.sync += [ch_err[c].eq(f_code[c]), fault_addr[c].eq(f_addr[c])]
+
         def fail(c, code, addr):
-            """Stop channel ``c`` with ``code``, blaming descriptor ``addr`` (the first error
-            wins)."""
-            with m.If(ch_err[c] == 0):
-                m.d.sync += [ch_err[c].eq(code), fault_addr[c].eq(addr)]
-            m.d.sync += abort[c].eq(1)
+            """Stop channel ``c`` with ``code``, blaming descriptor ``addr``."""
+            m.d.sync += [abort[c].eq(1), f_en[c].eq(1), f_code[c].eq(code), f_addr[c].eq(addr)]
 
         # Pending: +1 per entry pushed (planner, as it enters the queue), -1 per entry retired
         # (output stage, registered there).
@@ -486,11 +495,14 @@ class DMA(wiring.Component):
 
         # Channel wants: anything but IDLE; DRAIN finishes by itself below.
         wants = Signal(NC)
+        drained = Signal(NC)
         for c in range(NC):
             m.d.comb += wants[c].eq((st[c] == _Chan.HEAD) | (st[c] == _Chan.RUN) |
                                     ((st[c] == _Chan.WAIT) & (nxt_valid[c] | regmode[c])))
-            with m.If((st[c] == _Chan.DRAIN) & (pending[c] == 0)
-                      & ~(pq_en & (pq_chan == c))):
+            # Done draining: nothing of the channel in the queue a cycle ago, nothing entering
+            # it then (so nothing is in it now), and nothing entering it now.
+            m.d.sync += drained[c].eq((pending[c] == 0) & ~(pq_en & (pq_chan == c)))
+            with m.If((st[c] == _Chan.DRAIN) & drained[c] & ~(pq_en & (pq_chan == c))):
                 m.d.sync += st[c].eq(_Chan.IDLE)
             with m.If(abort[c] & (st[c] != _Chan.IDLE) & (st[c] != _Chan.DRAIN)):
                 m.d.sync += st[c].eq(_Chan.DRAIN)
@@ -517,9 +529,10 @@ class DMA(wiring.Component):
         # The winner as a 2-bit index (0..2: the candidates above, 3: the rest of the burst,
         # which wins ties, so the chunk then ends the burst).  Each index bit is a function of
         # the six compares (one LUT), and each pick a 4:1 multiplexer (one more).
-        win_r = le[3, 0] & le[3, 1] & le[3, 2]
-        win_a = ~win_r & le[0, 1] & le[0, 2]
-        win_b = ~win_r & ~win_a & le[1, 2]
+        win_r, win_a, win_b = (Signal(name=f"c_win_{n}", attrs={"keep": 1}) for n in "rab")
+        m.d.comb += [win_r.eq(le[3, 0] & le[3, 1] & le[3, 2]),
+                     win_a.eq(~win_r & le[0, 1] & le[0, 2]),
+                     win_b.eq(~win_r & ~win_a & le[1, 2])]
         w_idx = Signal(2, attrs={"keep": 1})
         m.d.comb += w_idx.eq(Mux(win_r, 3, Mux(win_a, 0, Mux(win_b, 1, 2))))
 
@@ -544,6 +557,7 @@ class DMA(wiring.Component):
         k_brem_next = Signal(32)    # the rest of the burst less 1 after the chunk (if not its end)
         k_last = Signal()           # MARK: the chain ends with this descriptor
         k_bbig = Signal()           # the descriptor's burst length less 1 is 4096 or more
+        k_bl_one = Signal()         # this burst is the last
         # Room for one more queue entry and one more tag, as CALC sees it: the entry and the
         # issue ACT decided a cycle ago are entering the queue and being booked now.
         k_qroom = Signal()
@@ -580,6 +594,13 @@ class DMA(wiring.Component):
             return ~room[-1] & not_below(room[:-1], need)
         go_read = (k_qroom & k_tags & ~rd_skid_v & not_below(free_rows, k_rows)
                    & (hdr_free | fits(k_hdr, k_room_hdr)) & (dat_free | fits(k_dat, k_room_dat)))
+        # A descriptor fetch reads 32 or 64 aligned bytes: one completion, 2 or 4 data credits
+        # (checked against 4 either way), no rows.
+        go_fetch = (k_qroom & k_tags & ~rd_skid_v & (hdr_free | fits(Const(1, 5), k_room_hdr))
+                    & (dat_free | fits(Const(4, 7), k_room_dat)))
+
+        def fetch_credits(ptr):
+            return Const(1, 5), Mux(ptr[0], 4, 2)
 
         # The read's and the entry's fields are written whenever ACT does the action (they
         # depend on the action and the channel's registers only); whether the read is issued
@@ -634,7 +655,7 @@ class DMA(wiring.Component):
                 m.d.comb += pick.eq(c)
             found = found | cond
 
-        ld, ld_bad, ld_ok = self._load_calc(m, sel, nxt, nxt_valid, nxt_ptr, regmode, slot)
+        ld, ld_bad, ld_ok, ld_big = self._load_calc(m, sel, nxt, nxt_valid, nxt_ptr, regmode, slot)
 
         with m.FSM(name="planner"):
             with m.State("SEL"):
@@ -647,11 +668,6 @@ class DMA(wiring.Component):
                 # the channel's own ACT changes its registers; an abort is looked at here).
                 # The next descriptor is prefetched before the current one's reads (002 3.4).
                 need_pf = ~_bits(c_cur.control, "end") & ~fetched[sel] & ~regmode[sel]
-                fetch_ptr = Mux(c_st == _Chan.HEAD, nxt_ptr[sel], c_cur.next)
-                # A fetch reads 32 or 64 aligned bytes: one completion, 2 or 4 data credits
-                # (cpl_credits of it, written out so no adder sits on the path).
-                f_hdr = Const(1, 5)
-                f_dat = Mux(fetch_ptr[0], 4, 2)
                 d_hdrs, d_dats = zip(*[cpl_credits(c_src, v) for v in cand])
                 act = Signal(_Act)
                 with m.Switch(c_st):
@@ -662,20 +678,20 @@ class DMA(wiring.Component):
                     with m.Case(_Chan.RUN):
                         with m.If(need_pf):
                             m.d.comb += act.eq(_Act.PF)
-                        with m.Elif(bleft[sel] != 0):
+                        with m.Elif(blnz[sel]):
                             m.d.comb += act.eq(_Act.DATA)
                         with m.Else():
                             m.d.comb += act.eq(_Act.MARK)
                     with m.Default():
                         m.d.comb += act.eq(_Act.NONE)
                 m.d.sync += [v.eq(~abort[sel] & (act == a)) for a, v in k_do.items()]
-                data_next = (c_st == _Chan.RUN) & ~need_pf
                 # Every candidate's sums are made at once, and the one-hot picks among them (a
                 # fetch's credits are a fifth choice): no adder after the compares.
                 cand1 = [v + 1 for v in cand]
                 m.d.sync += [
                     k_chunk.eq(pick_of(cand1)), k_end.eq(win_r),
                     k_len_m1.eq(c_cur.length - 1),
+                    k_bl_one.eq(bleft[sel] == 1),
                     k_bbig.eq((c_cur.length - 1)[12:].any()),
                     # The rest after each candidate: brem_m1 - (cand + 1) is brem_m1 + ~cand in
                     # 32 bits, one two-input add.
@@ -684,12 +700,10 @@ class DMA(wiring.Component):
                     # At a burst's end the rest is the chunk: step over it and the gap.
                     k_src_step.eq(pick_of(cand1[:3] + [c_brem_m1 + sgap1[sel]])),
                     k_dst_step.eq(pick_of(cand1[:3] + [c_brem_m1 + dgap1[sel]])),
-                    # A fetch (not data_next) takes no rows and its own credits: each
-                    # candidate's value is masked or replaced before the pick.
-                    k_rows.eq(pick_of([Mux(data_next, rows_for(c_src[:2], v), 0)
-                                       for v in cand])),
-                    k_hdr.eq(pick_of([Mux(data_next, v, f_hdr) for v in d_hdrs])),
-                    k_dat.eq(pick_of([Mux(data_next, v, f_dat) for v in d_dats])),
+                    # A data read's rows and credits (a fetch has constants of its own).
+                    k_rows.eq(pick_of([rows_for(c_src[:2], v) for v in cand])),
+                    k_hdr.eq(pick_of(d_hdrs)),
+                    k_dat.eq(pick_of(d_dats)),
                     k_last.eq(Mux(regmode[sel], slot[sel] + 1 >= nslots[sel],
                                   _bits(c_cur.control, "end"))),
                     k_qroom.eq(queue.w_rdy & (queue.level < QD - 5)),
@@ -711,21 +725,21 @@ class DMA(wiring.Component):
                 with m.If(k_do[_Act.HEAD]):
                     ptr = nxt_ptr[sel]
                     issue_read(Cat(Const(0, 5), ptr[5:]), Mux(ptr[0], 64, 32), 0,
-                               _Kind.FETCH, credits=(k_hdr, k_dat), when=go_read,
+                               _Kind.FETCH, credits=fetch_credits(ptr), when=go_fetch,
                                desc=Cat(Const(0, 5), ptr[5:]))
-                    with m.If(go_read):
+                    with m.If(go_fetch):
                         m.d.sync += [st[sel].eq(_Chan.WAIT), fetched[sel].eq(1)]
                 with m.If(k_do[_Act.LOAD]):
-                    self._load(m, sel, ld, ld_bad, ld_ok, nxt_valid, nxt_ptr, regmode, slot,
+                    self._load(m, sel, ld, ld_bad, ld_ok, ld_big, nxt_valid, nxt_ptr, regmode, slot,
                                cur, cur_addr, cur_src, cur_dst, (brem_m1, bbig, sgap1, dgap1),
-                               bleft,
+                               (bleft, blnz),
                                fetched, st, push, k_qroom)
                 with m.If(k_do[_Act.PF]):
                     ptr = c_cur.next
                     issue_read(Cat(Const(0, 5), ptr[5:]), Mux(ptr[0], 64, 32), 0,
-                               _Kind.FETCH, credits=(k_hdr, k_dat), when=go_read,
+                               _Kind.FETCH, credits=fetch_credits(ptr), when=go_fetch,
                                desc=Cat(Const(0, 5), ptr[5:]))
-                    with m.If(go_read):
+                    with m.If(go_fetch):
                         m.d.sync += [fetched[sel].eq(1), nxt_ptr[sel].eq(ptr),
                                      nxt_valid[sel].eq(0)]
                 with m.If(k_do[_Act.DATA]):
@@ -738,6 +752,7 @@ class DMA(wiring.Component):
                             brem_m1[sel].eq(Mux(k_end, k_len_m1, k_brem_next)),
                             bbig[sel].eq(Mux(k_end, k_bbig, k_brem_next[12:].any())),
                             bleft[sel].eq(bleft[sel] - k_end),
+                            blnz[sel].eq(~(k_end & k_bl_one)),
                         ]
                 with m.If(k_do[_Act.MARK]):
                     ctl = c_cur.control
@@ -796,27 +811,37 @@ class DMA(wiring.Component):
         slot_bad = Signal(n_slots, name="slot_bad")
         nxt_bad = Signal(N_DMA_CHANNELS, name="nxt_bad")
         nxt_seen = Signal(N_DMA_CHANNELS, name="nxt_seen")    # nxt_valid a cycle ago
+        # Whether the burst length less 1 is 4096 or more (the planner's ``bbig``), the same way.
+        slot_big = Signal(n_slots, name="slot_big")
+        nxt_big = Signal(N_DMA_CHANNELS, name="nxt_big")
+
+        def big(d):
+            return (d.length - 1)[12:].any()
         for i in range(n_slots):
-            m.d.sync += slot_bad[i].eq(bad(self.slots[i], regm=True))
+            m.d.sync += [slot_bad[i].eq(bad(self.slots[i], regm=True)),
+                         slot_big[i].eq(big(self.slots[i]))]
         for c in range(N_DMA_CHANNELS):
             m.d.sync += [nxt_bad[c].eq(bad(nxt[c], regm=False, ptr=nxt_ptr[c])),
-                         nxt_seen[c].eq(nxt_valid[c])]
+                         nxt_big[c].eq(big(nxt[c])), nxt_seen[c].eq(nxt_valid[c])]
 
         regm = regmode[sel]
         idx = Cat(slot[sel][:2], sel)           # 4 * c + s
         ld = Signal(Descriptor, name="ld_desc")
         ld_bad = Signal(name="ld_bad")
         ld_ok = Signal(name="ld_ok")
+        ld_big = Signal(name="ld_big")
         m.d.sync += [
+            ld_big.eq(Mux(regm, slot_big.bit_select(idx, 1), nxt_big.bit_select(sel, 1))),
             ld.eq(Mux(regm, self.slots[idx], nxt[sel])),
             ld_bad.eq(Mux(regm, slot_bad.bit_select(idx, 1), nxt_bad.bit_select(sel, 1))),
             ld_ok.eq(regm | (nxt_valid[sel] & nxt_seen.bit_select(sel, 1))),
         ]
-        return ld, ld_bad, ld_ok
+        return ld, ld_bad, ld_ok, ld_big
 
-    def _load(self, m, sel, ld, bad, ok, nxt_valid, nxt_ptr, regmode, slot, cur, cur_addr, cur_src,
-              cur_dst, burst, bleft, fetched, st, push, room):
+    def _load(self, m, sel, ld, bad, ok, big, nxt_valid, nxt_ptr, regmode, slot, cur, cur_addr,
+              cur_src, cur_dst, burst, bursts, fetched, st, push, room):
         brem_m1, bbig, sgap1, dgap1 = burst
+        bleft, blnz = bursts
         regm = regmode[sel]
         d = ld
         ext = _bits(d.control, "ext")
@@ -839,8 +864,9 @@ class DMA(wiring.Component):
                 cur_src[sel].eq(d.src),
                 cur_dst[sel].eq(d.dst),
                 brem_m1[sel].eq(d.length - 1),
-                bbig[sel].eq((d.length - 1)[12:].any()),
+                bbig[sel].eq(big),
                 bleft[sel].eq(Mux(ext, d.count, 1)),
+                blnz[sel].eq(1),            # a count of 0 is malformed
                 nxt_valid[sel].eq(0),
                 fetched[sel].eq(0),
                 st[sel].eq(_Chan.RUN),
@@ -1124,8 +1150,10 @@ class DMA(wiring.Component):
         # A good read's pieces go one by one (as no-ops if its channel has stopped meanwhile,
         # so the stop does not reach this decision); every other entry is one item.
         s_consume = go & (s_one | h_last)
-        s_load = ~s_valid | s_consume
-        a0_consume = h_valid & s_load & (~h_rd | h_done | tmo_hit)
+        s_load = Signal(attrs={"keep": 1})
+        a0_consume = Signal(attrs={"keep": 1})
+        m.d.comb += [s_load.eq(~s_valid | s_consume),
+                     a0_consume.eq(h_valid & s_load & (~h_rd | h_done | tmo_hit))]
         m.d.comb += h_load.eq(~h_valid | a0_consume)
         with m.If(h_valid & h_rd & ~h_done & ~tmo_hit & s_load):
             m.d.sync += wait.eq(wait + 1)
@@ -1167,14 +1195,17 @@ class DMA(wiring.Component):
                     emit(Mux(send, _Item.SEQ, _Item.NOP), addr=e.addr, nbytes=4, value=e.value,
                          retire=1, mark=~e_abort, irq=e.irq)
 
+        # What the split needs of h, as nets of their own (the load below only picks them).
+        off = h.addr[:10] & (mps - 1)
+        h_first_last = Signal(attrs={"keep": 1})
+        m.d.comb += h_first_last.eq(h.nbytes <= mps - off)
         with m.If(s_load):
-            off = h.addr[:10] & (mps - 1)
             m.d.sync += [
                 s_valid.eq(a0_consume), s_.eq(h),
                 s_failed.eq(h_rd & (~h_done | h_bad)),
                 s_one.eq((h.kind != _Kind.DATA) | ~h_done | h_bad),
                 a.eq(h.addr), left.eq(h.nbytes),
-                h_last.eq(h.nbytes <= mps - off),
+                h_last.eq(h_first_last),
                 cap.eq(mps - off), cap2.eq((mps << 1) - off),
                 pos.eq(Cat(h.src_lo, Const(0, 2), h.base) - h.addr[:2]),
                 step.eq(mps - Cat(Const(0, 2), off[2:])),
