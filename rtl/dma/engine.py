@@ -255,13 +255,14 @@ class DMA(wiring.Component):
             mrrs_code.eq(Mux(cfg_mrrs == 3, 2, cfg_mrrs)),
             ext_tags.eq(_field(self.dma_config, "ext_tags", _DMA_CONFIG)),
         ]
+        # The sizes as registers (DMA_CONFIG changes only while every channel is idle).
         mps = Signal(10)      # bytes
         mrrs_m1 = Signal(10)  # MRRS - 1 (all ones below MRRS)
-        m.d.comb += [mps.eq(Const(128, 10) << mps_code),
-                     mrrs_m1.eq(Cat(Const(0x7F, 7), mrrs_code > 0, mrrs_code > 1, 0))]
         min_code = Mux(mps_code < mrrs_code, mps_code, mrrs_code)
         min_mask = Signal(10)   # min(mps, mrrs) - 1
-        m.d.comb += min_mask.eq((Const(128, 10) << min_code) - 1)
+        m.d.sync += [mps.eq(Const(128, 10) << mps_code),
+                     mrrs_m1.eq(Cat(Const(0x7F, 7), mrrs_code > 0, mrrs_code > 1, 0)),
+                     min_mask.eq((Const(128, 10) << min_code) - 1)]
 
         # -- shared tag and row bookkeeping -------------------------------------------------
         issue_seq = Signal(16)          # reads issued
@@ -354,6 +355,11 @@ class DMA(wiring.Component):
         cur_dst = per_chan("dst", 64)
         brem_m1 = per_chan("brem_m1", 32)   # bytes left in the current burst, minus 1
         bbig = per_chan("bbig", 1)          # brem_m1 >= 4096 (kept with it: no wide OR in CALC)
+        lbig = per_chan("lbig", 1)          # the descriptor's length - 1 >= 4096
+        # Whether the current descriptor is the chain's last (the end bit, or the last
+        # register-mode slot), registered: it is looked at by a mark, two cycles or more after
+        # the load or the start that changed it.
+        last_pre = per_chan("last_pre", 1)
         sgap1 = per_chan("sgap1", 33)       # the source and destination gaps, plus 1
         dgap1 = per_chan("dgap1", 33)
         bleft = per_chan("bleft", 32)       # bursts left, the current one included
@@ -415,6 +421,9 @@ class DMA(wiring.Component):
             ]
 
         # Control writes: start, register-mode start, abort.
+        for c in range(NC):
+            m.d.sync += last_pre[c].eq(Mux(regmode[c], slot[c] + 1 >= nslots[c],
+                                           _bits(cur[c].control, "end")))
         ctrl = self.ch_ctrl_data
         for c in range(NC):
             with m.If(self.ch_ctrl_stb[c]):
@@ -525,16 +534,19 @@ class DMA(wiring.Component):
         le = {}
         for i, j in ((0, 1), (0, 2), (1, 2), (3, 0), (3, 1), (3, 2)):
             le[i, j] = Signal(name=f"c_le{i}{j}", attrs={"keep": 1})
-            m.d.comb += le[i, j].eq(not_below(cand[j], cand[i]) & (~bbig[sel] if i == 3 else 1))
+            if i == 3:      # the rest, with bbig as its 13th bit: one chain
+                m.d.comb += le[i, j].eq(not_below(Cat(cand[j], Const(0, 1)),
+                                                  Cat(cand[3], bbig[sel])))
+            else:
+                m.d.comb += le[i, j].eq(not_below(cand[j], cand[i]))
         # The winner as a 2-bit index (0..2: the candidates above, 3: the rest of the burst,
         # which wins ties, so the chunk then ends the burst).  Each index bit is a function of
         # the six compares (one LUT), and each pick a 4:1 multiplexer (one more).
-        win_r, win_a, win_b = (Signal(name=f"c_win_{n}", attrs={"keep": 1}) for n in "rab")
-        m.d.comb += [win_r.eq(le[3, 0] & le[3, 1] & le[3, 2]),
-                     win_a.eq(~win_r & le[0, 1] & le[0, 2]),
-                     win_b.eq(~win_r & ~win_a & le[1, 2])]
+        win_r = le[3, 0] & le[3, 1] & le[3, 2]
+        win_a = ~win_r & le[0, 1] & le[0, 2]
+        win_b = ~win_r & ~win_a & le[1, 2]
         w_idx = Signal(2, attrs={"keep": 1})
-        m.d.comb += w_idx.eq(Mux(win_r, 3, Mux(win_a, 0, Mux(win_b, 1, 2))))
+        m.d.comb += w_idx.eq(Cat(win_r | win_b, win_r | (~win_a & ~win_b)))
 
         def pick_of(values):
             return _select(values, w_idx)
@@ -558,6 +570,11 @@ class DMA(wiring.Component):
         k_last = Signal()           # MARK: the chain ends with this descriptor
         k_bbig = Signal()           # the descriptor's burst length less 1 is 4096 or more
         k_bl_one = Signal()         # this burst is the last
+        k_fetch_ok = Signal()       # room for a descriptor fetch (but the read-request skid)
+        k_st_en = Signal()          # ACT changes the channel's state to k_st_new ...
+        k_st_go = Signal()          # ... if its fetch is issued (else unconditionally)
+        k_st_new = Signal(_Chan)
+        m.d.sync += [k_st_en.eq(0), k_st_go.eq(0)]
         # Room for one more queue entry and one more tag, as CALC sees it: the entry and the
         # issue ACT decided a cycle ago are entering the queue and being booked now.
         k_qroom = Signal()
@@ -596,8 +613,7 @@ class DMA(wiring.Component):
                    & (hdr_free | fits(k_hdr, k_room_hdr)) & (dat_free | fits(k_dat, k_room_dat)))
         # A descriptor fetch reads 32 or 64 aligned bytes: one completion, 2 or 4 data credits
         # (checked against 4 either way), no rows.
-        go_fetch = (k_qroom & k_tags & ~rd_skid_v & (hdr_free | fits(Const(1, 5), k_room_hdr))
-                    & (dat_free | fits(Const(4, 7), k_room_dat)))
+        go_fetch = k_fetch_ok & ~rd_skid_v
 
         def fetch_credits(ptr):
             return Const(1, 5), Mux(ptr[0], 4, 2)
@@ -655,7 +671,7 @@ class DMA(wiring.Component):
                 m.d.comb += pick.eq(c)
             found = found | cond
 
-        ld, ld_bad, ld_ok, ld_big = self._load_calc(m, sel, nxt, nxt_valid, nxt_ptr, regmode, slot)
+        ld, ld_bad, ld_ok, ld_big, (ok_now, bad_now) = self._load_calc(m, sel, nxt, nxt_valid, nxt_ptr, regmode, slot)
 
         with m.FSM(name="planner"):
             with m.State("SEL"):
@@ -685,6 +701,13 @@ class DMA(wiring.Component):
                     with m.Default():
                         m.d.comb += act.eq(_Act.NONE)
                 m.d.sync += [v.eq(~abort[sel] & (act == a)) for a, v in k_do.items()]
+                last_now = last_pre[sel]
+                qroom_now = queue.w_rdy & (queue.level < QD - 5)
+                tags_now = Mux(d_iss, outstanding + 1 < tag_limit, outstanding < tag_limit)
+                room_hdr_now = Signal(signed(11))
+                room_dat_now = Signal(signed(15))
+                m.d.comb += [room_hdr_now.eq(room_hdr - Mux(unbooked, d_hdr, 0)),
+                             room_dat_now.eq(room_dat - Mux(unbooked, d_dat, 0))]
                 # Every candidate's sums are made at once, and the one-hot picks among them (a
                 # fetch's credits are a fifth choice): no adder after the compares.
                 cand1 = [v + 1 for v in cand]
@@ -692,7 +715,7 @@ class DMA(wiring.Component):
                     k_chunk.eq(pick_of(cand1)), k_end.eq(win_r),
                     k_len_m1.eq(c_cur.length - 1),
                     k_bl_one.eq(bleft[sel] == 1),
-                    k_bbig.eq((c_cur.length - 1)[12:].any()),
+                    k_bbig.eq(lbig[sel]),
                     # The rest after each candidate: brem_m1 - (cand + 1) is brem_m1 + ~cand in
                     # 32 bits, one two-input add.
                     k_brem_next.eq(pick_of([(c_brem_m1 + Cat(~v, Const(0xFFFFF, 20)))[:32]
@@ -704,13 +727,29 @@ class DMA(wiring.Component):
                     k_rows.eq(pick_of([rows_for(c_src[:2], v) for v in cand])),
                     k_hdr.eq(pick_of(d_hdrs)),
                     k_dat.eq(pick_of(d_dats)),
-                    k_last.eq(Mux(regmode[sel], slot[sel] + 1 >= nslots[sel],
-                                  _bits(c_cur.control, "end"))),
-                    k_qroom.eq(queue.w_rdy & (queue.level < QD - 5)),
-                    k_tags.eq(Mux(d_iss, outstanding + 1 < tag_limit, outstanding < tag_limit)),
-                    k_room_hdr.eq(room_hdr - Mux(unbooked, d_hdr, 0)),
-                    k_room_dat.eq(room_dat - Mux(unbooked, d_dat, 0)),
+                    k_last.eq(last_now),
+                    k_qroom.eq(qroom_now),
+                    # The fetch's room (all but the read-request skid, looked at in ACT).
+                    k_fetch_ok.eq(qroom_now & tags_now
+                                  & (hdr_free | not_below(room_hdr_now, 1) & ~room_hdr_now[-1])
+                                  & (dat_free | not_below(room_dat_now, 4) & ~room_dat_now[-1])),
+                    k_tags.eq(tags_now),
+                    k_room_hdr.eq(room_hdr_now),
+                    k_room_dat.eq(room_dat_now),
                 ]
+                # The channel's next state, if ACT does its action: a load (of a whole
+                # descriptor) runs it, or stops it at a malformed one (with room to report it);
+                # a mark closes the descriptor; a head fetch waits for the descriptor.
+                with m.If(~abort[sel]):
+                    with m.Switch(act):
+                        with m.Case(_Act.HEAD):
+                            m.d.sync += [k_st_en.eq(1), k_st_go.eq(1), k_st_new.eq(_Chan.WAIT)]
+                        with m.Case(_Act.LOAD):
+                            m.d.sync += [k_st_en.eq(ok_now & (~bad_now | qroom_now)),
+                                         k_st_new.eq(Mux(bad_now, _Chan.DRAIN, _Chan.RUN))]
+                        with m.Case(_Act.MARK):
+                            m.d.sync += [k_st_en.eq(qroom_now),
+                                         k_st_new.eq(Mux(last_now, _Chan.DRAIN, _Chan.WAIT))]
                 m.next = "ACT"
 
             with m.State("ACT"):
@@ -722,16 +761,18 @@ class DMA(wiring.Component):
                     m.next = "CALC"
                 with m.Else():
                     m.next = "SEL"
+                with m.If(k_st_en & (~k_st_go | go_fetch)):
+                    m.d.sync += st[sel].eq(k_st_new)
                 with m.If(k_do[_Act.HEAD]):
                     ptr = nxt_ptr[sel]
                     issue_read(Cat(Const(0, 5), ptr[5:]), Mux(ptr[0], 64, 32), 0,
                                _Kind.FETCH, credits=fetch_credits(ptr), when=go_fetch,
                                desc=Cat(Const(0, 5), ptr[5:]))
                     with m.If(go_fetch):
-                        m.d.sync += [st[sel].eq(_Chan.WAIT), fetched[sel].eq(1)]
+                        m.d.sync += fetched[sel].eq(1)
                 with m.If(k_do[_Act.LOAD]):
                     self._load(m, sel, ld, ld_bad, ld_ok, ld_big, nxt_valid, nxt_ptr, regmode, slot,
-                               cur, cur_addr, cur_src, cur_dst, (brem_m1, bbig, sgap1, dgap1),
+                               cur, cur_addr, cur_src, cur_dst, (brem_m1, bbig, lbig, sgap1, dgap1),
                                (bleft, blnz),
                                fetched, st, push, k_qroom)
                 with m.If(k_do[_Act.PF]):
@@ -759,8 +800,7 @@ class DMA(wiring.Component):
                     push(_Kind.MARK, k_qroom, addr=c_cur.seq_addr, value=c_cur.seq_value,
                          seq=_bits(ctl, "seq"), irq=_bits(ctl, "irq"))
                 with m.If(k_do[_Act.MARK] & k_qroom):
-                    m.d.sync += [slot[sel].eq(slot[sel] + 1),
-                                 st[sel].eq(Mux(k_last, _Chan.DRAIN, _Chan.WAIT))]
+                    m.d.sync += slot[sel].eq(slot[sel] + 1)
 
         # -- completion receiver ------------------------------------------------------------
         self._receiver(m, NC, NT, TB, RB, ext_tags, head_seq, outstanding, ti_r, done, terr, rcv,
@@ -830,17 +870,18 @@ class DMA(wiring.Component):
         ld_bad = Signal(name="ld_bad")
         ld_ok = Signal(name="ld_ok")
         ld_big = Signal(name="ld_big")
+        bad_now = Mux(regm, slot_bad.bit_select(idx, 1), nxt_bad.bit_select(sel, 1))
+        ok_now = regm | (nxt_valid[sel] & nxt_seen.bit_select(sel, 1))
         m.d.sync += [
             ld_big.eq(Mux(regm, slot_big.bit_select(idx, 1), nxt_big.bit_select(sel, 1))),
             ld.eq(Mux(regm, self.slots[idx], nxt[sel])),
-            ld_bad.eq(Mux(regm, slot_bad.bit_select(idx, 1), nxt_bad.bit_select(sel, 1))),
-            ld_ok.eq(regm | (nxt_valid[sel] & nxt_seen.bit_select(sel, 1))),
+            ld_bad.eq(bad_now), ld_ok.eq(ok_now),
         ]
-        return ld, ld_bad, ld_ok, ld_big
+        return ld, ld_bad, ld_ok, ld_big, (ok_now, bad_now)
 
     def _load(self, m, sel, ld, bad, ok, big, nxt_valid, nxt_ptr, regmode, slot, cur, cur_addr,
               cur_src, cur_dst, burst, bursts, fetched, st, push, room):
-        brem_m1, bbig, sgap1, dgap1 = burst
+        brem_m1, bbig, lbig, sgap1, dgap1 = burst
         bleft, blnz = bursts
         regm = regmode[sel]
         d = ld
@@ -853,7 +894,7 @@ class DMA(wiring.Component):
             here = Mux(regm, slot[sel], Cat(Const(0, 5), ptr[5:]))
             push(_Kind.FAULT, room, code=DmaError.DESC_MALFORMED, desc=here)
             with m.If(room):
-                m.d.sync += [cur_addr[sel].eq(here), st[sel].eq(_Chan.DRAIN)]
+                m.d.sync += cur_addr[sel].eq(here)
         with m.Else():
             m.d.sync += [
                 cur[sel].eq(d),
@@ -864,12 +905,11 @@ class DMA(wiring.Component):
                 cur_src[sel].eq(d.src),
                 cur_dst[sel].eq(d.dst),
                 brem_m1[sel].eq(d.length - 1),
-                bbig[sel].eq(big),
+                bbig[sel].eq(big), lbig[sel].eq(big),
                 bleft[sel].eq(Mux(ext, d.count, 1)),
                 blnz[sel].eq(1),            # a count of 0 is malformed
                 nxt_valid[sel].eq(0),
                 fetched[sel].eq(0),
-                st[sel].eq(_Chan.RUN),
             ]
 
     # -- completion receiver (brief section 3: infinite completion credits) ------------------
@@ -1184,7 +1224,7 @@ class DMA(wiring.Component):
                         # After the first piece the destination is MPS-aligned.
                         m.d.sync += [a.eq(a + piece), left.eq(left - piece),
                                      pos.eq(pos + step), step.eq(mps), cap.eq(mps),
-                                     cap2.eq(mps << 1), h_last.eq(left <= cap2)]
+                                     cap2.eq(mps << 1), h_last.eq(not_below(cap2, left))]
                 with m.Case(_Kind.FAULT):
                     fail(e.chan, e.code, e.desc)
                     emit(_Item.NOP, retire=1)
@@ -1198,7 +1238,7 @@ class DMA(wiring.Component):
         # What the split needs of h, as nets of their own (the load below only picks them).
         off = h.addr[:10] & (mps - 1)
         h_first_last = Signal(attrs={"keep": 1})
-        m.d.comb += h_first_last.eq(h.nbytes <= mps - off)
+        m.d.comb += h_first_last.eq(not_below(mps - off, h.nbytes))
         with m.If(s_load):
             m.d.sync += [
                 s_valid.eq(a0_consume), s_.eq(h),
