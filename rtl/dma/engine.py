@@ -289,6 +289,7 @@ class DMA(wiring.Component):
         ti_r = taginfo.read_port()
         done = Signal(NT)
         terr = Array([Signal(4, name=f"tag_err{t}") for t in range(NT)])
+        tbad = Signal(NT)       # terr != 0, kept as its own bit
         # DWs received per tag: a completion must start where the previous one ended, and the
         # read is done only when every DW arrived (a completion lost to rx_st_err is a fault,
         # not stale data).
@@ -655,7 +656,7 @@ class DMA(wiring.Component):
         ]
         for t in range(NT):
             with m.If(d_iss & (issue_seq[:TB] == t)):
-                m.d.sync += [done[t].eq(0), terr[t].eq(0), rcv[t].eq(0)]
+                m.d.sync += [done[t].eq(0), terr[t].eq(0), tbad[t].eq(0), rcv[t].eq(0)]
 
         def rows_for(lo, nb_m1):
             """Buffer rows of a read of ``nb_m1 + 1`` bytes from byte ``lo`` of a DW."""
@@ -743,13 +744,16 @@ class DMA(wiring.Component):
                 with m.If(~abort[sel]):
                     with m.Switch(act):
                         with m.Case(_Act.HEAD):
-                            m.d.sync += [k_st_en.eq(1), k_st_go.eq(1), k_st_new.eq(_Chan.WAIT)]
+                            m.d.sync += [k_st_en.eq(1), k_st_go.eq(1)]
                         with m.Case(_Act.LOAD):
-                            m.d.sync += [k_st_en.eq(ok_now & (~bad_now | qroom_now)),
-                                         k_st_new.eq(Mux(bad_now, _Chan.DRAIN, _Chan.RUN))]
+                            m.d.sync += k_st_en.eq(ok_now & (~bad_now | qroom_now))
                         with m.Case(_Act.MARK):
-                            m.d.sync += [k_st_en.eq(qroom_now),
-                                         k_st_new.eq(Mux(last_now, _Chan.DRAIN, _Chan.WAIT))]
+                            m.d.sync += k_st_en.eq(qroom_now)
+                # The state it would change to, from the state alone (HEAD: the head fetch,
+                # WAIT: the load, RUN: the mark; k_st_en says whether it changes).
+                m.d.sync += k_st_new.eq(
+                    Mux(c_st == _Chan.WAIT, Mux(bad_now, _Chan.DRAIN, _Chan.RUN),
+                        Mux((c_st == _Chan.RUN) & last_now, _Chan.DRAIN, _Chan.WAIT)))
                 m.next = "ACT"
 
             with m.State("ACT"):
@@ -803,11 +807,12 @@ class DMA(wiring.Component):
                     m.d.sync += slot[sel].eq(slot[sel] + 1)
 
         # -- completion receiver ------------------------------------------------------------
-        self._receiver(m, NC, NT, TB, RB, ext_tags, head_seq, outstanding, ti_r, done, terr, rcv,
+        self._receiver(m, NC, NT, TB, RB, ext_tags, head_seq, outstanding, ti_r, done,
+                       (terr, tbad), rcv,
                        banks, nxt, nxt_valid, abort)
 
         # -- writer -------------------------------------------------------------------------
-        self._writer(m, NC, NT, TB, RB, Entry, queue, q_r, done, terr, banks, mps, abort, fail,
+        self._writer(m, NC, NT, TB, RB, Entry, queue, q_r, done, (terr, tbad), banks, mps, abort, fail,
                      rel_en, (rel_rows, rel_hdr, rel_dat), ret_en, ret_c,
                      desc_done, nbytes, ch_err, unroutable)
         return m
@@ -914,8 +919,9 @@ class DMA(wiring.Component):
 
     # -- completion receiver (brief section 3: infinite completion credits) ------------------
 
-    def _receiver(self, m, NC, NT, TB, RB, ext_tags, head_seq, outstanding, ti_r, done, terr, rcv,
+    def _receiver(self, m, NC, NT, TB, RB, ext_tags, head_seq, outstanding, ti_r, done, errs, rcv,
                   banks, nxt, nxt_valid, abort):
+        terr, tbad = errs
         i = self.i_cpl
         m.d.comb += i.ready.eq(1)
         m.d.sync += [self.unexpected_cpl.eq(0), self.poisoned_cpl.eq(0)]
@@ -1019,8 +1025,8 @@ class DMA(wiring.Component):
             with m.Elif(status != CplStatus.SC.value):
                 m.d.comb += code.eq(DmaError.CPL_CA)
             m.d.sync += [
-                u_known.eq(s1_inwin & ~done.bit_select(s1_idx, 1)),
-                u_rcv.eq(Cat(*rcv).word_select(s1_idx, 8)),
+                u_known.eq(s1_inwin & ~_select(done, s1_idx)),
+                u_rcv.eq(_select(rcv, s1_idx)),
                 u_same2.eq(s1_idx == tag2), u_same3.eq(s1_idx == s2_idx), u_end2.eq(t_end),
                 u_off.eq(info.src_lo + info.nbytes - s1_bc), u_room.eq(req_dws - s1_len),
                 u_len.eq(s1_len), u_bc_big.eq(s1_bc > info.nbytes),
@@ -1038,7 +1044,8 @@ class DMA(wiring.Component):
             m.d.sync += [
                 t_known.eq(u_known & ~(u_same2 & f2_fail) & ~(u_same3 & f3_done)),
                 t_k0.eq(k0), t_end.eq(k0 + u_len), t_final.eq(k0 == u_room),
-                t_bad.eq(u_bc_big | (k0 > u_room) | (u.hdr.cpl.lower_address[:2] != u_off[:2])
+                t_bad.eq(u_bc_big | u_room[-1] | ~not_below(u_room[:-1], k0)
+                         | (u.hdr.cpl.lower_address[:2] != u_off[:2])
                          | u.err | (u_code != 0)),
                 t_code.eq(Mux(u_code != 0, u_code, DmaError.CPL_MALFORMED)),
                 t_k0_ok.eq(Mux(u_same2 & f2_good, k0 == u_end2, k0 == u_rcv)),
@@ -1059,7 +1066,7 @@ class DMA(wiring.Component):
             with m.Elif(fault):
                 for tg in range(NT):
                     with m.If(t_idx == tg):
-                        m.d.sync += [terr[tg].eq(t_code), done[tg].eq(1)]
+                        m.d.sync += [terr[tg].eq(t_code), tbad[tg].eq(1), done[tg].eq(1)]
                 m.d.sync += f2_fail.eq(1)
             good = known & ~fault
             with m.If(good):
@@ -1081,7 +1088,8 @@ class DMA(wiring.Component):
                 # A completion the RX adapter ended with err: its data is lost.
                 for tg in range(NT):
                     with m.If(pkt_idx == tg):
-                        m.d.sync += [terr[tg].eq(DmaError.CPL_MALFORMED), done[tg].eq(1)]
+                        m.d.sync += [terr[tg].eq(DmaError.CPL_MALFORMED), tbad[tg].eq(1),
+                                     done[tg].eq(1)]
                 m.d.sync += [s2_good.eq(0), f2_fail.eq(1)]
         m.d.sync += [s2.eq(t), s2_valid.eq(t_valid)]
 
@@ -1114,9 +1122,10 @@ class DMA(wiring.Component):
 
     # -- writer -----------------------------------------------------------------------------
 
-    def _writer(self, m, NC, NT, TB, RB, Entry, queue, q_r, done, terr, banks, mps, abort, fail,
+    def _writer(self, m, NC, NT, TB, RB, Entry, queue, q_r, done, errs, banks, mps, abort, fail,
                 rel_en, rel, ret_en, ret_c, desc_done, nbytes, ch_err, unroutable):
         rel_rows, rel_hdr, rel_dat = rel
+        terr, tbad = errs
         # Items: one memory write, completion write or no-op each.
         Item = data.StructLayout({
             "kind": _Item, "chan": 2, "addr": 64, "nbytes": 10, "row": RB, "u": 4,
@@ -1147,8 +1156,8 @@ class DMA(wiring.Component):
         for src, entry in (("q", q_r), ("n", n), ("h", h)):
             d_done, d_bad, d_err = Signal(name=f"d{src}_done"), Signal(name=f"d{src}_bad"), \
                 Signal(4, name=f"d{src}_err")
-            err = _select(terr, entry.tag)
-            m.d.sync += [d_done.eq(_select(done, entry.tag)), d_err.eq(err), d_bad.eq(err != 0)]
+            m.d.sync += [d_done.eq(_select(done, entry.tag)), d_err.eq(_select(terr, entry.tag)),
+                         d_bad.eq(_select(tbad, entry.tag))]
             looked[src] = (d_done, d_bad, d_err)
 
         def looked_up(i):
