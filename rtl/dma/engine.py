@@ -684,24 +684,33 @@ class DMA(wiring.Component):
                 # What ACT will do, and everything it needs that does not change meanwhile (only
                 # the channel's own ACT changes its registers; an abort is looked at here).
                 # The next descriptor is prefetched before the current one's reads (002 3.4).
-                need_pf = ~_bits(c_cur.control, "end") & ~fetched[sel] & ~regmode[sel]
                 d_hdrs, d_dats = zip(*[cpl_credits(c_src, v) for v in cand])
+                # Each channel's action from its own registers, then the selected one's (so the
+                # channel multiplexer comes last).
+                acts = []
+                for c in range(NC):
+                    need_pf = ~_bits(cur[c].control, "end") & ~fetched[c] & ~regmode[c]
+                    act_c = Signal(_Act, name=f"ch{c}_act")
+                    with m.Switch(st[c]):
+                        with m.Case(_Chan.HEAD):
+                            m.d.comb += act_c.eq(_Act.HEAD)
+                        with m.Case(_Chan.WAIT):
+                            m.d.comb += act_c.eq(_Act.LOAD)
+                        with m.Case(_Chan.RUN):
+                            with m.If(need_pf):
+                                m.d.comb += act_c.eq(_Act.PF)
+                            with m.Elif(blnz[c]):
+                                m.d.comb += act_c.eq(_Act.DATA)
+                            with m.Else():
+                                m.d.comb += act_c.eq(_Act.MARK)
+                        with m.Default():
+                            m.d.comb += act_c.eq(_Act.NONE)
+                    act_g = Signal(_Act, name=f"ch{c}_act_go", attrs={"keep": 1})
+                    m.d.comb += act_g.eq(Mux(abort[c], _Act.NONE, act_c))
+                    acts.append(act_g)
                 act = Signal(_Act)
-                with m.Switch(c_st):
-                    with m.Case(_Chan.HEAD):
-                        m.d.comb += act.eq(_Act.HEAD)
-                    with m.Case(_Chan.WAIT):
-                        m.d.comb += act.eq(_Act.LOAD)
-                    with m.Case(_Chan.RUN):
-                        with m.If(need_pf):
-                            m.d.comb += act.eq(_Act.PF)
-                        with m.Elif(blnz[sel]):
-                            m.d.comb += act.eq(_Act.DATA)
-                        with m.Else():
-                            m.d.comb += act.eq(_Act.MARK)
-                    with m.Default():
-                        m.d.comb += act.eq(_Act.NONE)
-                m.d.sync += [v.eq(~abort[sel] & (act == a)) for a, v in k_do.items()]
+                m.d.comb += act.eq(_select(acts, sel))
+                m.d.sync += [v.eq(act == a) for a, v in k_do.items()]
                 last_now = last_pre[sel]
                 qroom_now = queue.w_rdy & (queue.level < QD - 5)
                 tags_now = Mux(d_iss, outstanding + 1 < tag_limit, outstanding < tag_limit)
@@ -741,14 +750,13 @@ class DMA(wiring.Component):
                 # The channel's next state, if ACT does its action: a load (of a whole
                 # descriptor) runs it, or stops it at a malformed one (with room to report it);
                 # a mark closes the descriptor; a head fetch waits for the descriptor.
-                with m.If(~abort[sel]):
-                    with m.Switch(act):
-                        with m.Case(_Act.HEAD):
-                            m.d.sync += [k_st_en.eq(1), k_st_go.eq(1)]
-                        with m.Case(_Act.LOAD):
-                            m.d.sync += k_st_en.eq(ok_now & (~bad_now | qroom_now))
-                        with m.Case(_Act.MARK):
-                            m.d.sync += k_st_en.eq(qroom_now)
+                with m.Switch(act):         # (a stopped channel's act is NONE)
+                    with m.Case(_Act.HEAD):
+                        m.d.sync += [k_st_en.eq(1), k_st_go.eq(1)]
+                    with m.Case(_Act.LOAD):
+                        m.d.sync += k_st_en.eq(ok_now & (~bad_now | qroom_now))
+                    with m.Case(_Act.MARK):
+                        m.d.sync += k_st_en.eq(qroom_now)
                 # The state it would change to, from the state alone (HEAD: the head fetch,
                 # WAIT: the load, RUN: the mark; k_st_en says whether it changes).
                 m.d.sync += k_st_new.eq(
