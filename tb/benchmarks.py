@@ -246,6 +246,12 @@ def _saved(name):
     return json.loads((ROOT / "sim_build" / name / "bench.json").read_text())
 
 
+LOOPBACK_SAVED = [f"bench-loopback-{payload}-{header}"
+                  for header in ("4dw", "3dw") for payload in (32, 64, 128, 256, 512)]
+ROUTER_SAVED = LOOPBACK_SAVED + ["bench-router-latency", "bench-router-all_ports_busy",
+                                 "bench-system-latency"]
+
+
 def doc_from_saved():
     results = []
     for header in ("4dw", "3dw"):
@@ -302,6 +308,13 @@ def main(argv=None):
         ("halo_n", args.halo_n and [int(x) for x in args.halo_n.split(",")])) if v}
     if subset and not args.dma:
         parser.error("--figures, --sizes, --chains and --halo-n go with --dma")
+    if args.dma and not subset:
+        missing = [n for n in ROUTER_SAVED if not (ROOT / "sim_build" / n / "bench.json").exists()]
+        if missing:
+            parser.error("the document is written from the router's and the adapters' saved "
+                         "results too, and there are none here (" + ", ".join(missing[:3])
+                         + ", ...): run `python tb/benchmarks.py --no-dma` first (about 7 "
+                         "minutes), or pass --figures to only print DMA figures")
     if args.dma:
         start = time.time()
         result = dma_run(args.quick, args.read_latency, args.chain, args.max_total, subset)

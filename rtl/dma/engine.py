@@ -575,6 +575,10 @@ class DMA(wiring.Component):
         k_st_en = Signal()          # ACT changes the channel's state to k_st_new ...
         k_st_go = Signal()          # ... if its fetch is issued (else unconditionally)
         k_st_new = Signal(_Chan)
+        # Room in the queue for the entries of the next two actions, registered (the level
+        # rises by at most one a cycle, so a cycle old it is one entry more conservative).
+        q_room = Signal()
+        m.d.sync += q_room.eq(queue.level < QD - 6)
         m.d.sync += [k_st_en.eq(0), k_st_go.eq(0)]
         # Room for one more queue entry and one more tag, as CALC sees it: the entry and the
         # issue ACT decided a cycle ago are entering the queue and being booked now.
@@ -712,7 +716,7 @@ class DMA(wiring.Component):
                 m.d.comb += act.eq(_select(acts, sel))
                 m.d.sync += [v.eq(act == a) for a, v in k_do.items()]
                 last_now = last_pre[sel]
-                qroom_now = queue.w_rdy & (queue.level < QD - 5)
+                qroom_now = q_room
                 tags_now = Mux(d_iss, outstanding + 1 < tag_limit, outstanding < tag_limit)
                 room_hdr_now = Signal(signed(11))
                 room_dat_now = Signal(signed(15))
@@ -883,10 +887,10 @@ class DMA(wiring.Component):
         ld_bad = Signal(name="ld_bad")
         ld_ok = Signal(name="ld_ok")
         ld_big = Signal(name="ld_big")
-        bad_now = Mux(regm, slot_bad.bit_select(idx, 1), nxt_bad.bit_select(sel, 1))
-        ok_now = regm | (nxt_valid[sel] & nxt_seen.bit_select(sel, 1))
+        bad_now = Mux(regm, _select(slot_bad, idx), _select(nxt_bad, sel))
+        ok_now = regm | (nxt_valid[sel] & _select(nxt_seen, sel))
         m.d.sync += [
-            ld_big.eq(Mux(regm, slot_big.bit_select(idx, 1), nxt_big.bit_select(sel, 1))),
+            ld_big.eq(Mux(regm, _select(slot_big, idx), _select(nxt_big, sel))),
             ld.eq(Mux(regm, self.slots[idx], nxt[sel])),
             ld_bad.eq(bad_now), ld_ok.eq(ok_now),
         ]
