@@ -16,7 +16,13 @@ planner
     descriptor (from the prefetch buffer, or from the register-mode slots) and check it, cut the
     next read request off the current burst, or close a descriptor (a *mark*: completion write,
     MSI, counters).  Every read takes a tag and reserves its rows in the completion buffer before
-    it is issued; every action pushes one entry into the in-order queue.
+    it is issued; every action pushes one entry into the in-order queue.  CALC works out the
+    action (from each channel's own registers, then the selected one's), the chunk (the least
+    of four candidates, as a 2-bit index from six carry-chain compares), its credits, the rest
+    of the burst after it and the channel's next state, all into registers; ACT only adds and
+    enables: the read's and the entry's fields are written whatever the room checks say, which
+    decide only whether they count.  Faults stop a channel at once and are recorded a cycle
+    later.
 completion receiver
     Completions from port N, matched by tag against the window of outstanding reads; their data
     is written into the reserved rows at the offset the byte count gives (any split, any order
@@ -30,9 +36,10 @@ completion receiver
     is valid as soon as the fetch's last DW is in, so the planner loads the descriptor without
     waiting for the writer to reach the fetch in the queue.
 writer
-    Pops the queue in order into a head register (stage A), which sees its read's done bit and
-    error one cycle after the receiver sets them.  A read whose data is complete becomes memory
-    writes (split at the max payload size on destination boundaries), which read the buffer
+    Pops the queue in order, through a skid register (read whenever it is empty), into a head
+    register (stage A0), which sees its read's done bit and error one cycle after the receiver
+    sets them and lets the entry on once its data is in, failed or timed out.  Stage A1 splits
+    it from registers only: a read whose data is complete becomes memory writes (split at the max payload size on destination boundaries), which read the buffer
     through a byte shifter (source to destination alignment), are routed by the route table
     (stage A', lookup and the N-bound translation registered before the header is built) and
     enter the crossbar.  A descriptor fetch only frees its tag here (or reports its fault, in
@@ -568,7 +575,6 @@ class DMA(wiring.Component):
         m.d.sync += [v.eq(0) for v in k_do.values()]
         k_len_m1 = Signal(32)       # the descriptor's burst length less 1
         k_brem_next = Signal(32)    # the rest of the burst less 1 after the chunk (if not its end)
-        k_last = Signal()           # MARK: the chain ends with this descriptor
         k_bbig = Signal()           # the descriptor's burst length less 1 is 4096 or more
         k_bl_one = Signal()         # this burst is the last
         k_fetch_ok = Signal()       # room for a descriptor fetch (but the read-request skid)
@@ -741,7 +747,6 @@ class DMA(wiring.Component):
                     k_rows.eq(pick_of([rows_for(c_src[:2], v) for v in cand])),
                     k_hdr.eq(pick_of(d_hdrs)),
                     k_dat.eq(pick_of(d_dats)),
-                    k_last.eq(last_now),
                     k_qroom.eq(qroom_now),
                     # The fetch's room (all but the read-request skid, looked at in ACT).
                     k_fetch_ok.eq(qroom_now & tags_now
