@@ -242,23 +242,27 @@ DMA does.
 """ + extra)
 
 
+def _saved_path(name):
+    return ROOT / "sim_build" / name / "bench.json"
+
+
 def _saved(name):
-    return json.loads((ROOT / "sim_build" / name / "bench.json").read_text())
+    return json.loads(_saved_path(name).read_text())
 
 
-LOOPBACK_SAVED = [f"bench-loopback-{payload}-{header}"
+# The saved runs the document's adapter and router sections are written from.
+LOOPBACK_SAVED = [(f"bench-loopback-{payload}-{header}", payload, header)
                   for header in ("4dw", "3dw") for payload in (32, 64, 128, 256, 512)]
-ROUTER_SAVED = LOOPBACK_SAVED + ["bench-router-latency", "bench-router-all_ports_busy",
-                                 "bench-system-latency"]
+ROUTER_SAVED = [name for name, _, _ in LOOPBACK_SAVED] + [
+    "bench-router-latency", "bench-router-all_ports_busy", "bench-system-latency"]
 
 
 def doc_from_saved():
     results = []
-    for header in ("4dw", "3dw"):
-        for payload in (32, 64, 128, 256, 512):
-            r = _saved(f"bench-loopback-{payload}-{header}")
-            r.update(payload=payload, header_dw=4 if header == "4dw" else 3)
-            results.append(r)
+    for name, payload, header in LOOPBACK_SAVED:
+        r = _saved(name)
+        r.update(payload=payload, header_dw=4 if header == "4dw" else 3)
+        results.append(r)
     extra = router_section(_saved("bench-router-latency"), _saved("bench-router-all_ports_busy"),
                            _saved("bench-system-latency"))
     extra += saved_dma_section()
@@ -309,11 +313,11 @@ def main(argv=None):
     if subset and not args.dma:
         parser.error("--figures, --sizes, --chains and --halo-n go with --dma")
     if args.dma and not subset:
-        missing = [n for n in ROUTER_SAVED if not (ROOT / "sim_build" / n / "bench.json").exists()]
+        missing = [n for n in ROUTER_SAVED if not _saved_path(n).exists()]
         if missing:
             parser.error("the document is written from the router's and the adapters' saved "
                          "results too, and there are none here (" + ", ".join(missing[:3])
-                         + ", ...): run `python tb/benchmarks.py --no-dma` first (about 7 "
+                         + (", ..." if len(missing) > 3 else "") + "): run `python tb/benchmarks.py --no-dma` first (about 7 "
                          "minutes), or pass --figures to only print DMA figures")
     if args.dma:
         start = time.time()

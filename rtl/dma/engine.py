@@ -38,13 +38,14 @@ completion receiver
 writer
     Pops the queue in order, through a skid register (read whenever it is empty), into a head
     register (stage A0), which sees its read's done bit and error one cycle after the receiver
-    sets them and lets the entry on once its data is in, failed or timed out.  Stage A1 splits
-    it from registers only: a read whose data is complete becomes memory writes (split at the max payload size on destination boundaries), which read the buffer
-    through a byte shifter (source to destination alignment), are routed by the route table
-    (stage A', lookup and the N-bound translation registered before the header is built) and
-    enter the crossbar.  A descriptor fetch only frees its tag here (or reports its fault, in
-    queue order); marks become the completion write or a no-op that carries the counters.  A
-    read's tag and rows are freed when its last write has read them, in issue order.
+    sets them and lets the entry on once its data is in, failed or timed out.  Stage A1 splits it
+    from registers only: a read whose data is complete becomes memory writes (split at the max
+    payload size on destination boundaries), which read the buffer through a byte shifter
+    (source to destination alignment), are routed by the route table (stage A', lookup and the
+    N-bound translation registered before the header is built) and enter the crossbar.  A
+    descriptor fetch only frees its tag here (or reports its fault, in queue order); marks
+    become the completion write or a no-op that carries the counters.  A read's tag and rows are
+    freed when its last write has read them, in issue order.
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value, signed
@@ -472,8 +473,9 @@ class DMA(wiring.Component):
         m.submodules.queue = queue = SyncFIFOBuffered(width=Entry.size, depth=QD)
         q_w = data.View(Entry, queue.w_data)
         q_r = data.View(Entry, queue.r_data)
-        # The planner's entry, decided in ACT and registered (all other fields 0), enters the
-        # queue in the next cycle; a read's tag and first row are filled in then.
+        # The planner's entry, decided in ACT and registered (fields its kind does not use keep
+        # older values), enters the queue in the next cycle; a read's tag and first row are
+        # filled in then.
         pq = Signal(Entry)
         m.d.sync += pq_en.eq(0)
         m.d.comb += [pq_chan.eq(pq.chan), queue.w_en.eq(pq_en), q_w.eq(pq),
@@ -682,7 +684,8 @@ class DMA(wiring.Component):
                 m.d.comb += pick.eq(c)
             found = found | cond
 
-        ld, ld_bad, ld_ok, ld_big, (ok_now, bad_now) = self._load_calc(m, sel, nxt, nxt_valid, nxt_ptr, regmode, slot)
+        ld, ld_bad, ld_ok, ld_big, (ok_now, bad_now) = self._load_calc(
+            m, sel, nxt, nxt_valid, nxt_ptr, regmode, slot)
 
         with m.FSM(name="planner"):
             with m.State("SEL"):
@@ -722,14 +725,13 @@ class DMA(wiring.Component):
                 m.d.comb += act.eq(_select(acts, sel))
                 m.d.sync += [v.eq(act == a) for a, v in k_do.items()]
                 last_now = last_pre[sel]
-                qroom_now = q_room
                 tags_now = Mux(d_iss, outstanding + 1 < tag_limit, outstanding < tag_limit)
                 room_hdr_now = Signal(signed(11))
                 room_dat_now = Signal(signed(15))
                 m.d.comb += [room_hdr_now.eq(room_hdr - Mux(unbooked, d_hdr, 0)),
                              room_dat_now.eq(room_dat - Mux(unbooked, d_dat, 0))]
-                # Every candidate's sums are made at once, and the one-hot picks among them (a
-                # fetch's credits are a fifth choice): no adder after the compares.
+                # Every candidate's sums are made at once and picked with the winner's index: no
+                # adder after the compares.
                 cand1 = [v + 1 for v in cand]
                 m.d.sync += [
                     k_chunk.eq(pick_of(cand1)), k_end.eq(win_r),
@@ -747,11 +749,11 @@ class DMA(wiring.Component):
                     k_rows.eq(pick_of([rows_for(c_src[:2], v) for v in cand])),
                     k_hdr.eq(pick_of(d_hdrs)),
                     k_dat.eq(pick_of(d_dats)),
-                    k_qroom.eq(qroom_now),
+                    k_qroom.eq(q_room),
                     # The fetch's room (all but the read-request skid, looked at in ACT).
-                    k_fetch_ok.eq(qroom_now & tags_now
-                                  & (hdr_free | not_below(room_hdr_now, 1) & ~room_hdr_now[-1])
-                                  & (dat_free | not_below(room_dat_now, 4) & ~room_dat_now[-1])),
+                    k_fetch_ok.eq(q_room & tags_now
+                                  & (hdr_free | fits(Const(1, 5), room_hdr_now))
+                                  & (dat_free | fits(Const(4, 7), room_dat_now))),
                     k_tags.eq(tags_now),
                     k_room_hdr.eq(room_hdr_now),
                     k_room_dat.eq(room_dat_now),
@@ -763,9 +765,9 @@ class DMA(wiring.Component):
                     with m.Case(_Act.HEAD):
                         m.d.sync += [k_st_en.eq(1), k_st_go.eq(1)]
                     with m.Case(_Act.LOAD):
-                        m.d.sync += k_st_en.eq(ok_now & (~bad_now | qroom_now))
+                        m.d.sync += k_st_en.eq(ok_now & (~bad_now | q_room))
                     with m.Case(_Act.MARK):
-                        m.d.sync += k_st_en.eq(qroom_now)
+                        m.d.sync += k_st_en.eq(q_room)
                 # The state it would change to, from the state alone (HEAD: the head fetch,
                 # WAIT: the load, RUN: the mark; k_st_en says whether it changes).
                 m.d.sync += k_st_new.eq(
@@ -792,10 +794,10 @@ class DMA(wiring.Component):
                     with m.If(go_fetch):
                         m.d.sync += fetched[sel].eq(1)
                 with m.If(k_do[_Act.LOAD]):
-                    self._load(m, sel, ld, ld_bad, ld_ok, ld_big, nxt_valid, nxt_ptr, regmode, slot,
-                               cur, cur_addr, cur_src, cur_dst, (brem_m1, bbig, lbig, sgap1, dgap1),
-                               (bleft, blnz),
-                               fetched, st, push, k_qroom)
+                    self._load(m, sel, ld, ld_bad, ld_ok, ld_big, nxt_valid, nxt_ptr, regmode,
+                               slot, cur, cur_addr, cur_src, cur_dst,
+                               (brem_m1, bbig, lbig, sgap1, dgap1), (bleft, blnz), fetched, push,
+                               k_qroom)
                 with m.If(k_do[_Act.PF]):
                     ptr = c_cur.next
                     issue_read(Cat(Const(0, 5), ptr[5:]), Mux(ptr[0], 64, 32), 0,
@@ -829,7 +831,8 @@ class DMA(wiring.Component):
                        banks, nxt, nxt_valid, abort)
 
         # -- writer -------------------------------------------------------------------------
-        self._writer(m, NC, NT, TB, RB, Entry, queue, q_r, done, (terr, tbad), banks, mps, abort, fail,
+        self._writer(m, NC, NT, TB, RB, Entry, queue, q_r, done, (terr, tbad), banks, mps, abort,
+                     fail,
                      rel_en, (rel_rows, rel_hdr, rel_dat), ret_en, ret_c,
                      desc_done, nbytes, ch_err, unroutable)
         return m
@@ -902,7 +905,7 @@ class DMA(wiring.Component):
         return ld, ld_bad, ld_ok, ld_big, (ok_now, bad_now)
 
     def _load(self, m, sel, ld, bad, ok, big, nxt_valid, nxt_ptr, regmode, slot, cur, cur_addr,
-              cur_src, cur_dst, burst, bursts, fetched, st, push, room):
+              cur_src, cur_dst, burst, bursts, fetched, push, room):
         brem_m1, bbig, lbig, sgap1, dgap1 = burst
         bleft, blnz = bursts
         regm = regmode[sel]
@@ -1195,7 +1198,7 @@ class DMA(wiring.Component):
         s_one = Signal()                    # one item: anything but a read with its data in
         a = Signal(64)                      # destination of the next piece
         left = Signal(10)                   # bytes of the entry not yet emitted
-        h_last = Signal()                   # the next piece is the last: left <= cap
+        s_last = Signal()                   # the next piece is the last: left <= cap
         cap = Signal(10)                    # the next piece at most: to the MPS boundary
         cap2 = Signal(11)                   # cap + mps
         # Buffer byte (in the ring of rows) of the DW start of the next piece's first payload
@@ -1205,7 +1208,7 @@ class DMA(wiring.Component):
         pos = Signal(RB + 4)
         step = Signal(10)
         piece = Signal(10)
-        m.d.comb += piece.eq(Mux(h_last, left, cap))
+        m.d.comb += piece.eq(Mux(s_last, left, cap))
         e = s_
         e_abort = abort[e.chan]
         # Room in the items FIFO, registered: at most depth - 2 entries a cycle ago leaves room
@@ -1215,7 +1218,7 @@ class DMA(wiring.Component):
         go = s_valid & items_room
         # A good read's pieces go one by one (as no-ops if its channel has stopped meanwhile,
         # so the stop does not reach this decision); every other entry is one item.
-        s_consume = go & (s_one | h_last)
+        s_consume = go & (s_one | s_last)
         s_load = Signal(attrs={"keep": 1})
         a0_consume = Signal(attrs={"keep": 1})
         m.d.comb += [s_load.eq(~s_valid | s_consume),
@@ -1245,12 +1248,12 @@ class DMA(wiring.Component):
                         emit(_Item.NOP, release=1, rel_rows=e.rows, retire=1)
                     with m.Else():
                         emit(Mux(e_abort, _Item.NOP, _Item.WRITE), addr=a, nbytes=piece,
-                             row=pos[4:], u=pos[:4], release=h_last, rel_rows=e.rows,
-                             retire=h_last)
+                             row=pos[4:], u=pos[:4], release=s_last, rel_rows=e.rows,
+                             retire=s_last)
                         # After the first piece the destination is MPS-aligned.
                         m.d.sync += [a.eq(a + piece), left.eq(left - piece),
                                      pos.eq(pos + step), step.eq(mps), cap.eq(mps),
-                                     cap2.eq(mps << 1), h_last.eq(not_below(cap2, left))]
+                                     cap2.eq(mps << 1), s_last.eq(not_below(cap2, left))]
                 with m.Case(_Kind.FAULT):
                     fail(e.chan, e.code, e.desc)
                     emit(_Item.NOP, retire=1)
@@ -1263,15 +1266,15 @@ class DMA(wiring.Component):
 
         # What the split needs of h, as nets of their own (the load below only picks them).
         off = h.addr[:10] & (mps - 1)
-        h_first_last = Signal(attrs={"keep": 1})
-        m.d.comb += h_first_last.eq(not_below(mps - off, h.nbytes))
+        s_first_last = Signal(attrs={"keep": 1})
+        m.d.comb += s_first_last.eq(not_below(mps - off, h.nbytes))
         with m.If(s_load):
             m.d.sync += [
                 s_valid.eq(a0_consume), s_.eq(h),
                 s_failed.eq(h_rd & (~h_done | h_bad)),
                 s_one.eq((h.kind != _Kind.DATA) | ~h_done | h_bad),
                 a.eq(h.addr), left.eq(h.nbytes),
-                h_last.eq(h_first_last),
+                s_last.eq(s_first_last),
                 cap.eq(mps - off), cap2.eq((mps << 1) - off),
                 pos.eq(Cat(h.src_lo, Const(0, 2), h.base) - h.addr[:2]),
                 step.eq(mps - Cat(Const(0, 2), off[2:])),
