@@ -33,6 +33,9 @@ from peach2.top import PEACH2  # noqa: E402
 DOC = ROOT / "docs" / "benchmarks.md"
 PLOT = ROOT / "docs" / "img" / "loopback_throughput.png"
 DMA_RESULT = ROOT / "sim_build" / "bench-dma" / "bench.json"
+# How the router's and the adapters' saved results were made (command, seconds, commit), so a
+# document rewritten from them with --doc-only or --dma still names its run.
+ROUTER_RUN = ROOT / "sim_build" / "bench-router-run.json"
 
 
 def loopback_point(payload, above_4g, count):
@@ -86,12 +89,13 @@ def dma_run(quick, read_latency_ns=500, chain=None, max_total=None, subset=None)
 
     ``chain`` and ``max_total`` override the chain length and the bytes per point of Figures 4
     and 7 (quick mode: 32 and 128 KiB; full: 128 and 512 KiB).  ``subset`` (``figures``,
-    ``sizes``, ``chains``, ``halo_n``) runs only some points; their results go to a separate file and never
-    into the document."""
+    ``sizes``, ``chains``, ``halo_n``) runs only some points; their results go to a separate
+    file and never into the document."""
     result_file = DMA_RESULT.with_name("subset.json") if subset else DMA_RESULT
     sys.path.insert(0, str(HERE / "system"))
     from chips_top import Chips
     DMA_RESULT.parent.mkdir(parents=True, exist_ok=True)
+    start = time.time()
     run_cocotb(component=Chips(2), toplevel="chips2", test_module="dma_perf_tb",
                name="bench-dma", test_dir=HERE / "dma", testcase="figures", seed=1,
                params={"quick": quick, "read_latency_ns": read_latency_ns,
@@ -99,10 +103,11 @@ def dma_run(quick, read_latency_ns=500, chain=None, max_total=None, subset=None)
                        **({"chain": chain} if chain else {}),
                        **({"max_total": max_total} if max_total else {})})
     result = json.loads(result_file.read_text())
-    result.update(commit=_commit(), command="python tb/benchmarks.py --dma" + (
-        " --quick" if quick else "") + (f" --chain {chain}" if chain else "") + (
+    command = "python tb/benchmarks.py --dma" + (" --quick" if quick else "") + (
+        f" --chain {chain}" if chain else "") + (
         f" --max-total {max_total}" if max_total else "") + (
-        f" --read-latency {read_latency_ns:g}" if read_latency_ns != 500 else ""))
+        f" --read-latency {read_latency_ns:g}" if read_latency_ns != 500 else "")
+    result.update(seconds=round(time.time() - start), commit=_commit(), command=command)
     result_file.write_text(json.dumps(result, indent=1))
     return result
 
@@ -207,15 +212,21 @@ def plot(results):
     fig.savefig(PLOT, dpi=100)
 
 
-def write_doc(results, command, seconds, extra=""):
-    took = f" ({seconds:.0f} s on a 2-core machine)" if seconds else ""
+def write_doc(results, run, extra=""):
+    """Write the document; ``run`` says how the router's and adapters' figures were made
+    (``command``, and ``seconds`` and ``commit`` when known)."""
+    took = ", ".join(x for x in (
+        run.get("seconds") and f"{run['seconds']:.0f} s on a 2-core machine",
+        run.get("commit") and f"at {run['commit']}") if x)
+    took = f" ({took})" if took else ""
     rows = "\n".join(
         f"| {r['payload']} | {r['header_dw']} | {r['tlps']} | {r['gbps']:.3f} | "
         f"{r['bound_gbps']:.3f} | {100 * r['fraction']:.1f}% |"
         for r in sorted(results, key=lambda r: (-r["header_dw"], r["payload"])))
     DOC.write_text(f"""# Benchmarks
 
-Produced by `{command}`{took}. Every figure is
+Produced by `{run['command']}`{took}
+for the router and adapter sections; the DMA section names its own run. Every figure is
 simulated time of the real design (Icarus Verilog), with the link timed by cocotbext-pcie's wire
 model at Gen2 x8 (4 GB/s raw; each TLP costs header + payload + 8 bytes of framing). The bound
 is that wire-format bound for exactly the TLPs measured.
@@ -267,7 +278,9 @@ def doc_from_saved():
                            _saved("bench-system-latency"))
     extra += saved_dma_section()
     plot(results)
-    write_doc(results, "python tb/benchmarks.py", None, extra)
+    run = (json.loads(ROUTER_RUN.read_text()) if ROUTER_RUN.exists()
+           else {"command": "python tb/benchmarks.py --no-dma"})
+    write_doc(results, run, extra)
     print(f"wrote {DOC.relative_to(ROOT)} from saved results")
 
 
@@ -317,8 +330,9 @@ def main(argv=None):
         if missing:
             parser.error("the document is written from the router's and the adapters' saved "
                          "results too, and there are none here (" + ", ".join(missing[:3])
-                         + (", ..." if len(missing) > 3 else "") + "): run `python tb/benchmarks.py --no-dma` first (about 7 "
-                         "minutes), or pass --figures to only print DMA figures")
+                         + (", ..." if len(missing) > 3 else "")
+                         + "): run `python tb/benchmarks.py --no-dma` first (about 7 minutes), "
+                         "or pass --figures to only print DMA figures")
     if args.dma:
         start = time.time()
         result = dma_run(args.quick, args.read_latency, args.chain, args.max_total, subset)
@@ -354,7 +368,9 @@ def main(argv=None):
     plot(results)
     command = "python tb/benchmarks.py" + (" --quick" if args.quick else "") + (
         " --no-dma" if args.no_dma else "")
-    write_doc(results, command, time.time() - start, router_section(latency, busy, pio) + extra)
+    run = {"command": command, "seconds": time.time() - start, "commit": _commit()}
+    ROUTER_RUN.write_text(json.dumps(run, indent=1))
+    write_doc(results, run, router_section(latency, busy, pio) + extra)
     print(f"wrote {DOC.relative_to(ROOT)} and {PLOT.relative_to(ROOT)}")
 
 

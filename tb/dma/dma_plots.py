@@ -119,7 +119,8 @@ def dma_markdown(result, img_dir):
            f"kick ({'met' if big['gbps'] >= GOAL_HALO * big['port_bound_gbps'] else 'not met'}), "
            f"{100 * big.get('port_gbps', 0) / big['port_bound_gbps']:.1f}% while E is busy."
            if big else ""))
-    stamp = (f"Measured by `{result['command']}` at commit {result['commit']}.\n"
+    took = (f"\n({result['seconds']} s on a 2-core machine)" if "seconds" in result else "")
+    stamp = (f"Measured by `{result['command']}` at commit {result['commit']}{took}.\n"
              if "commit" in result else "")
     return f"""
 ## DMA (002 section 4.1, Figures 4-7)
