@@ -446,12 +446,15 @@ _DMA_ERRORS = (
     ("NONE", 0, "no error"),
     ("DESC_MALFORMED", 1, "a descriptor failed its checks: magic, reserved bits, zero length or "
                           "count, ext disagreeing with the pointer, misaligned next or seq_addr, "
-                          "seq without ext; or a register-mode start with 0 slots"),
+                          "seq without ext; or a register-mode start with 0 or more than 4 "
+                          "slots"),
     ("CPL_TIMEOUT", 2, "a read was not completed within DMA_TIMEOUT cycles"),
     ("CPL_UR", 3, "a read was answered with Unsupported Request"),
     ("CPL_CA", 4, "a read was answered with Completer Abort (or another non-SC status)"),
     ("CPL_POISONED", 5, "a read completion was poisoned (EP)"),
-    ("CPL_MALFORMED", 6, "a read completion's data fell outside the request"),
+    ("CPL_MALFORMED", 6, "a read completion's data fell outside the request or did not "
+                         "continue where the tag's last one ended, its byte count or lower "
+                         "address was wrong, or the receiver cut it short (err)"),
     ("DST_UNROUTABLE", 7, "a destination or completion-write address matched no enabled route"),
     ("ABORTED", 8, "software wrote CH_CTRL.abort"),
 )
@@ -592,7 +595,8 @@ def peach2_regmap(*, n_routes=8, buffer_beats=DEFAULT_BUFFER_BEATS, s_is_rc=True
                  value=DEFAULT_DMA_TIMEOUT,
                  notes="A read not completed this many cycles after it reached the head of the "
                        "read queue fails its channel with CPL_TIMEOUT (0: never).  A completion "
-                       "arriving later is counted as UNEXPECTED_CPL on port N."),
+                       "arriving later is counted as UNEXPECTED_CPL on port N (POISONED if it "
+                       "is poisoned)."),
         Register("DMA_INFO", 0x048, Access.CONST, "DMA build parameters", fields=(
             Field("channels", 0, 4, "DMA channels"),
             Field("slots", 4, 4, "register-mode slots per channel"),

@@ -16,7 +16,8 @@ Pointers
 A pointer to a descriptor (``CH_HEAD`` and the ``next`` field) is its 32-byte aligned address
 with bit 0 set when the descriptor it points to is 64 bytes (``ext``).  The engine fetches
 exactly 32 or 64 bytes; a descriptor whose ``ext`` bit disagrees with the pointer's bit 0 is
-malformed.  Bits [4:1] of a pointer must be 0.
+malformed.  Bits [4:1] of ``next`` must be 0 (the descriptor is malformed otherwise); in
+``CH_HEAD`` they are ignored.
 """
 
 import struct
