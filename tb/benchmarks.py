@@ -32,34 +32,54 @@ from peach2.top import PEACH2  # noqa: E402
 
 DOC = ROOT / "docs" / "benchmarks.md"
 PLOT = ROOT / "docs" / "img" / "loopback_throughput.png"
-DMA_RESULT = ROOT / "sim_build" / "bench-dma" / "bench.json"
 # How the router's and the adapters' saved results were made (command, seconds, commit), so a
 # document rewritten from them with --doc-only or --dma still names its run.
 ROUTER_RUN = ROOT / "sim_build" / "bench-router-run.json"
 
 
-def loopback_point(payload, above_4g, count):
-    name = f"bench-loopback-{payload}-{'4dw' if above_4g else '3dw'}"
-    result_file = ROOT / "sim_build" / name / "bench.json"
+def _saved_path(name):
+    """Where the run ``name`` saves its results (its ``result_file``)."""
+    return ROOT / "sim_build" / name / "bench.json"
+
+
+def _saved(name):
+    return json.loads(_saved_path(name).read_text())
+
+
+DMA_RESULT = _saved_path("bench-dma")
+
+
+# The runs the document's adapter and router sections are made from (and written from again).
+LOOPBACK_SAVED = [(f"bench-loopback-{payload}-{header}", payload, header)
+                  for header in ("4dw", "3dw") for payload in (32, 64, 128, 256, 512)]
+ROUTER_SAVED = [name for name, _, _ in LOOPBACK_SAVED] + [
+    "bench-router-latency", "bench-router-all_ports_busy", "bench-system-latency"]
+
+
+def _loopback_point_fields(payload, header):
+    return {"payload": payload, "header_dw": 4 if header == "4dw" else 3}
+
+
+def loopback_point(name, payload, header, count):
+    result_file = _saved_path(name)
     result_file.parent.mkdir(parents=True, exist_ok=True)
     run_cocotb(component=Loopback(), toplevel="loopback", test_module="host_loopback_tb",
                name=name, test_dir=HERE / "tlp", testcase="write_stream", seed=1,
-               params={"count": count, "payload": payload, "above_4g": above_4g,
+               params={"count": count, "payload": payload, "above_4g": header == "4dw",
                        "min_fraction": 0.0, "result_file": str(result_file)})
     result = json.loads(result_file.read_text())
-    result.update(payload=payload, header_dw=4 if above_4g else 3)
+    result.update(_loopback_point_fields(payload, header))
     return result
 
 
 def loopback(count):
-    points = [(p, h) for h in (True, False) for p in (32, 64, 128, 256, 512)]
     with ThreadPoolExecutor(max_workers=2) as pool:
-        return list(pool.map(lambda ph: loopback_point(ph[0], ph[1], count), points))
+        return list(pool.map(lambda point: loopback_point(*point, count), LOOPBACK_SAVED))
 
 
 def router_run(testcase, params=None):
     name = f"bench-router-{testcase}"
-    result_file = ROOT / "sim_build" / name / "bench.json"
+    result_file = _saved_path(name)
     result_file.parent.mkdir(parents=True, exist_ok=True)
     run_cocotb(component=PEACH2(), toplevel="peach2", test_module="bench_tb", name=name,
                test_dir=HERE / "router", testcase=testcase, seed=1,
@@ -70,7 +90,7 @@ def router_run(testcase, params=None):
 def pio_latency():
     sys.path.insert(0, str(HERE / "system"))
     from test_system import run as run_system
-    result_file = ROOT / "sim_build" / "bench-system-latency" / "bench.json"
+    result_file = _saved_path("bench-system-latency")
     result_file.parent.mkdir(parents=True, exist_ok=True)
     run_system("bench-system-latency", testcase="pio_latency", result_file=str(result_file))
     return json.loads(result_file.read_text())
@@ -253,27 +273,10 @@ DMA does.
 """ + extra)
 
 
-def _saved_path(name):
-    return ROOT / "sim_build" / name / "bench.json"
-
-
-def _saved(name):
-    return json.loads(_saved_path(name).read_text())
-
-
-# The saved runs the document's adapter and router sections are written from.
-LOOPBACK_SAVED = [(f"bench-loopback-{payload}-{header}", payload, header)
-                  for header in ("4dw", "3dw") for payload in (32, 64, 128, 256, 512)]
-ROUTER_SAVED = [name for name, _, _ in LOOPBACK_SAVED] + [
-    "bench-router-latency", "bench-router-all_ports_busy", "bench-system-latency"]
-
-
 def doc_from_saved():
     results = []
     for name, payload, header in LOOPBACK_SAVED:
-        r = _saved(name)
-        r.update(payload=payload, header_dw=4 if header == "4dw" else 3)
-        results.append(r)
+        results.append({**_saved(name), **_loopback_point_fields(payload, header)})
     extra = router_section(_saved("bench-router-latency"), _saved("bench-router-all_ports_busy"),
                            _saved("bench-system-latency"))
     extra += saved_dma_section()
@@ -349,6 +352,10 @@ def main(argv=None):
     start = time.time()
     results = loopback(count)
     latency, busy, pio = router(300 if args.quick else 1000)
+    command = "python tb/benchmarks.py" + (" --quick" if args.quick else "") + (
+        " --no-dma" if args.no_dma else "")
+    # The DMA figures below are timed in their own section.
+    run = {"command": command, "seconds": time.time() - start, "commit": _commit()}
     # With --no-dma the DMA section comes from the last DMA run's saved results, if any.
     extra = saved_dma_section() if args.no_dma else ""
     if not args.no_dma:
@@ -366,9 +373,6 @@ def main(argv=None):
         print(f"{r['payload']:>8} {r['header_dw']:>4} {r['tlps']:>6} {r['gbps']:>7.3f} "
               f"{r['bound_gbps']:>7.3f} {100 * r['fraction']:>8.1f}%")
     plot(results)
-    command = "python tb/benchmarks.py" + (" --quick" if args.quick else "") + (
-        " --no-dma" if args.no_dma else "")
-    run = {"command": command, "seconds": time.time() - start, "commit": _commit()}
     ROUTER_RUN.write_text(json.dumps(run, indent=1))
     write_doc(results, run, router_section(latency, busy, pio) + extra)
     print(f"wrote {DOC.relative_to(ROOT)} and {PLOT.relative_to(ROOT)}")
