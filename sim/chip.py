@@ -58,6 +58,11 @@ class Chip:
     cpl_space : int
         What the N hard IP reports on ``ko_cpl_spc_vc0`` (its completion buffer): default the
         vendor's Gen2 x8 example, 112 headers and 448 data credits (7 KiB).
+    ports : iterable of str
+        Ports that get a hard-IP model (default all four; a cluster top whose cables are in
+        HDL brings out N only).
+    sleep_when_idle : bool
+        Models run only when there is traffic (:class:`~peach2.sim.hardip.HardIP`).
 
     Members
     -------
@@ -68,7 +73,8 @@ class Chip:
     """
 
     def __init__(self, dut, prefix="", *, host=True, seed=0, mps=256, pass_to_link=None,
-                 dirty=True, linked=(), cpl_space=KO_CPL_SPC_VC0):
+                 dirty=True, linked=(), cpl_space=KO_CPL_SPC_VC0, ports=PORTS,
+                 sleep_when_idle=False):
         self.dut = dut
         self.cpl_space = cpl_space
         self.prefix = prefix
@@ -78,24 +84,31 @@ class Chip:
         self.rng = random.Random(seed)
         self.sent = {p: [] for p in PORTS}
         self.models = {}
+        self.ports = tuple(p for p in PORTS if p in ports)
+        if "n" not in self.ports and host:
+            raise ValueError("a host needs the N port's model")
         for k, p in enumerate(PORTS):
+            if p not in self.ports:
+                continue
             if p == "n":
                 bars = [(4096, False, False), None, (TCA_SIZE, True, True)]
                 self.models[p] = HardIP(dut, prefix=f"{prefix}{p}_", bars=bars,
-                                        max_payload_size=mps, dirty=dirty, seed=seed)
+                                        max_payload_size=mps, dirty=dirty, seed=seed,
+                                        sleep_when_idle=sleep_when_idle)
             else:
                 self.models[p] = HardIP(dut, prefix=f"{prefix}{p}_", accept_all=True,
-                                        max_payload_size=mps, dirty=dirty, seed=seed + k)
+                                        max_payload_size=mps, dirty=dirty, seed=seed + k,
+                                        sleep_when_idle=sleep_when_idle)
         self.host = Host(self.models["n"], max_payload_size=mps) if host else None
         self.partners = {}
-        for p in PORTS:
+        for p in self.ports:
             if p in self.linked:
                 continue
             if p != "n" or not host:
                 self.partners[p] = terminate(self.models[p], max_payload_size=mps)
             self.models[p].set_link_config(max_payload_size=mps)
         self._pass = pass_to_link or self._default_pass
-        for p in PORTS:
+        for p in self.ports:
             self.models[p].on_tx = self._capture(p)
 
     def _default_pass(self, port, tlp):
@@ -114,7 +127,7 @@ class Chip:
 
     async def start(self):
         """Bring the links up (LTSSM L0), enumerate the host, give the chip its PCIe ID."""
-        for p in PORTS:
+        for p in self.ports:
             self.pin(f"{p}_ltssm").value = LTSSM_L0
         self.pin("n_app_msi_ack").value = 0
         self.pin("n_pcie_id").value = 0

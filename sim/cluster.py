@@ -114,6 +114,10 @@ class Cluster:
     above_4g : bool
         Put each node's host memory above 4 GiB (writes leave port N with 4-DW headers, as in
         the papers' system) or below (N rewrites them to 3-DW headers).
+    hdl_cables : bool
+        ``dut`` is a :class:`~peach2.sim.cluster_top.ClusterTop` (its ``cluster_tb`` wrapper):
+        the cables and the clock are in HDL, only the N ports have Python models, and those
+        sleep while idle.  ``cables`` then holds ``(a, port_a, b, port_b, None)``.
 
     Members
     -------
@@ -127,7 +131,7 @@ class Cluster:
     """
 
     def __init__(self, dut, topology, address_map, *, prefixes=None, seed=0, mps=256,
-                 dirty=True, port_delay_ns=None, above_4g=True):
+                 dirty=True, port_delay_ns=None, above_4g=True, hdl_cables=False):
         n = topology.n_nodes
         self.above_4g = above_4g
         self.dut = dut
@@ -142,16 +146,20 @@ class Cluster:
         for a, pa, b, pb in plan:
             linked[a].add(pa.lower())
             linked[b].add(pb.lower())
+        self.hdl_cables = hdl_cables
         self.chips = []
         for i in range(n):
             ports = frozenset(linked[i])
             self.chips.append(Chip(dut, prefixes[i], seed=seed + 16 * i, mps=mps, dirty=dirty,
-                                   linked=ports, pass_to_link=self._passer(ports)))
+                                   linked=ports, pass_to_link=self._passer(ports),
+                                   ports=("n",) if hdl_cables else PORTS,
+                                   sleep_when_idle=hdl_cables))
         # Cable before simulation time advances (an unconnected SimPort fails at once).
         self.cables = []
         for a, pa, b, pb in plan:
-            link = connect(self.chips[a].models[pa.lower()], self.chips[b].models[pb.lower()],
-                           port_delay_ns=port_delay_ns, max_payload_size=mps)
+            link = None if hdl_cables else connect(
+                self.chips[a].models[pa.lower()], self.chips[b].models[pb.lower()],
+                port_delay_ns=port_delay_ns, max_payload_size=mps)
             self.cables.append((a, pa, b, pb, link))
         self.drivers = []
         self.arrivals = [[] for _ in range(n)]
@@ -188,7 +196,7 @@ class Cluster:
         dut = self.dut
         dut.rst.value = 1
         for chip in self.chips:
-            for p in PORTS:
+            for p in chip.ports:
                 chip.pin(f"{p}_ltssm").value = 0
         await ClockCycles(dut.clk, 4)
         dut.rst.value = 0

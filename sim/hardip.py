@@ -43,7 +43,7 @@ from collections import deque
 from typing import NamedTuple
 
 import cocotb
-from cocotb.triggers import Event, RisingEdge, ValueChange
+from cocotb.triggers import Event, First, RisingEdge, ValueChange
 from cocotb.utils import get_sim_time
 from cocotbext.pcie.core import Device, Endpoint
 from cocotbext.pcie.core.caps import MsiCapability
@@ -364,6 +364,12 @@ class HardIP(Device):
         Expose an MSI capability (no MSI pins are modelled).
     cred_update_cycles : int
         Refresh period of ``tx_cred``.
+    sleep_when_idle : bool
+        Stop running every cycle while there is nothing to do (nothing queued for the DUT,
+        ``tx_st_valid`` low, no pause generators, ``tx_st_ready`` steady high) and wake on
+        ``tx_st_valid`` changing or a TLP to deliver, so an idle port costs no Python time.
+        The first beat after a wake waits one more cycle (``rx_st_ready`` was not watched);
+        ``tx_cred`` is not refreshed while asleep.  For multi-chip tops whose clock runs in HDL.
 
     Members
     -------
@@ -385,8 +391,11 @@ class HardIP(Device):
                  max_payload_size=256, rx_credits=(64, 1024, 64, 64), cpl_space=None,
                  tx_buffer_tlps=8, accept_all=False, idle_inside_packets=True, mask_slack=2,
                  dirty=False, seed=0, strict=True, quiet=True, msi=True,
-                 cred_update_cycles=16):
+                 cred_update_cycles=16, sleep_when_idle=False):
         super().__init__()
+        self.sleep_when_idle = sleep_when_idle
+        self._wake = Event()
+        self._last_edge = self._period = None
         if quiet:
             quiet_pcie_loggers()
         self.prefix = prefix
@@ -535,6 +544,7 @@ class HardIP(Device):
         self._rx_pc.append((self._rx_seq, None, 0, list(beats)))
         self._rx_seq += 1
         self._rx_idle_evt.clear()
+        self._wake.set()
 
     def check(self):
         """Raise ``AssertionError`` listing the recorded violations, if any."""
@@ -592,6 +602,7 @@ class HardIP(Device):
             (self._rx_seq, tlp, bardec, None))
         self._rx_seq += 1
         self._rx_idle_evt.clear()
+        self._wake.set()
 
     # ---------------------------------------------------------------- model -> link
     async def _run_link_tx(self):
@@ -629,7 +640,7 @@ class HardIP(Device):
         cred_wait = 0
         while True:
             await edge
-            self.cycle += 1
+            self._count_cycles()
             if self._in_reset:
                 self._tx_pkt = None
                 self._rx_idx = 0  # a packet cut by reset starts again
@@ -665,6 +676,33 @@ class HardIP(Device):
                 if cred_wait <= 0:
                     cred_wait = self.cred_update_cycles
                     self._o_tx_cred.set(self._tx_cred_value())
+
+            if self.sleep_when_idle and r2 and r1 and r0 and self._idle(tx_valid):
+                await self._sleep(tx_valid)
+                rx_ready_d = 0
+
+    def _count_cycles(self):
+        """Advance :attr:`cycle` by the clock periods since the last edge seen (1 unless the
+        model slept)."""
+        now = get_sim_time("step")
+        if self._last_edge is not None:
+            gap = now - self._last_edge
+            if self._period is None:
+                self._period = gap
+            self.cycle += max(1, round(gap / self._period)) if self._period else 1
+        else:
+            self.cycle += 1
+        self._last_edge = now
+
+    def _idle(self, tx_valid):
+        return (self._tx_pkt is None and self._rx_cur is None and not self._rx_pc
+                and not self._rx_np and not self._o_rx_valid.val and self._idle_gen is None
+                and self._bp_gen is None and len(self._tx_buf) < self.tx_buffer_tlps
+                and not bit_value(tx_valid) and not self._in_reset)
+
+    async def _sleep(self, tx_valid):
+        self._wake.clear()
+        await First(ValueChange(tx_valid), self._wake.wait())
 
     def _rx_pick(self):
         pc, np = self._rx_pc, self._rx_np
