@@ -14,7 +14,11 @@ and for users scripting a simulation:
   :meth:`Driver.dma_reg_start`), :meth:`Driver.dma_abort`, :meth:`Driver.dma_status`.
 - :class:`Topology` says which port of which node is cabled to which node (rings and the papers'
   2xK double ring); :class:`AddressMap` places every node's region and its host/GPU windows in the
-  shared TCA address space; :func:`routes_for` turns both into one node's route table.
+  shared TCA address space; :func:`routes_for` turns both into one node's route table, and a
+  :class:`RouteSet` holds every node's table with its deadlock check (``safe`` routing).  These
+  live in :mod:`peach2.sim.topology` and are re-exported here;
+  :meth:`Driver.program_routes` writes one node's part of a route set (``peach2 routes
+  --format json`` writes one to a file).
 
 Register offsets and fields come from :mod:`peach2.csr.regmap`, never from this file.
 
@@ -43,17 +47,15 @@ Example
     print(await drv.dma_wait(0))                        # tcaWaitDMADesc
 """
 
-from collections import deque
-from dataclasses import dataclass
-
 from peach2.csr.regmap import N_DMA_CHANNELS, N_DMA_SLOTS, REGMAP, VERSION_MAJOR, Access, DmaError
 
-__all__ = ["Driver", "DriverError", "DmaFault", "Topology", "AddressMap", "RouteTableFull",
-           "routes_for", "match_route"]
+from .topology import (  # noqa: F401  (re-exported: the driver model's public names)
+    _MASK64, LINK_PORTS, PORT_NAMES, AddressMap, RouteSet, RouteTableFull, RoutingError, Topology,
+    _port_number, _printer, _u64, match_route, routes_for,
+)
 
-_MASK64 = (1 << 64) - 1
-PORT_NAMES = ("N", "E", "W", "S")
-LINK_PORTS = ("E", "W", "S")
+__all__ = ["Driver", "DriverError", "DmaFault", "Topology", "AddressMap", "RouteTableFull",
+           "RouteSet", "RoutingError", "routes_for", "match_route"]
 
 
 class DriverError(RuntimeError):
@@ -79,296 +81,6 @@ class DmaFault(DriverError):
         self.desc_done, self.bytes = desc_done, bytes_done
         super().__init__(f"DMA channel {channel} stopped with {error.name} at descriptor "
                          f"{desc_addr:#x} after {desc_done} descriptor(s), {bytes_done} bytes")
-
-
-class RouteTableFull(ValueError):
-    """A node needs more route entries than the chip has."""
-
-
-def _port_number(port):
-    if isinstance(port, str):
-        if port not in PORT_NAMES:
-            raise ValueError(f"port must be one of {PORT_NAMES} or 0..3, not {port!r}")
-        return PORT_NAMES.index(port)
-    port = int(port)
-    if not 0 <= port < 4:
-        raise ValueError(f"port must be 0..3 (N, E, W, S), not {port}")
-    return port
-
-
-def _u64(name, value):
-    value = int(value)
-    if not 0 <= value <= _MASK64:
-        raise ValueError(f"{name} must fit 64 bits, not {value:#x}")
-    return value
-
-
-# -- topology and address map ---------------------------------------------------------------------
-
-class Topology:
-    """Which node each link port (E, W, S) of each node is cabled to.
-
-    Parameters
-    ----------
-    n_nodes : int
-    links : dict
-        ``{(node, port): neighbour}`` with port ``"E"``, ``"W"`` or ``"S"``.  Links are
-        bidirectional: if ``(a, p)`` reaches ``b``, some port of ``b`` must reach ``a``.
-
-    Members
-    -------
-    n_nodes : int
-    links : dict
-    """
-
-    def __init__(self, n_nodes, links):
-        if n_nodes < 1:
-            raise ValueError(f"a topology needs at least one node, not {n_nodes}")
-        self.n_nodes = n_nodes
-        self.links = dict(links)
-        for (node, port), peer in self.links.items():
-            if port not in LINK_PORTS:
-                raise ValueError(f"link port must be one of {LINK_PORTS}, not {port!r}")
-            for n in (node, peer):
-                if not 0 <= n < n_nodes:
-                    raise ValueError(f"node {n} out of range 0..{n_nodes - 1}")
-            if not any(p == peer and nb == node for (p, _), nb in self.links.items()):
-                raise ValueError(f"link {node}.{port} -> {peer} has no way back from node "
-                                 f"{peer}")
-        self._dist = [self._bfs(src) for src in range(n_nodes)]
-
-    @classmethod
-    def ring(cls, n):
-        """Return a ring of ``n`` nodes: E of node i goes to i+1, W to i-1 (modulo n)."""
-        if n < 2:
-            raise ValueError(f"a ring needs at least 2 nodes, not {n}")
-        links = {}
-        for i in range(n):
-            links[(i, "E")] = (i + 1) % n
-            links[(i, "W")] = (i - 1) % n
-        return cls(n, links)
-
-    @classmethod
-    def double_ring(cls, k):
-        """Return the 2xK double ring of the papers (2x4, 2x8 sub-clusters).
-
-        Nodes ``0..k-1`` form ring A and ``k..2k-1`` ring B, E/W around each ring; S connects
-        node ``i`` of ring A with node ``k+i`` of ring B.
-        """
-        if k < 2:
-            raise ValueError(f"each ring needs at least 2 nodes, not {k}")
-        links = {}
-        for ring in (0, k):
-            for i in range(k):
-                links[(ring + i, "E")] = ring + (i + 1) % k
-                links[(ring + i, "W")] = ring + (i - 1) % k
-        for i in range(k):
-            links[(i, "S")] = k + i
-            links[(k + i, "S")] = i
-        return cls(2 * k, links)
-
-    def neighbours(self, node):
-        """Return ``{port: node}`` of the links of ``node``."""
-        return {p: nb for (n, p), nb in self.links.items() if n == node}
-
-    def _bfs(self, src):
-        dist = [None] * self.n_nodes
-        dist[src] = 0
-        queue = deque([src])
-        while queue:
-            n = queue.popleft()
-            for nb in self.neighbours(n).values():
-                if dist[nb] is None:
-                    dist[nb] = dist[n] + 1
-                    queue.append(nb)
-        return dist
-
-    def hops(self, src, dst):
-        """Return the number of links on a shortest path from ``src`` to ``dst``."""
-        d = self._dist[src][dst]
-        if d is None:
-            raise ValueError(f"node {dst} cannot be reached from node {src}")
-        return d
-
-    @property
-    def diameter(self):
-        """The largest number of hops between two nodes."""
-        return max(self.hops(a, b) for a in range(self.n_nodes) for b in range(self.n_nodes))
-
-    def next_hop(self, src, dst, *, prefer=LINK_PORTS):
-        """Return the port by which ``src`` sends towards ``dst`` (``"N"`` when equal).
-
-        The port leads to a neighbour one hop closer to ``dst``; among several such ports the
-        first in ``prefer`` wins, so every node decides the same way.
-        """
-        if src == dst:
-            return "N"
-        d = self.hops(src, dst)
-        nbs = self.neighbours(src)
-        for port in prefer:
-            if port in nbs and self.hops(nbs[port], dst) == d - 1:
-                return port
-        raise AssertionError("unreachable: a shortest path always has a next hop")
-
-
-@dataclass(frozen=True)
-class AddressMap:
-    """The shared TCA address space: one region per node, with host and GPU windows.
-
-    Every node's region has the same layout (002 section 3.5): the host window at offset 0, then
-    GPU window ``i`` at ``gpu_start + i * gpu_size``, where ``gpu_start`` is ``host_size``
-    rounded up to ``gpu_size``.  Node ``n``'s region starts at ``tca_base + n * node_size``, so
-    the address bits above ``node_size`` pick the node.
-
-    Parameters
-    ----------
-    tca_base : int
-        Bus address of node 0's region (the TCA BAR), aligned to ``node_size``.
-    node_size : int
-        Bytes of one node's region; a power of two.
-    host_size, gpu_size : int
-        Bytes of the host window and of each GPU window; powers of two.
-    n_gpus : int
-        GPU windows per node.
-    """
-    tca_base: int
-    node_size: int
-    host_size: int
-    gpu_size: int
-    n_gpus: int = 0
-
-    def __post_init__(self):
-        for name in ("node_size", "host_size", "gpu_size"):
-            v = getattr(self, name)
-            if v <= 0 or v & (v - 1):
-                raise ValueError(f"{name} must be a power of two, not {v:#x}")
-        if self.n_gpus < 0:
-            raise ValueError(f"n_gpus must not be negative, not {self.n_gpus}")
-        if self.tca_base % self.node_size:
-            raise ValueError(f"tca_base {self.tca_base:#x} must be aligned to node_size "
-                             f"{self.node_size:#x} so that upper address bits pick the node")
-        if self.used > self.node_size:
-            raise ValueError(f"host window + {self.n_gpus} GPU windows need {self.used:#x} "
-                             f"bytes, more than node_size {self.node_size:#x}")
-        _u64("tca_base", self.tca_base)
-
-    @property
-    def gpu_start(self):
-        """Offset of GPU window 0 in a node's region."""
-        return -(-self.host_size // self.gpu_size) * self.gpu_size
-
-    @property
-    def used(self):
-        """Bytes of a region covered by windows."""
-        return self.gpu_start + self.n_gpus * self.gpu_size if self.n_gpus else self.host_size
-
-    @property
-    def mask(self):
-        """The route-entry mask that keeps the node-selecting address bits."""
-        return ~(self.node_size - 1) & _MASK64
-
-    def region(self, node):
-        """Return ``(base, size)`` of ``node``'s region."""
-        if node < 0:
-            raise ValueError(f"node must not be negative, not {node}")
-        base = self.tca_base + node * self.node_size
-        _u64(f"region of node {node}", base + self.node_size - 1)
-        return base, self.node_size
-
-    def window(self, node, window):
-        """Return ``(base, size)`` of a window: ``"host"`` or ``("gpu", i)``."""
-        base, _ = self.region(node)
-        if window == "host":
-            return base, self.host_size
-        if isinstance(window, tuple) and len(window) == 2 and window[0] == "gpu":
-            i = window[1]
-            if not 0 <= i < self.n_gpus:
-                raise ValueError(f"GPU window {i} out of range 0..{self.n_gpus - 1}")
-            return base + self.gpu_start + i * self.gpu_size, self.gpu_size
-        raise ValueError(f'window must be "host" or ("gpu", i), not {window!r}')
-
-    def node_of(self, address):
-        """Return the node whose region holds ``address`` (``None`` below ``tca_base``)."""
-        if address < self.tca_base:
-            return None
-        return (address - self.tca_base) // self.node_size
-
-
-def _printer(ports):
-    """Fewest first-match-wins ranges painting ``ports``; return ``[(lo, hi, port)]``, top first.
-
-    The "strange printer" dynamic programme: ``cost[i][j]`` is the fewest ranges that give
-    nodes ``i..j`` their ports when later ranges cover earlier ones.
-    """
-    n = len(ports)
-    cost = [[0] * (n + 1) for _ in range(n + 1)]
-    pick = [[None] * (n + 1) for _ in range(n + 1)]
-
-    def c(i, j):
-        return cost[i][j] if i <= j else 0
-
-    for length in range(1, n + 1):
-        for i in range(n - length + 1):
-            j = i + length - 1
-            best, how = c(i + 1, j) + 1, None
-            for k in range(i + 1, j + 1):
-                if ports[k] == ports[i]:
-                    v = c(i + 1, k - 1) + c(k, j)
-                    if v < best:
-                        best, how = v, k
-            cost[i][j], pick[i][j] = best, how
-
-    def build(i, j):            # bottom-to-top; the first range starts at i
-        if i > j:
-            return []
-        k = pick[i][j]
-        if k is None:
-            return [[i, i, ports[i]]] + build(i + 1, j)
-        sub = build(k, j)
-        sub[0][0] = i
-        return sub + build(i + 1, k - 1)
-
-    return [tuple(r) for r in reversed(build(0, n - 1))]
-
-
-def routes_for(topology, address_map, node, *, n_routes=None, prefer=LINK_PORTS):
-    """Return ``node``'s route table as ``[(mask, lower, upper, port)]``, first match first.
-
-    Each destination node gets the next-hop port of :meth:`Topology.next_hop` (port 0, N, for
-    ``node`` itself); runs of nodes are merged into the fewest first-match-wins entries.
-    ``port`` is the port number (0 N, 1 E, 2 W, 3 S).
-
-    Raises
-    ------
-    RouteTableFull
-        More than ``n_routes`` entries would be needed.
-    """
-    ports = [_port_number(topology.next_hop(node, dst, prefer=prefer))
-             for dst in range(topology.n_nodes)]
-    address_map.region(topology.n_nodes - 1)          # the whole space must fit 64 bits
-    entries = []
-    for lo, hi, port in _printer(ports):
-        lower, _ = address_map.region(lo)
-        upper, _ = address_map.region(hi)
-        entries.append((address_map.mask, lower, upper, port))
-    if n_routes is not None and len(entries) > n_routes:
-        raise RouteTableFull(
-            f"node {node} needs {len(entries)} route entries, the chip has {n_routes}; next "
-            f"hops by destination: {''.join(PORT_NAMES[p] for p in ports)}.  Build the chip "
-            f"with more routes or renumber the nodes so that equal next hops are contiguous")
-    return entries
-
-
-def match_route(entries, address):
-    """Return the port of the first entry matching ``address`` (``None``: unroutable).
-
-    ``entries`` as returned by :func:`routes_for` or read back with :meth:`Driver.routes`
-    (enabled entries only); the reference of the router's matching rule.
-    """
-    for mask, lower, upper, port in entries:
-        if lower <= (address & mask) <= upper:
-            return port
-    return None
 
 
 # -- the driver ---------------------------------------------------------------------------------
@@ -557,27 +269,59 @@ class Driver:
         if got != want:
             raise DriverError(f"CONTROL reads back {got} after writing {want}")
 
-    async def program(self, topology, address_map, node, phys_base):
+    async def program(self, topology, address_map, node, phys_base, *, routes="shortest"):
         """Set up this chip as ``node`` of ``topology``; return the route entries written.
 
-        Closes the windows, writes the route table of :func:`routes_for` (remaining entries
-        disabled), the node offset ``region base - phys_base`` (so that an address ``A`` in the
-        node's region leaves port N as ``phys_base + (A - region base)``) and NODE, then enables
-        PIO and routing.
+        ``routes`` is a routing policy of :meth:`RouteSet.build` (``"shortest"``, the
+        :func:`routes_for` tables; ``"safe"``, deadlock-free) or a :class:`RouteSet` of this
+        topology and address map.  Then as :meth:`program_routes`, with ``phys_base``.
         """
+        if isinstance(routes, RouteSet):
+            if routes.topology != topology or routes.address_map != address_map:
+                raise ValueError(f"the route set is for {routes.topology.label} and "
+                                 f"{routes.address_map}, not {topology.label} and "
+                                 f"{address_map}")
+            route_set = routes
+        else:
+            route_set = RouteSet.build(topology, address_map, routes)
+        return await self.program_routes(route_set, node, phys_base)
+
+    async def program_routes(self, route_set, node, phys_base=None):
+        """Write ``node``'s part of ``route_set``; return the route entries written.
+
+        Closes the windows, writes the node's route table (remaining entries disabled), its N
+        offset ``region base - phys_base`` (so that an address ``A`` in the node's region leaves
+        port N as ``phys_base + (A - region base)``; ``phys_base`` defaults to the route set's)
+        and NODE, then enables PIO and routing.
+
+        Raises
+        ------
+        RouteTableFull
+            The node needs more entries than this chip has (CONFIG.n_routes).
+        """
+        topology = route_set.topology
         if not 0 <= node < topology.n_nodes:
             raise ValueError(f"node {node} out of range 0..{topology.n_nodes - 1}")
         node_reg = self.regmap["NODE"]
         node_bits = node_reg.all_fields[0].width
         if node >= 1 << node_bits:
             raise ValueError(f"node {node} does not fit NODE.node_id ({node_bits} bits)")
-        entries = routes_for(topology, address_map, node, n_routes=await self.n_routes())
+        entries = route_set.entries(node)
+        n_routes = await self.n_routes()
+        if len(entries) > n_routes:
+            raise RouteTableFull(
+                f"node {node} needs {len(entries)} route entries, the chip has {n_routes}; next "
+                f"hops by destination: {route_set.next_hops[node]} ({route_set.policy} "
+                f"routing).  Build the chip with more routes or renumber the nodes so that "
+                f"equal next hops are contiguous")
+        base, _ = route_set.address_map.region(node)
+        offset = route_set.offset(node) if phys_base is None else \
+            (base - _u64("phys_base", phys_base)) & _MASK64
         await self.enable(pio=False, route=False)
         await self.clear_routes()
         for i, (mask, lower, upper, port) in enumerate(entries):
             await self.set_route(i, mask, lower, upper, port)
-        base, _ = address_map.region(node)
-        await self.set_offset((base - _u64("phys_base", phys_base)) & _MASK64)
+        await self.set_offset(offset)
         await self.write_reg("NODE", node_id=node)
         await self.enable(pio=True, route=True)
         return entries
