@@ -43,8 +43,8 @@ from collections import deque
 from typing import NamedTuple
 
 import cocotb
-from cocotb.triggers import Event, First, RisingEdge, ValueChange
-from cocotb.utils import get_sim_time
+from cocotb.triggers import Event, First, RisingEdge, Timer, ValueChange
+from cocotb.utils import get_sim_steps, get_sim_time
 from cocotbext.pcie.core import Device, Endpoint
 from cocotbext.pcie.core.caps import MsiCapability
 from cocotbext.pcie.core.tlp import Tlp, TlpType
@@ -364,6 +364,12 @@ class HardIP(Device):
         Expose an MSI capability (no MSI pins are modelled).
     cred_update_cycles : int
         Refresh period of ``tx_cred``.
+    rx_pipeline_ns, tx_pipeline_ns : float
+        Latency of the hard IP's receive path (link to ``rx_st``) and transmit path (``tx_st``
+        to link) beyond the model's own beat timing: a TLP from the link reaches the RX queue
+        ``rx_pipeline_ns`` after it arrived, a TLP from the DUT goes to the link
+        ``tx_pipeline_ns`` after its EOP beat.  Default 0; the calibrated value and its source
+        are in docs/cluster.md (:data:`peach2.sim.calibration.HARDIP_PIPELINE_NS`).
     sleep_when_idle : bool
         Stop running every cycle while there is nothing to do (nothing queued for the DUT,
         ``tx_st_valid`` low, no pause generators, ``tx_st_ready`` steady high) and wake on
@@ -391,8 +397,14 @@ class HardIP(Device):
                  max_payload_size=256, rx_credits=(64, 1024, 64, 64), cpl_space=None,
                  tx_buffer_tlps=8, accept_all=False, idle_inside_packets=True, mask_slack=2,
                  dirty=False, seed=0, strict=True, quiet=True, msi=True,
-                 cred_update_cycles=16, sleep_when_idle=False):
+                 cred_update_cycles=16, sleep_when_idle=False, rx_pipeline_ns=0.0,
+                 tx_pipeline_ns=0.0):
         super().__init__()
+        if rx_pipeline_ns < 0 or tx_pipeline_ns < 0:
+            raise ValueError("pipeline latencies must not be negative")
+        self.rx_pipeline_ns, self.tx_pipeline_ns = rx_pipeline_ns, tx_pipeline_ns
+        self._rx_in_pipe = 0
+        self._edge_shows_update = "verilator" in cocotb.SIM_NAME.lower()
         self.sleep_when_idle = sleep_when_idle
         self._wake = Event()
         self._last_edge = self._period = None
@@ -507,7 +519,8 @@ class HardIP(Device):
     @property
     def rx_queue_depth(self):
         """TLPs waiting for (or being streamed to) the DUT."""
-        return len(self._rx_pc) + len(self._rx_np) + (self._rx_cur is not None)
+        return (len(self._rx_pc) + len(self._rx_np) + (self._rx_cur is not None)
+                + self._rx_in_pipe)
 
     @property
     def tx_queue_depth(self):
@@ -531,7 +544,7 @@ class HardIP(Device):
 
         The object is queued, not copied: do not change it until ``on_rx`` reports it.
         """
-        self._rx_enqueue(tlp, bardec)
+        self._rx_enqueue(tlp, bardec, from_link=False)
 
     def inject_beats(self, beats):
         """Queue raw :class:`Beat` s toward the DUT, framing errors and ``err`` flags included.
@@ -591,7 +604,12 @@ class HardIP(Device):
             return
         await self.upstream_send(Tlp.create_ur_completion_for_tlp(tlp, PcieId(self.bus_num, 0, 0)))
 
-    def _rx_enqueue(self, tlp, bardec):
+    def _rx_enqueue(self, tlp, bardec, from_link=True):
+        if from_link and self.rx_pipeline_ns > 0:     # the hard IP's RX pipeline
+            self._rx_in_pipe += 1
+            self._rx_idle_evt.clear()
+            cocotb.start_soon(self._rx_after_pipeline(tlp, bardec))
+            return
         if tlp.is_completion() and self.cpl_space is not None:
             self._cpl_h += 1
             self._cpl_b += tlp.get_payload_size()
@@ -604,6 +622,11 @@ class HardIP(Device):
         self._rx_idle_evt.clear()
         self._wake.set()
 
+    async def _rx_after_pipeline(self, tlp, bardec):
+        await Timer(get_sim_steps(self.rx_pipeline_ns, "ns", round_mode="round"), "step")
+        self._rx_in_pipe -= 1
+        self._rx_enqueue(tlp, bardec, from_link=False)
+
     # ---------------------------------------------------------------- model -> link
     async def _run_link_tx(self):
         buf = self._tx_buf
@@ -612,7 +635,11 @@ class HardIP(Device):
                 self._tx_idle_evt.set()
                 self._tx_evt.clear()
                 await self._tx_evt.wait()
-            await self.send(buf[0])  # waits for flow-control credits and the wire
+            tlp, ready_ns = buf[0]
+            wait = ready_ns - get_sim_time("ns")
+            if wait > 0:                    # the hard IP's TX pipeline
+                await Timer(get_sim_steps(wait, "ns", round_mode="round"), "step")
+            await self.send(tlp)  # waits for flow-control credits and the wire
             buf.popleft()
 
     def _tx_cred_value(self):
@@ -638,8 +665,15 @@ class HardIP(Device):
         r2 = r1 = r0 = 0  # our tx_st_ready in cycles t-2, t-1, t
         rx_ready_d = 0     # rx_st_ready in cycle t-1
         cred_wait = 0
+        resume = False     # woken by tx_st_valid where edges show updated values (below)
+        woke_at = None
         while True:
-            await edge
+            if not resume:
+                await edge
+                if woke_at is not None and get_sim_time("step") == woke_at:
+                    await edge      # the edge the wake-up was taken as (see below)
+                woke_at = None
+            resume = False
             self._count_cycles()
             if self._in_reset:
                 self._tx_pkt = None
@@ -680,6 +714,13 @@ class HardIP(Device):
             if self.sleep_when_idle and r2 and r1 and r0 and self._idle(tx_valid):
                 await self._sleep(tx_valid)
                 rx_ready_d = 0
+                # Verilator shows a rising edge's register updates to the edge's callbacks
+                # (Icarus shows the values from before it): there the beat that woke the model
+                # is this edge's beat, to be taken now, not at the next edge; that edge's own
+                # callback may still be pending in this time step, and is then skipped.
+                resume = self._edge_shows_update and bool(bit_value(tx_valid))
+                if resume:
+                    woke_at = get_sim_time("step")
 
     def _count_cycles(self):
         """Advance :attr:`cycle` by the clock periods since the last edge seen (1 unless the
@@ -775,6 +816,7 @@ class HardIP(Device):
 
     def _tx_beat(self):
         sop, eop = bit_value(self._tx_sop), bit_value(self._tx_eop)
+
         val = self._tx_data.value
         try:
             data = val.to_unsigned()
@@ -821,7 +863,7 @@ class HardIP(Device):
         self.tx_tlps += 1
         if self.on_tx is not None and self.on_tx(tlp) is False:
             return  # the test took it off the link
-        self._tx_buf.append(tlp)
+        self._tx_buf.append((tlp, get_sim_time("ns") + self.tx_pipeline_ns))
         self._tx_idle_evt.clear()
         self._tx_evt.set()
 
