@@ -5,7 +5,8 @@ vendor libraries), its register header and a configuration record, and checks th
 Icarus; with ``--platform peach2`` it writes the Quartus project of the PEACH2 board instead.
 ``peach2 regmap`` writes the register map as Markdown, a C header or JSON.  ``peach2
 synth-report`` synthesises the core with open-source Yosys and reports area and logic depth
-(``docs/synthesis.md``).
+(``docs/synthesis.md``).  ``peach2 routes`` prints every chip's route table for a ring, line or
+2xK double ring and checks that the routes cannot deadlock (``docs/routes.md``).
 """
 
 import argparse
@@ -169,6 +170,137 @@ def _regmap(args):
     return 0
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """A parser whose errors are one line (``peach2 routes: error: ...``), exit status 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+_SUFFIXES = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+#: Region sizes accepted by ``peach2 routes`` (powers of two).
+MIN_REGION, MAX_REGION = 1 << 12, 1 << 59
+
+
+def _number(text):
+    """An integer: decimal, 0x hex, or with a K/M/G/T (KiB...) suffix."""
+    t = text.strip().lower().replace("_", "")
+    if t.endswith("ib"):
+        t = t[:-2]
+    scale = 1
+    if t[-1:] in _SUFFIXES:
+        scale, t = _SUFFIXES[t[-1]], t[:-1]
+    try:
+        return int(t, 0) * scale
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be a number (decimal, 0x hex, or with K/M/G/T), not {text!r}") from None
+
+
+def _region_size():
+    def parse(text):
+        value = _number(text)
+        if value <= 0 or value & (value - 1):
+            raise argparse.ArgumentTypeError(f"must be a power of two, not {text!r}")
+        if not MIN_REGION <= value <= MAX_REGION:
+            raise argparse.ArgumentTypeError(
+                f"must be {MIN_REGION:#x} (4K) .. {MAX_REGION:#x} (2^59), not {text!r}")
+        return value
+    return parse
+
+
+def _tca_base(text):
+    value = _number(text)
+    if not 0 <= value < 1 << 64:
+        raise argparse.ArgumentTypeError(f"must fit 64 bits, not {text!r}")
+    return value
+
+
+def _topology(text):
+    from .sim.topology import Topology
+    try:
+        return Topology.parse(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _bounded(low, high):
+    def parse(text):
+        try:
+            value = int(text, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a whole number, not {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be {low}..{high}, not {value}")
+        return value
+    return parse
+
+
+def _check_routes_args(parser, args):
+    """Cross-option checks of ``peach2 routes``; one-line error through ``parser``."""
+    n = args.topology.n_nodes
+    if args.node is not None and not 0 <= args.node < n:
+        parser.error(f"--node {args.node} out of range 0..{n - 1} for {args.topology.label}")
+    if args.host_size > args.node_size:
+        parser.error(f"--host-size {args.host_size:#x} is larger than --node-size "
+                     f"{args.node_size:#x} (the host window lies inside the node's region)")
+    if args.tca_base % args.node_size:
+        parser.error(f"--tca-base {args.tca_base:#x} must be aligned to --node-size "
+                     f"{args.node_size:#x} so that the upper address bits pick the node")
+    end = args.tca_base + n * args.node_size
+    if end > 1 << 64:
+        parser.error(f"{n} regions of {args.node_size:#x} bytes from --tca-base "
+                     f"{args.tca_base:#x} end at {end:#x}, beyond 64-bit addresses")
+
+
+def _routes(args):
+    from .sim.topology import POLICIES, RouteSet, RouteTableFull, default_address_map
+
+    amap = default_address_map(tca_base=args.tca_base, node_size=args.node_size,
+                               host_size=args.host_size)
+    sets = {}
+    for policy in POLICIES:
+        try:
+            sets[policy] = RouteSet.build(args.topology, amap, policy, n_routes=args.routes)
+        except RouteTableFull as error:
+            if policy == args.routing:
+                print(f"error: {error}; raise --routes (the chip's table, "
+                      f"1..16) or choose other routing", file=sys.stderr)
+                return 3
+    rs = sets[args.routing]
+    others = [r for p, r in sets.items() if p != args.routing]
+    nodes = None if args.node is None else [args.node]
+    if args.format == "json":
+        text = rs.to_json(nodes, compare={
+            r.policy: {"max_hops": st["max_hops"], "mean_hops": round(st["mean_hops"], 4),
+                       "max_entries": st["max_entries"], "deadlock_free": r.deadlock_free}
+            for r in [rs, *others] for st in [r.stats()]})
+    elif args.format == "c":
+        text = rs.to_c_header(nodes)
+    else:
+        text = rs.to_markdown(nodes, others)
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        path = Path(args.output)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        print(f"wrote {path}", file=sys.stderr)
+    st = rs.stats()
+    print(f"{args.topology.label}, {rs.policy} routing: max {st['max_hops']} hops, mean "
+          f"{st['mean_hops']:.3f}, at most {st['max_entries']} of {args.routes} entries per "
+          f"node", file=sys.stderr)
+    for other in others:
+        print(rs.cost_line(other), file=sys.stderr)
+    cycle = rs.cycle_names()
+    if cycle is not None:
+        print(f"error: the channel dependency graph of the {rs.policy} routes has a cycle, the "
+              f"cluster can deadlock: {' -> '.join(cycle)} -> {cycle[0]}", file=sys.stderr)
+        return 1
+    print("channel dependency graph acyclic: the routes cannot deadlock", file=sys.stderr)
+    return 0
+
+
 def _at_least(minimum):
     def parse(text):
         value = int(text)
@@ -245,7 +377,45 @@ def main(argv=None):
                      help="with --only: print the nets along each path")
     syn.set_defaults(func=_synth_report)
 
+    rts = sub.add_parser(
+        "routes", help="route tables of a cluster, with a deadlock check",
+        description="Print every chip's route table (mask, lower, upper, port) and N offset for "
+                    "a ring, line or 2xK double ring, the hop statistics, and whether the "
+                    "channel dependency graph is acyclic (docs/routes.md).",
+        epilog="exit status: 0 the routes cannot deadlock; 1 the channel dependency graph has "
+               "a cycle (printed as a list of links); 2 a bad option; 3 a node needs more "
+               "entries than --routes.  Sizes take 0x hex or K/M/G/T suffixes (1M = 2^20).")
+    rts.__class__ = _OneLineParser
+    rts.add_argument("--topology", type=_topology, required=True, metavar="SPEC",
+                     help="ring:K or line:K (K 2..16), or 2xK, the double ring of the papers "
+                          "(K 2..8: nodes 0..K-1 ring A, K..2K-1 ring B, S links i <-> K+i)")
+    rts.add_argument("--node", type=_bounded(0, 15), metavar="I",
+                     help="print node I's table only (0..nodes-1; default: every node)")
+    rts.add_argument("--format", choices=("md", "c", "json"), default="md",
+                     help="md: Markdown tables; c: a C header with an initialiser for "
+                          "bring-up code; json: loadable by RouteSet.from_json and "
+                          "Driver.program_routes (default: %(default)s)")
+    rts.add_argument("--routing", choices=("safe", "shortest"), default="safe",
+                     help="safe: deadlock-free (acyclic channel dependency graph), a few hops "
+                          "longer; shortest: fewest hops, can deadlock (default: %(default)s)")
+    rts.add_argument("--routes", type=_bounded(1, 16), default=8, metavar="N",
+                     help="route entries per chip, 1..16 (default: %(default)s)")
+    rts.add_argument("--tca-base", type=_tca_base, default=0x8000_0000_0000_0000,
+                     metavar="ADDR", help="bus address of node 0's region, aligned to "
+                                          "--node-size (default: 0x8000000000000000)")
+    rts.add_argument("--node-size", type=_region_size(), default=1 << 32,
+                     metavar="BYTES", help="bytes of each node's region, a power of two, 4K.."
+                                           "2^59 (default: 4G)")
+    rts.add_argument("--host-size", type=_region_size(), default=1 << 20,
+                     metavar="BYTES", help="bytes of each node's host window, a power of two, "
+                                           "4K..--node-size (default: 1M)")
+    rts.add_argument("-o", "--output", metavar="FILE",
+                     help="write the tables to FILE instead of standard output")
+    rts.set_defaults(func=_routes, check=_check_routes_args, parser=rts)
+
     args = parser.parse_args(argv)
+    if getattr(args, "check", None) is not None:
+        args.check(args.parser, args)
     if args.command is None:
         parser.print_help()
         return 0

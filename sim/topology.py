@@ -73,6 +73,7 @@ Example
 
 import json
 import random
+import re
 from collections import deque
 from dataclasses import asdict, dataclass
 from functools import lru_cache
@@ -248,16 +249,24 @@ class Topology:
         return f"Topology({self.label})"
 
     def to_dict(self):
-        """Return a JSON-able description (``from_dict`` reads it back)."""
+        """Return a JSON-able description (:meth:`from_dict` reads it back).
+
+        Links are listed as ``"node.port->neighbour"`` (``"0.E->1"``).
+        """
         return {"name": self.name, "n_nodes": self.n_nodes,
-                "links": [[n, p, peer] for (n, p), peer in sorted(self.links.items())]}
+                "links": [f"{n}.{p}->{peer}" for (n, p), peer in sorted(self.links.items())]}
 
     @classmethod
     def from_dict(cls, data):
         """Return the topology of :meth:`to_dict`."""
-        return cls(int(data["n_nodes"]), {(int(n), str(p)): int(peer)
-                                          for n, p, peer in data["links"]},
-                   name=data.get("name"))
+        links = {}
+        for link in data["links"]:
+            m = re.fullmatch(r"\s*(\d+)\.([EWS])->(\d+)\s*", str(link))
+            if m is None:
+                raise ValueError(f"link {link!r} is not written as node.port->neighbour "
+                                 f"(\"0.E->1\")")
+            links[(int(m[1]), m[2])] = int(m[3])
+        return cls(int(data["n_nodes"]), links, name=data.get("name"))
 
     def neighbours(self, node):
         """Return ``{port: node}`` of the links of ``node``."""
