@@ -1114,8 +1114,9 @@ def default_address_map(*, tca_base=DEFAULT_TCA_BASE, node_size=DEFAULT_NODE_SIZ
                       gpu_size=host_size)
 
 
-def cost_table(specs=("ring:4", "ring:8", "2x4", "2x8"), n_routes=None):
-    """Return a Markdown table of both policies' hops and entries on each topology."""
+def cost_table(specs=("ring:4", "ring:8", "2x4", "2x8"), n_routes=8):
+    """Return a Markdown table of both policies' hops and entries on each topology
+    (default address map, ``n_routes`` entries per chip)."""
     out = ["| topology | nodes | shortest: max / mean hops | entries | CDG | "
            "safe: max / mean hops | entries | CDG |",
            "| --- | ---: | ---: | ---: | --- | ---: | ---: | --- |"]

@@ -373,3 +373,9 @@ def test_cli_subprocess_exit_status():
     cyc = subprocess.run(cmd + ["--topology", "ring:5", "--routing", "shortest", "--format",
                                 "c"], capture_output=True, text=True)
     assert cyc.returncode == 1 and "CYCLIC" in cyc.stdout and "0.E->1 -> 1.E->2" in cyc.stderr
+
+
+def test_docs_cost_table_is_generated():
+    """docs/routes.md shows what cost_table() computes now."""
+    doc = (Path(__file__).parent.parent / "docs" / "routes.md").read_text()
+    assert cost_table() in doc
