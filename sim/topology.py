@@ -827,6 +827,13 @@ class RouteSet:
         self._paths = [[_trace(topology, self.next_hops, s, d) for d in range(n)]
                        for s in range(n)]
         self._tables = [_table(address_map, hops, x) for x, hops in enumerate(self.next_hops)]
+        for x, table in enumerate(self._tables):      # the merged entries say the same
+            for d in range(n):
+                base, size = address_map.region(d)
+                want = _port_number(self.next_hops[x][d])
+                if not match_route(table, base) == match_route(table, base + size - 1) == want:
+                    raise AssertionError(f"node {x}: table entries disagree with the next hop "
+                                         f"for node {d}")
         self._cycle = False                  # not computed yet
 
     @classmethod
