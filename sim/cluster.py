@@ -114,6 +114,12 @@ class Cluster:
     above_4g : bool
         Put each node's host memory above 4 GiB (writes leave port N with 4-DW headers, as in
         the papers' system) or below (N rewrites them to 3-DW headers).
+    routes : str or RouteSet
+        Routing policy of every chip (``"shortest"``, ``"safe"``: deadlock-free, see
+        :class:`~peach2.sim.topology.RouteSet`) or a route set of this topology and map.
+    hardip_pipeline_ns : float
+        Latency of every N hard-IP model's RX and TX path (:mod:`peach2.sim.calibration`);
+        the HDL cables take theirs from :class:`~peach2.sim.cluster_top.ClusterTop`.
     hdl_cables : bool
         ``dut`` is a :class:`~peach2.sim.cluster_top.ClusterTop` (its ``cluster_tb`` wrapper):
         the cables and the clock are in HDL, only the N ports have Python models, and those
@@ -131,7 +137,10 @@ class Cluster:
     """
 
     def __init__(self, dut, topology, address_map, *, prefixes=None, seed=0, mps=256,
-                 dirty=True, port_delay_ns=None, above_4g=True, hdl_cables=False):
+                 dirty=True, port_delay_ns=None, above_4g=True, hdl_cables=False,
+                 routes="shortest", hardip_pipeline_ns=0.0):
+        self.routes = routes
+        self.hardip_pipeline_ns = hardip_pipeline_ns
         n = topology.n_nodes
         self.above_4g = above_4g
         self.dut = dut
@@ -153,7 +162,8 @@ class Cluster:
             self.chips.append(Chip(dut, prefixes[i], seed=seed + 16 * i, mps=mps, dirty=dirty,
                                    linked=ports, pass_to_link=self._passer(ports),
                                    ports=("n",) if hdl_cables else PORTS,
-                                   sleep_when_idle=hdl_cables))
+                                   sleep_when_idle=hdl_cables,
+                                   pipeline_ns=hardip_pipeline_ns))
         # Cable before simulation time advances (an unconnected SimPort fails at once).
         self.cables = []
         for a, pa, b, pb in plan:
@@ -223,7 +233,7 @@ class Cluster:
         self._memory = [chip.host.alloc(amap.host_size, above_4g=self.above_4g)
                         for chip in self.chips]
         await _all(drv.id_check() for drv in self.drivers)
-        await _all(drv.program(self.topology, amap, i, self._memory[i][0])
+        await _all(drv.program(self.topology, amap, i, self._memory[i][0], routes=self.routes)
                    for i, drv in enumerate(self.drivers))
 
     def set_pauses(self, rng, *, idle=0.2, backpressure=0.2):
@@ -278,6 +288,42 @@ class Cluster:
     async def clear_counters(self):
         """Zero every chip's counters."""
         await _all(drv.clear_counters() for drv in self.drivers)
+
+    def cable_stats(self):
+        """Return ``[(a, port_a, b, port_b, {stat: count})]`` of the HDL cables' counters
+        (``a2b_tlps``, ``b2a_tlps``, ``a2b_stall``, ``b2a_stall``; ``hdl_cables`` only)."""
+        out = []
+        for j, (a, pa, b, pb, _) in enumerate(self.cables):
+            stats = {k: int(getattr(self.dut, f"cable{j}_{k}").value)
+                     for k in ("a2b_tlps", "b2a_tlps", "a2b_stall", "b2a_stall")}
+            out.append((a, pa, b, pb, stats))
+        return out
+
+    async def wait_writes_or_stuck(self, want, *, window_ns=20_000, poll_ns=1_000):
+        """Wait until host ``n`` has received ``want[n]`` memory writes for every ``n``, or
+        until nothing moves for ``window_ns`` (no write arrives anywhere, no cable carries a
+        TLP).  Returns ``None`` when done, else the stuck links: ``["2.E -> 3.W", ...]``, every
+        cable direction that waited for credits through the whole window (``hdl_cables``)."""
+        def snapshot():
+            return ([len(a) for a in self.arrivals], self.cable_stats())
+        last, since = snapshot(), get_sim_time("ns")
+        while any(len(self.arrivals[n]) < w for n, w in enumerate(want)):
+            await ClockCycles(self.dut.clk, max(1, int(poll_ns // 4)))
+            now = snapshot()
+            moved = now[0] != last[0] or any(
+                s1[4][k] != s0[4][k] for s0, s1 in zip(last[1], now[1])
+                for k in ("a2b_tlps", "b2a_tlps"))
+            if moved:
+                last, since = now, get_sim_time("ns")
+            elif get_sim_time("ns") - since >= window_ns:
+                stuck = []
+                for (a, pa, b, pb, s0), (_, _, _, _, s1) in zip(last[1], now[1]):
+                    if s1["a2b_stall"] - s0["a2b_stall"] >= window_ns // 4 - poll_ns // 4:
+                        stuck.append(f"{a}.{pa} -> {b}.{pb}")
+                    if s1["b2a_stall"] - s0["b2a_stall"] >= window_ns // 4 - poll_ns // 4:
+                        stuck.append(f"{b}.{pb} -> {a}.{pa}")
+                return stuck
+        return None
 
     def check(self):
         """Assert no model or host of any node recorded a protocol violation."""

@@ -13,6 +13,11 @@ per (source, destination) pair, ``max_size`` of a store (bytes), ``idle``/``back
 probabilities of the host-side pauses (0 turns them off; with pauses the N models run every
 cycle), ``result_file`` (JSON with the run's figures).
 
+- ``farthest_one_way``: every host streams ``bytes`` of 4 KiB stores to the node farthest
+  from it going east (``(i + K // 2) % K`` on a ring), with the chips' route tables of policy
+  ``routes``; with ``expect`` = ``deadlock`` the traffic must stop (no write arrives and no
+  cable moves a TLP for ``window_ns``) and the stuck cable directions are named, with
+  ``expect`` = ``complete`` every byte must arrive (byte-exact).
 - ``all_to_all_pio``: every host stores into every node's host window (its own included) at
   once, random sizes 1 B .. ``max_size``, random offsets inside a slot of the window that is
   the source's alone (so only one path's ordering matters per byte); every byte of every host's
@@ -30,7 +35,7 @@ from cocotb.triggers import ClockCycles
 from cocotb.utils import get_sim_time
 
 from peach2.sim.cluster import Cluster, default_address_map, write_tlps
-from peach2.sim.driver import Topology, match_route
+from peach2.sim.topology import Topology, match_route
 
 PARAMS = json.loads(os.environ.get("PEACH2_PARAMS", "{}"))
 SEED = int(os.environ.get("PEACH2_SEED", "0"))
@@ -39,33 +44,18 @@ DROPS = ("UNROUTABLE", "WINDOW_CLOSED", "UNSUPPORTED", "READ_REJECTED", "MALFORM
 PORT_NAMES = "NEWS"
 
 
-def parse_topology(text):
-    """``ring:K``, ``line:K`` or ``2xK`` as a :class:`Topology`."""
-    if hasattr(Topology, "parse"):
-        return Topology.parse(text)
-    kind, _, k = text.partition(":")
-    if kind == "ring":
-        return Topology.ring(int(k))
-    if kind == "line":
-        k = int(k)
-        links = {(i, "E"): i + 1 for i in range(k - 1)}
-        links.update({(i + 1, "W"): i for i in range(k - 1)})
-        return Topology(k, links)
-    if text.startswith("2x"):
-        return Topology.double_ring(int(text[2:]))
-    raise ValueError(f"unknown topology {text!r}")
-
-
 class TB:
     """The HDL sub-cluster with a Python host per node."""
 
     def __init__(self, dut, *, seed=SEED, host_size=1 << 20):
         self.dut, self.seed = dut, seed
-        self.topology = parse_topology(PARAMS.get("topology", "ring:4"))
+        self.topology = Topology.parse(PARAMS.get("topology", "ring:4"))
         dut._log.info("seed %d, topology %s, %d nodes", seed, PARAMS.get("topology"),
                       self.topology.n_nodes)
         self.amap = default_address_map(self.topology.n_nodes, host_size=host_size)
-        self.cluster = Cluster(dut, self.topology, self.amap, seed=seed, hdl_cables=True)
+        self.cluster = Cluster(dut, self.topology, self.amap, seed=seed, hdl_cables=True,
+                               routes=PARAMS.get("routes", "safe"),
+                               hardip_pipeline_ns=PARAMS.get("pipeline_ns", 0.0))
         self.tables = None
 
     async def start(self):
@@ -171,3 +161,89 @@ async def all_to_all_pio(dut):
             json.dump({"nodes": n, "tlps": n_tlps, "bytes": n_bytes, "sim_ns": sim_ns,
                        "wall_s": wall, "cycles_per_s": cycles / wall}, f)
     await ClockCycles(dut.clk, 10)
+
+
+@cocotb.test()
+async def farthest_one_way(dut):
+    """Everyone streams to the node K/2 ahead: shortest routes deadlock, safe routes finish."""
+    tb = TB(dut)
+    await tb.start()
+    cluster, amap, n = tb.cluster, tb.amap, tb.topology.n_nodes
+    rng = random.Random(SEED + 3)
+    total, chunk = PARAMS.get("bytes", 64 * 1024), 4096
+    slot = amap.host_size // n
+    want, shadow = [0] * n, {}
+    flows = {}
+    for src in range(n):
+        dst = (src + n // 2) % n
+        stores = [(src * slot + off, rng.randbytes(chunk)) for off in range(0, total, chunk)]
+        flows[src] = (dst, stores)
+        base, _ = amap.window(dst, "host")
+        want[dst] += sum(len(write_tlps(base + o, len(d), cluster.mps)) for o, d in stores)
+        for off, data in stores:
+            shadow[(dst, off)] = data
+
+    async def flow(src):
+        dst, stores = flows[src]
+        for off, data in stores:
+            await cluster.pio_write(src, dst, off, data)
+
+    for src in range(n):
+        cocotb.start_soon(flow(src))
+    t0 = get_sim_time("ns")
+    stuck = await cluster.wait_writes_or_stuck(want, window_ns=PARAMS.get("window_ns", 20_000))
+    elapsed = get_sim_time("ns") - t0
+    got = [len(a) for a in cluster.arrivals]
+    expect = PARAMS.get("expect", "complete")
+    if stuck is not None:
+        dut._log.info("%s routes: no progress for %d ns after %.0f ns; stuck cable directions: "
+                      "%s; writes received %s of %s", PARAMS.get("routes"),
+                      PARAMS.get("window_ns", 20_000), elapsed, stuck, got, want)
+        assert expect == "deadlock", f"traffic stopped, stuck at {stuck}; got {got} of {want}"
+        assert stuck, "no cable direction waited for credits through the window"
+        return
+    dut._log.info("%s routes: %d bytes per node delivered in %.0f ns", PARAMS.get("routes"),
+                  total, elapsed)
+    assert expect == "complete", f"expected a deadlock, but every write arrived ({got})"
+    for (dst, off), data in shadow.items():
+        assert bytes(cluster.memory(dst)[1][off:off + len(data)]) == data, (dst, hex(off))
+    cluster.check()
+
+
+@cocotb.test()
+async def pio_latency(dut):
+    """4-byte PIO store from host 0 to every other node of an idle cluster: time from the
+    store call to the data in the destination host's memory, against the hops it takes."""
+    tb = TB(dut)
+    await tb.start()
+    cluster, amap, n = tb.cluster, tb.amap, tb.topology.n_nodes
+    samples = []
+    for dst in range(1, n):
+        base, _ = amap.window(dst, "host")
+        hops = len(tb.path(0, base))
+        for k in range(PARAMS.get("samples", 3)):
+            before = len(cluster.arrivals[dst])
+            t0 = get_sim_time("ns")
+            await cluster.pio_write(0, dst, 0x100 + 8 * k, (dst * 16 + k).to_bytes(4, "little"))
+            await cluster.wait_writes(dst, before + 1)
+            samples.append((dst, hops, cluster.arrivals[dst][-1][0] - t0))
+            await ClockCycles(dut.clk, 50)
+    by_hops = {}
+    for _, hops, ns in samples:
+        by_hops.setdefault(hops, []).append(ns)
+    mean = {h: sum(v) / len(v) for h, v in sorted(by_hops.items())}
+    hs = sorted(mean)
+    slope = None
+    if len(hs) > 1:     # least-squares time per extra hop
+        mh, ml = sum(hs) / len(hs), sum(mean.values()) / len(hs)
+        slope = (sum((h - mh) * (mean[h] - ml) for h in hs)
+                 / sum((h - mh) ** 2 for h in hs))
+    dut._log.info("PIO latency by hops: %s; per extra hop %s ns",
+                  {h: round(v, 1) for h, v in mean.items()},
+                  None if slope is None else round(slope, 1))
+    if PARAMS.get("result_file"):
+        with open(PARAMS["result_file"], "w") as f:
+            json.dump({"topology": PARAMS.get("topology"), "by_hops": mean,
+                       "per_hop_ns": slope, "samples": samples,
+                       "pipeline_ns": cluster.hardip_pipeline_ns}, f, indent=1)
+    cluster.check()

@@ -8,23 +8,26 @@ from pathlib import Path
 
 import pytest
 
+from peach2.sim.calibration import HARDIP_PIPELINE_NS, pipeline_cycles
 from peach2.sim.cluster import cable_plan
 from peach2.sim.cluster_top import ClusterTop
 from peach2.sim.runner import run_cocotb
+from peach2.sim.topology import Topology
 
 HERE = Path(__file__).parent
 
 
-def topology_of(text):
-    from cluster_tb import parse_topology    # noqa: the cocotb module's own parser
-    return parse_topology(text)
+def run(name, topology, testcase=None, seed=61, chip=None, cable=None,
+        pipeline_ns=HARDIP_PIPELINE_NS, **params):
+    """Build the HDL cluster of ``topology`` and run ``cluster_tb`` (all tests or one).
 
-
-def run(name, topology, testcase=None, seed=61, chip=None, cable=None, **params):
-    """Build the HDL cluster of ``topology`` and run ``cluster_tb`` (all tests or one)."""
-    import sys
-    sys.path.insert(0, str(HERE))
-    topo = topology_of(topology)
+    ``pipeline_ns`` is every hard IP's RX and TX latency: the N models' and the cables'
+    (default: the calibrated value).
+    """
+    topo = Topology.parse(topology)
+    cycles = pipeline_cycles(pipeline_ns)
+    cable = {"tx_pipeline": cycles, "rx_pipeline": cycles, **(cable or {})}
+    params["pipeline_ns"] = pipeline_ns
     top = ClusterTop(topo.n_nodes, cable_plan(topo), chip=chip, cable=cable)
     return run_cocotb(component=top, toplevel="cluster", test_module="cluster_tb", name=name,
                       test_dir=HERE, testcase=testcase, params={"topology": topology, **params},
@@ -39,3 +42,20 @@ def test_ring4_all_to_all():
 def test_double_ring_2x4_all_to_all():
     """2x4 double ring (8 nodes): all to all, random sizes up to 4 KiB, no host pauses."""
     run("cluster-2x4", "2x4", "all_to_all_pio", seed=62, stores=2)
+
+
+SMALL_CREDITS = {"rx_credits": (4, 32, 4, 4), "cpl_buffer": (4, 32)}
+
+
+def test_ring4_shortest_routes_deadlock():
+    """Ring of 4, small cable credits, everyone streams two hops east: shortest-path routes
+    (all east) make a cycle of channel dependencies and the ring stops; the stuck links are
+    named."""
+    run("cluster-ring4-deadlock", "ring:4", "farthest_one_way", seed=63, cable=SMALL_CREDITS,
+        routes="shortest", expect="deadlock", bytes=64 * 1024)
+
+
+def test_ring4_safe_routes_finish():
+    """The same traffic on the deadlock-free routes of ``peach2 routes`` arrives byte-exact."""
+    run("cluster-ring4-safe", "ring:4", "farthest_one_way", seed=63, cable=SMALL_CREDITS,
+        routes="safe", expect="complete", bytes=64 * 1024)
