@@ -31,7 +31,7 @@ CYCLE_NS = 4.0
 
 #: Fitted latency of one hard-IP crossing (one direction), ns: see the module docstring and
 #: docs/cluster.md for the run that fitted it.
-HARDIP_PIPELINE_NS = 0.0
+HARDIP_PIPELINE_NS = 156.0
 
 
 def pipeline_cycles(ns=HARDIP_PIPELINE_NS):

@@ -150,17 +150,21 @@ class ClusterTop(wiring.Component):
         build_dir = Path(build_dir)
         chip = emit_verilog(self._chip, "peach2", build_dir / f"peach2-{simulator}.v",
                             simulator=simulator)
-        cable = emit_verilog(self._cable, "peach2_cable", build_dir / f"cable-{simulator}.v",
-                             simulator=simulator)
+        sources = [chip]
+        if self.plan:
+            sources.append(emit_verilog(self._cable, "peach2_cable",
+                                        build_dir / f"cable-{simulator}.v", simulator=simulator))
+        else:
+            self._cable._MustUse__silence = True
         wrapper = build_dir / "cluster_tb.v"
         text = self._wrapper_text()
         if not wrapper.exists() or wrapper.read_text() != text:
             wrapper.write_text(text)
-        sources = [chip, cable, wrapper]
+        sources.append(wrapper)
         if simulator == "verilator":
             vlt = build_dir / "hier.vlt"
             vlt.write_text('`verilator_config\nhier_block -module "peach2"\n'
-                           'hier_block -module "peach2_cable"\n')
+                           + ('hier_block -module "peach2_cable"\n' if self.plan else ""))
             sources.append(vlt)
         return sources
 

@@ -1,0 +1,212 @@
+"""Sub-cluster figures: simulation speed, build time, calibrated PIO latency per hop.
+
+    python tb/cluster/bench_cluster.py [--only speed,build,latency] [--icarus-nodes 1,4]
+
+Measures on the HDL sub-cluster (``peach2.sim.cluster_top``, hosts in Python):
+
+- ``speed``: cycles per wall second for 1, 4, 8 and 16 chips (single, ring:4, 2x4, 2x8), idle
+  (no host enumerated, nothing but the HDL) and under all-to-all PIO traffic, on Verilator and
+  on Icarus (Icarus only for ``--icarus-nodes``: at 16 chips it runs ~13 cycles/s);
+- ``build``: build time of the 16-chip (2x8) top on Verilator, cold (build folder removed, chip
+  netlist cached) and cached;
+- ``latency``: 4-byte PIO store latency from host 0 to every node of the 2x8 with the
+  calibrated hard-IP pipeline (``peach2.sim.calibration``), by hop count, and the time per
+  extra hop, beside 002's 782 ns and 000's 0.3-0.4 us.
+
+Results go to ``docs/results/cluster.json`` (with the command, commit and date) and the
+"Sub-cluster" section of ``docs/benchmarks.md`` is rewritten from them (between its markers);
+``--doc-only`` rewrites the section from the saved results.  Points print as they finish.
+"""
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+RESULTS = ROOT / "docs" / "results" / "cluster.json"
+DOC = ROOT / "docs" / "benchmarks.md"
+BEGIN, END = "<!-- cluster:begin -->", "<!-- cluster:end -->"
+TOPOLOGY = {1: "single", 4: "ring:4", 8: "2x4", 16: "2x8"}
+SECTIONS = ("speed", "build", "latency")
+
+
+def _nodes(text):
+    out = [int(x) for x in text.split(",") if x]
+    bad = [n for n in out if n not in TOPOLOGY]
+    if bad:
+        raise argparse.ArgumentTypeError(f"node counts must be among {sorted(TOPOLOGY)}, "
+                                         f"not {bad}")
+    return out
+
+
+def _sections(text):
+    out = [x for x in text.split(",") if x]
+    bad = [x for x in out if x not in SECTIONS]
+    if bad:
+        raise argparse.ArgumentTypeError(f"sections are {', '.join(SECTIONS)}, not {bad}")
+    return out
+
+
+def _run(name, topology, testcase, simulator, **params):
+    from test_cluster import run
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
+        out = Path(f.name)
+    t0 = time.perf_counter()
+    from peach2.sim import runner
+    import os
+    os.environ.pop(runner.SIM_ENV, None)
+    if simulator == "icarus":
+        os.environ[runner.SIM_ENV] = "icarus"
+    try:
+        run(name, topology, testcase, result_file=str(out), **params)
+    finally:
+        os.environ.pop(runner.SIM_ENV, None)
+    result = json.loads(out.read_text())
+    result["total_s"] = time.perf_counter() - t0
+    out.unlink()
+    return result
+
+
+def speed(icarus_nodes, results):
+    rows = results.setdefault("speed", [])
+    for simulator, counts in (("verilator", list(TOPOLOGY)), ("icarus", icarus_nodes)):
+        for n in counts:
+            topo = TOPOLOGY[n]
+            idle = _run(f"bench-speed-{simulator}-{n}", topo, "idle_speed", simulator,
+                        cycles=20_000 if simulator == "verilator" else 2_000)
+            busy = _run(f"bench-speed-{simulator}-{n}", topo, "all_to_all_pio", simulator,
+                        stores=2 if n > 4 else 4, max_size=1024)
+            row = {"simulator": simulator, "nodes": n, "topology": topo,
+                   "idle_cycles_per_s": idle["cycles_per_s"],
+                   "busy_cycles_per_s": busy["cycles_per_s"], "busy_tlps": busy["tlps"]}
+            rows[:] = [r for r in rows if (r["simulator"], r["nodes"]) != (simulator, n)]
+            rows.append(row)
+            print(f"speed {simulator} {n:2d} chips: idle {row['idle_cycles_per_s']:8.0f}, "
+                  f"all-to-all {row['busy_cycles_per_s']:8.0f} cycles/s", flush=True)
+
+
+def build(results):
+    from peach2.sim import verilator
+    from peach2.sim.calibration import pipeline_cycles
+    from peach2.sim.cluster import cable_plan
+    from peach2.sim.cluster_top import ClusterTop
+    from peach2.sim.runner import emit_verilog
+    from peach2.sim.topology import Topology
+    topo = Topology.parse("2x8")
+    cycles = pipeline_cycles()
+    top = ClusterTop(16, cable_plan(topo), cable={"tx_pipeline": cycles, "rx_pipeline": cycles})
+    folder = ROOT / "sim_build" / "bench-build-2x8"
+    t0 = time.perf_counter()
+    sources = [emit_verilog(top, "cluster", folder / "cluster-vl.v", simulator="verilator"),
+               *top.extra_sources(folder, "verilator")]
+    emit_s = time.perf_counter() - t0
+    root = ROOT / "sim_build" / "bench-build-cache"
+    shutil.rmtree(root, ignore_errors=True)
+    times = []
+    for _ in range(2):                  # cold, then cached
+        t0 = time.perf_counter()
+        verilator.build(sources=sources, toplevel=top.sim_toplevel,
+                        build_args=top.verilator_args, root=root)
+        times.append(time.perf_counter() - t0)
+    results["build"] = {"topology": "2x8", "emit_s": emit_s, "cold_s": times[0],
+                        "cached_s": times[1]}
+    print(f"build 2x8: Verilog {emit_s:.1f} s, Verilator cold {times[0]:.0f} s, cached "
+          f"{times[1]:.2f} s", flush=True)
+
+
+def latency(results):
+    res = _run("bench-latency-2x8", "2x8", "pio_latency", "verilator", samples=3)
+    results["latency"] = {"topology": "2x8", "by_hops": res["by_hops"],
+                          "per_hop_ns": res["per_hop_ns"], "pipeline_ns": res["pipeline_ns"]}
+    print(f"latency 2x8: {res['by_hops']} ns by hops, {res['per_hop_ns']:.0f} ns per extra hop",
+          flush=True)
+
+
+def section(results):
+    from peach2.sim.calibration import PER_HOP_NS, PIO_NEIGHBOUR_NS
+    run = results.get("run", {})
+    lines = [BEGIN, "## Sub-cluster: simulation speed, build time, PIO latency per hop", "",
+             f"Produced by `{run.get('command', 'python tb/cluster/bench_cluster.py')}`"
+             + (f" at {run['commit']} on {run['date']}" if run.get("commit") else "")
+             + " (2-core machine). The HDL sub-cluster of `peach2.sim.cluster_top`: chips and "
+             "cables in HDL, a Python host (root complex + N hard-IP model) per node. See "
+             "[cluster](cluster.md).", ""]
+    if results.get("speed"):
+        lines += ["| simulator | chips | topology | idle cycles/s | all-to-all cycles/s |",
+                  "| --- | ---: | --- | ---: | ---: |"]
+        for r in sorted(results["speed"], key=lambda r: (r["simulator"] != "verilator",
+                                                          r["nodes"])):
+            lines.append(f"| {r['simulator']} | {r['nodes']} | {r['topology']} | "
+                         f"{r['idle_cycles_per_s']:.0f} | {r['busy_cycles_per_s']:.0f} |")
+        lines += ["", "Idle: reset, then the clock alone (no host enumerated). All-to-all: every "
+                  "host stores into every node at once (1 B .. 1 KiB stores), from the first "
+                  "store to the last arrival, byte-exact.", ""]
+    if results.get("build"):
+        b = results["build"]
+        lines += [f"Build of the 16-chip (2x8) top on Verilator: {b['cold_s']:.0f} s cold "
+                  f"(chip netlist from the cache; {b['emit_s']:.0f} s to write the Verilog), "
+                  f"{b['cached_s']:.1f} s cached.", ""]
+    if results.get("latency"):
+        lat = results["latency"]
+        lines += [f"4-byte PIO store from host 0 to each node of the 2x8, calibrated hard-IP "
+                  f"pipeline {lat['pipeline_ns']:.0f} ns per crossing "
+                  f"(`peach2.sim.calibration`):", "",
+                  "| hops | latency (ns) | paper |", "| ---: | ---: | --- |"]
+        for h, ns in sorted(lat["by_hops"].items(), key=lambda kv: int(kv[0])):
+            paper = f"{PIO_NEIGHBOUR_NS:.0f} ns (002 section 4.2)" if int(h) == 1 else ""
+            lines.append(f"| {h} | {ns:.0f} | {paper} |")
+        lines += ["", f"Time per extra hop: {lat['per_hop_ns']:.0f} ns (least squares over the "
+                  f"hop counts); 000 section 5.4: {PER_HOP_NS[0]:.0f}-{PER_HOP_NS[1]:.0f} ns.",
+                  ""]
+    lines.append(END)
+    return "\n".join(lines) + "\n"
+
+
+def write_section(results):
+    text = DOC.read_text() if DOC.exists() else "# Benchmarks\n"
+    block = section(results)
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        text = head + block.rstrip("\n") + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block
+    DOC.write_text(text)
+    print(f"wrote the sub-cluster section of {DOC.relative_to(ROOT)}")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", type=_sections, default=list(SECTIONS),
+                        help=f"comma-separated sections to measure ({', '.join(SECTIONS)}); "
+                             "the others keep their saved results")
+    parser.add_argument("--icarus-nodes", type=_nodes, default=[1, 4],
+                        help="chip counts (1, 4, 8, 16) to measure on Icarus too (default 1,4)")
+    parser.add_argument("--doc-only", action="store_true",
+                        help="rewrite the document's section from docs/results/cluster.json")
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(HERE))
+    results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    if not args.doc_only:
+        for name in args.only:
+            {"speed": lambda: speed(args.icarus_nodes, results), "build": lambda: build(results),
+             "latency": lambda: latency(results)}[name]()
+            commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                                    capture_output=True, text=True).stdout.strip()
+            results["run"] = {"command": "python tb/cluster/bench_cluster.py "
+                              + " ".join(argv if argv is not None else sys.argv[1:]),
+                              "commit": commit, "date": time.strftime("%Y-%m-%d")}
+            RESULTS.parent.mkdir(parents=True, exist_ok=True)
+            RESULTS.write_text(json.dumps(results, indent=1) + "\n")
+    elif not results:
+        parser.error(f"no saved results in {RESULTS.relative_to(ROOT)}: run a measurement first")
+    write_section(results)
+
+
+if __name__ == "__main__":
+    main()
