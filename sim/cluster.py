@@ -273,6 +273,20 @@ class Cluster:
                                      f"writes, expected {count}, within {timeout_ns} ns")
             await ClockCycles(clk, 8)
 
+    def bytes_received(self, node):
+        """Bytes host ``node`` has received in memory writes (byte enables counted)."""
+        return sum(_write_bytes(t) for _, t in self.arrivals[node])
+
+    async def wait_bytes(self, node, count, timeout_ns=200_000):
+        """Wait until host ``node`` has received ``count`` bytes in memory writes in all
+        (independent of how the writes were split)."""
+        start = get_sim_time("ns")
+        while self.bytes_received(node) < count:
+            if get_sim_time("ns") - start > timeout_ns:
+                raise AssertionError(f"host {node} received {self.bytes_received(node)} bytes, "
+                                     f"expected {count}, within {timeout_ns} ns")
+            await ClockCycles(self.dut.clk, 8)
+
     async def quiet(self, cycles=100):
         """Wait until no model holds a TLP for its chip or its link, then ``cycles`` more."""
         for chip in self.chips:
@@ -329,6 +343,15 @@ class Cluster:
         """Assert no model or host of any node recorded a protocol violation."""
         for chip in self.chips:
             chip.check()
+
+
+def _write_bytes(tlp):
+    """Bytes a memory write TLP writes: its DWs less the bytes its byte enables leave out."""
+    n = 4 * tlp.length
+    first, last = tlp.first_be, tlp.last_be if tlp.length > 1 else tlp.first_be
+    n -= (first & -first).bit_length() - 1          # leading disabled bytes of the first DW
+    n -= 4 - last.bit_length()                      # trailing disabled bytes of the last DW
+    return n
 
 
 async def _all(coros):

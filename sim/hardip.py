@@ -663,7 +663,12 @@ class HardIP(Device):
         edge = RisingEdge(self._clk)
         tx_valid, rx_ready = self._tx_valid, self._rx_ready
         r2 = r1 = r0 = 0  # our tx_st_ready in cycles t-2, t-1, t
-        rx_ready_d = 0     # rx_st_ready in cycle t-1
+        rx_ready_d = rx_ready_dd = 0     # rx_st_ready as read at the last two edges
+        # Icarus shows an edge's callbacks the values from before the edge: the beat read at
+        # the edge that starts cycle t+1 is cycle t's.  Verilator shows the values after it:
+        # the beat read there is cycle t+1's, so the ready two cycles before it is one write
+        # closer (r1), and the rx_st_ready read one edge earlier is already cycle t's.
+        post = self._edge_shows_update
         cred_wait = 0
         resume = False     # woken by tx_st_valid where edges show updated values (below)
         woke_at = None
@@ -680,16 +685,17 @@ class HardIP(Device):
                 self._rx_idx = 0  # a packet cut by reset starts again
                 self._o_tx_ready.set(0)
                 self._o_rx_valid.set(0)
-                r2 = r1 = r0 = rx_ready_d = 0
+                r2 = r1 = r0 = rx_ready_d = rx_ready_dd = 0
                 continue
 
             # TX: check cycle t, then choose tx_st_ready for cycle t+1
+            ready_then = r1 if post else r2        # tx_st_ready two cycles before the beat
             if bit_value(tx_valid):
-                if not r2:
+                if not ready_then:
                     self._violate("tx-ready-latency",
                                   "tx_st_valid=1 but tx_st_ready was 0 two cycles earlier")
                 self._tx_beat()
-            elif self._tx_pkt is not None and r2:
+            elif self._tx_pkt is not None and ready_then:
                 self._violate("tx-valid-gap", "tx_st_valid=0 inside a packet (started at cycle "
                               f"{self._tx_pkt.start}) although tx_st_ready was 1 two cycles "
                               "earlier")
@@ -702,7 +708,8 @@ class HardIP(Device):
             r2, r1, r0 = r1, r0, r
 
             # RX: a beat may go out in cycle t+1 only if rx_st_ready was 1 in cycle t-1
-            allowed, rx_ready_d = rx_ready_d, bit_value(rx_ready)
+            allowed = rx_ready_dd if post else rx_ready_d
+            rx_ready_dd, rx_ready_d = rx_ready_d, bit_value(rx_ready)
             self._rx_step(allowed)
 
             if self._o_tx_cred.sig is not None:
@@ -713,7 +720,7 @@ class HardIP(Device):
 
             if self.sleep_when_idle and r2 and r1 and r0 and self._idle(tx_valid):
                 await self._sleep(tx_valid)
-                rx_ready_d = 0
+                rx_ready_d = rx_ready_dd = 0
                 # Verilator shows a rising edge's register updates to the edge's callbacks
                 # (Icarus shows the values from before it): there the beat that woke the model
                 # is this edge's beat, to be taken now, not at the next edge; that edge's own

@@ -20,9 +20,11 @@ cycle), ``result_file`` (JSON with the run's figures).
   ``expect`` = ``complete`` every byte must arrive (byte-exact).
 - ``all_to_all_pio``: every host stores into every node's host window (its own included) at
   once, random sizes 1 B .. ``max_size``, random offsets inside a slot of the window that is
-  the source's alone (so only one path's ordering matters per byte); every byte of every host's
-  memory is compared with a model, and every chip's counters with the TLPs each path carries
-  (paths followed through the route tables read back from the chips).
+  the source's alone (so only one path's ordering matters per byte); with ``dma``, every
+  node's DMA channel 0 meanwhile runs a chain with a descriptor to every node (into another
+  slot of the source's, from its host memory, writes as ``dma_model`` splits them); every
+  byte of every host's memory is compared with a model, and every chip's counters with the
+  TLPs each path carries (paths followed through the route tables read back from the chips).
 """
 
 import json
@@ -34,7 +36,9 @@ import cocotb
 from cocotb.triggers import ClockCycles, Timer
 from cocotb.utils import get_sim_time
 
+from peach2.sim import dma_model
 from peach2.sim.cluster import Cluster, default_address_map, write_tlps
+from peach2.sim.dma import Chain
 from peach2.sim.topology import Topology, match_route
 
 PARAMS = json.loads(os.environ.get("PEACH2_PARAMS", "{}"))
@@ -82,22 +86,53 @@ class TB:
         raise AssertionError(f"routes from node {src} to {address:#x} loop: {hops}")
 
 
+async def dma_chains(tb, rng, slot, max_size, shadow, tlps, nbytes):
+    """Set up one chain per node on channel 0: a descriptor to every node (its own included)
+    of 1 .. ``max_size`` bytes from the node's source buffer into the destination's window at
+    the source's DMA slot; update ``shadow``, ``tlps`` (the writes of ``dma_model``) and
+    ``nbytes``."""
+    cluster, amap, n = tb.cluster, tb.amap, tb.topology.n_nodes
+    chains = []
+    for src in range(n):
+        host, drv = cluster.chips[src].host, cluster.drivers[src]
+        drv.memory = host.rc.mem_address_space
+        buf, region = host.alloc(n * max_size)
+        desc, _ = host.alloc(32 * n)
+        data = rng.randbytes(n * max_size)
+        region[0:len(data)] = data
+        await drv.dma_config(mps=cluster.mps, mrrs=512, ext_tags=True)
+        chain = Chain(0, desc)
+        for dst in range(n):
+            size = rng.randint(1, max_size)
+            off = (n + src) * slot + rng.randrange(slot - size + 1)
+            base, _ = amap.window(dst, "host")
+            chain.memcpy(buf + dst * max_size, base + off, size)
+            shadow[dst][off:off + size] = data[dst * max_size:dst * max_size + size]
+            nbytes[(src, dst)] += size
+            tlps[(src, dst)] += [a for a, _ in dma_model.write_tlps(base + off, size,
+                                                                    cluster.mps)]
+        chains.append(chain)
+    return chains
+
+
 @cocotb.test()
 async def all_to_all_pio(dut):
-    """Every host stores into every node at once; memories byte-exact, counters per path."""
+    """Every host stores into every node at once (and with ``dma`` every node's DMA writes
+    to every node meanwhile); memories byte-exact, counters per path."""
     tb = TB(dut)
     await tb.start()
     cluster, amap, n = tb.cluster, tb.amap, tb.topology.n_nodes
     rng = random.Random(SEED + 2)
-    slot = amap.host_size // n
+    slot = amap.host_size // (2 * n)        # PIO slots 0..n-1, DMA slots n..2n-1
     max_size = min(PARAMS.get("max_size", 4096), slot)
-    shadow = []
+    shadow, noises = [], []
     for node in range(n):
         _, region = cluster.memory(node)
         noise = rng.randbytes(amap.host_size)
         region[0:amap.host_size] = noise
         shadow.append(bytearray(noise))
-    flows, tlps = {}, {}
+        noises.append(noise)
+    flows, tlps, nbytes = {}, {}, {}
     for src in range(n):
         for dst in range(n):
             stores = []
@@ -107,34 +142,46 @@ async def all_to_all_pio(dut):
                 stores.append((off, rng.randbytes(size)))
                 shadow[dst][off:off + size] = stores[-1][1]
             flows[(src, dst)] = stores
+            nbytes[(src, dst)] = sum(len(d) for _, d in stores)
             base, _ = amap.window(dst, "host")
             tlps[(src, dst)] = [a for off, d in stores
                                 for a, _ in write_tlps(base + off, len(d), cluster.mps)]
+
+    chains = await dma_chains(tb, rng, slot, max_size, shadow, tlps, nbytes) \
+        if PARAMS.get("dma") else []
 
     async def flow(src, dst):
         for off, data in flows[(src, dst)]:
             await cluster.pio_write(src, dst, off, data)
 
+    async def dma(chain, drv):
+        await drv.dma_run(chain, pause=lambda: ClockCycles(dut.clk, 64))
+
     t0, wall = get_sim_time("ns"), time.perf_counter()
-    for task in [cocotb.start_soon(flow(s, d)) for s, d in flows]:
+    tasks = [cocotb.start_soon(flow(s, d)) for s, d in flows]
+    tasks += [cocotb.start_soon(dma(c, cluster.drivers[i])) for i, c in enumerate(chains)]
+    for task in tasks:
         await task
     for dst in range(n):
-        want = sum(len(t) for (_, d), t in tlps.items() if d == dst)
-        await cluster.wait_writes(dst, want, timeout_ns=2_000_000)
+        await cluster.wait_bytes(dst, sum(b for (_, d), b in nbytes.items() if d == dst),
+                                 timeout_ns=2_000_000)
     sim_ns, wall = get_sim_time("ns") - t0, time.perf_counter() - wall
     await cluster.quiet()
     for node in range(n):
         got = bytes(cluster.memory(node)[1][0:amap.host_size])
         if got != bytes(shadow[node]):
             bad = [i for i in range(amap.host_size) if got[i] != shadow[node][i]]
-            raise AssertionError(f"host {node} memory differs at {len(bad)} bytes, first at "
-                                 f"offsets {[hex(b) for b in bad[:8]]}")
+            unwritten = sum(got[i] == noises[node][i] for i in bad)
+            raise AssertionError(f"host {node} memory differs at {len(bad)} bytes ({unwritten} "
+                                 f"of them never written), from offset {bad[0]:#x} to "
+                                 f"{bad[-1]:#x}, first at {[hex(b) for b in bad[:8]]}")
     n_bytes = sum(len(d) for stores in flows.values() for _, d in stores)
     n_tlps = sum(map(len, tlps.values()))
     cycles = sim_ns / 4
-    dut._log.info("%d nodes: %d stores, %d bytes, %d TLPs byte-exact in %.0f ns simulated, "
-                  "%.1f s wall: %.0f cycles/s", n, sum(map(len, flows.values())), n_bytes,
-                  n_tlps, sim_ns, wall, cycles / wall)
+    dut._log.info("%d nodes: %d stores, %d DMA descriptors, %d bytes, %d TLPs byte-exact in "
+                  "%.0f ns simulated, %.1f s wall: %.0f cycles/s", n,
+                  sum(map(len, flows.values())), sum(map(len, chains)),
+                  n_bytes + sum(c.bytes for c in chains), n_tlps, sim_ns, wall, cycles / wall)
 
     tx = {(i, p): 0 for i in range(n) for p in PORT_NAMES}
     rx = dict(tx)
@@ -146,16 +193,22 @@ async def all_to_all_pio(dut):
                 tx[(node, out)] += 1
                 rx[(nb, inp)] += 1
     counts = await cluster.counters()
+    arrived = sum(map(len, cluster.arrivals))
+    dut._log.info("%d memory writes arrived, %d predicted (PIO: root complex split; DMA: "
+                  "dma_model.write_tlps)", arrived, n_tlps)
     for node in range(n):
         for p in PORT_NAMES:
             c = counts[node][p]
             for reason in DROPS:
                 assert c[reason] == 0, f"chip {node} port {p}: {reason} = {c[reason]}"
-            if p == "N":        # plus the host's register traffic
+            if p == "N":        # plus the host's register traffic and the DMA's reads
                 assert c["RX_TLPS"] >= rx[(node, p)] and c["TX_TLPS"] >= tx[(node, p)], c
-            else:
+            elif not chains:    # exact per path; DMA writes are counted only end to end
                 assert (c["RX_TLPS"], c["TX_TLPS"]) == (rx[(node, p)], tx[(node, p)]), \
                     (node, p, c, rx[(node, p)], tx[(node, p)])
+    for a, pa, b, pb, _ in cluster.cables:
+        assert counts[a][pa]["TX_TLPS"] == counts[b][pb]["RX_TLPS"], (a, pa, b, pb)
+        assert counts[b][pb]["TX_TLPS"] == counts[a][pa]["RX_TLPS"], (a, pa, b, pb)
     cluster.check()
     if PARAMS.get("result_file"):
         with open(PARAMS["result_file"], "w") as f:

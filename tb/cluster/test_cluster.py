@@ -42,13 +42,17 @@ def run(name, topology, testcase=None, seed=61, chip=None, cable=TEST_CABLE,
 
 
 def test_ring4_all_to_all():
-    """Ring of 4: every host stores into every node, random sizes up to 4 KiB, host pauses."""
-    run("cluster-ring4", "ring:4", "all_to_all_pio", stores=4)
+    """Ring of 4: every host stores into every node and every node's DMA writes to every node,
+    random sizes up to 4 KiB, seeded host pauses."""
+    run("cluster-ring4", "ring:4", "all_to_all_pio", stores=4, dma=True, idle=0.1,
+        backpressure=0.1)
 
 
 def test_double_ring_2x4_all_to_all():
-    """2x4 double ring (8 nodes): all to all, random sizes up to 4 KiB, host pauses."""
-    run("cluster-2x4", "2x4", "all_to_all_pio", seed=62, stores=2, idle=0.1, backpressure=0.1)
+    """2x4 double ring (8 nodes): all-to-all PIO and DMA, random sizes up to 4 KiB, host
+    pauses."""
+    run("cluster-2x4", "2x4", "all_to_all_pio", seed=62, stores=2, dma=True, idle=0.1,
+        backpressure=0.1)
 
 
 def test_double_ring_2x8_all_to_all():
