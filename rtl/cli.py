@@ -160,14 +160,19 @@ def _regmap(args):
     regmap = _regmap_for(args)
     text = {"md": regmap.to_markdown, "c": regmap.to_c_header, "json": regmap.to_json}[
         args.format]()
-    if args.output is None:
+    _emit(text, args.output)
+    return 0
+
+
+def _emit(text, output, note=None):
+    """Write ``text`` to standard output, or to the file ``output`` saying so on ``note``."""
+    if output is None:
         sys.stdout.write(text)
     else:
-        path = Path(args.output)
+        path = Path(output)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-        print(f"wrote {path}")
-    return 0
+        print(f"wrote {path}", file=note or sys.stdout)
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -279,13 +284,7 @@ def _routes(args):
         text = rs.to_c_header(nodes)
     else:
         text = rs.to_markdown(nodes, others)
-    if args.output is None:
-        sys.stdout.write(text)
-    else:
-        path = Path(args.output)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        print(f"wrote {path}", file=sys.stderr)
+    _emit(text, args.output, sys.stderr)
     st = rs.stats()
     print(f"{args.topology.label}, {rs.policy} routing: max {st['max_hops']} hops, mean "
           f"{st['mean_hops']:.3f}, at most {st['max_entries']} of {args.routes} entries per "
