@@ -222,7 +222,7 @@ def _tca_base(text):
 
 
 def _topology(text):
-    from .sim.topology import Topology
+    from .sim.cluster_layout import Topology
     try:
         return Topology.parse(text)
     except ValueError as error:
@@ -259,7 +259,10 @@ def _check_routes_args(parser, args):
 
 
 def _routes(args):
-    from .sim.topology import POLICIES, RouteSet, RouteTableFull, default_address_map
+    from .sim.cluster_layout import default_address_map
+    from .sim.route_search import POLICIES
+    from .sim.route_tables import RouteTableFull
+    from .sim.routes import RouteSet
 
     amap = default_address_map(tca_base=args.tca_base, node_size=args.node_size,
                                host_size=args.host_size)

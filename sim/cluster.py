@@ -116,7 +116,7 @@ class Cluster:
         the papers' system) or below (N rewrites them to 3-DW headers).
     routes : str or RouteSet
         Routing policy of every chip (``"shortest"``, ``"safe"``: deadlock-free, see
-        :class:`~peach2.sim.topology.RouteSet`) or a route set of this topology and map.
+        :class:`~peach2.sim.routes.RouteSet`) or a route set of this topology and map.
     hardip_pipeline_ns : float
         Latency of every N hard-IP model's RX and TX path (:mod:`peach2.sim.calibration`);
         the HDL cables take theirs from :class:`~peach2.sim.cluster_top.ClusterTop`.

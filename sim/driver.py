@@ -16,7 +16,8 @@ and for users scripting a simulation:
   2xK double ring); :class:`AddressMap` places every node's region and its host/GPU windows in the
   shared TCA address space; :func:`routes_for` turns both into one node's route table, and a
   :class:`RouteSet` holds every node's table with its deadlock check (``safe`` routing).  These
-  live in :mod:`peach2.sim.topology` and are re-exported here;
+  live in :mod:`peach2.sim.cluster_layout`, :mod:`peach2.sim.route_tables` and
+  :mod:`peach2.sim.routes` (all gathered in :mod:`peach2.sim.topology`) and are re-exported here;
   :meth:`Driver.program_routes` writes one node's part of a route set (``peach2 routes
   --format json`` writes one to a file).
 
@@ -49,10 +50,11 @@ Example
 
 from peach2.csr.regmap import N_DMA_CHANNELS, N_DMA_SLOTS, REGMAP, VERSION_MAJOR, Access, DmaError
 
-from .topology import (  # noqa: F401  (re-exported: the driver model's public names)
-    _MASK64, LINK_PORTS, PORT_NAMES, AddressMap, RouteSet, RouteTableFull, RoutingError, Topology,
-    _port_number, _printer, _u64, match_route, routes_for,
+from .cluster_layout import (  # noqa: F401  (re-exported: the driver model's public names)
+    _MASK64, LINK_PORTS, PORT_NAMES, AddressMap, Topology, _port_number, _u64,
 )
+from .route_tables import RouteTableFull, RoutingError, match_route, routes_for  # noqa: F401
+from .routes import RouteSet
 
 __all__ = ["Driver", "DriverError", "DmaFault", "Topology", "AddressMap", "RouteTableFull",
            "RouteSet", "RoutingError", "routes_for", "match_route"]

@@ -14,12 +14,14 @@ sys.path.insert(0, str(Path(__file__).parent / "csr"))
 from test_driver import ModelBar  # noqa: E402  (BAR 0 backed by the register model)
 
 import peach2.sim.driver as driver_module  # noqa: E402
+import peach2.sim.topology as topology_module  # noqa: E402
 from peach2.cli import main  # noqa: E402
+from peach2.sim.cluster_layout import AddressMap, Topology, default_address_map  # noqa: E402
 from peach2.sim.driver import Driver  # noqa: E402
-from peach2.sim.topology import (  # noqa: E402
-    AddressMap, RouteSet, RouteTableFull, RoutingError, Topology, cost_table,
-    default_address_map, match_route, routes_for,
+from peach2.sim.route_tables import (  # noqa: E402
+    RouteTableFull, RoutingError, match_route, routes_for,
 )
+from peach2.sim.routes import RouteSet, cost_table  # noqa: E402
 
 AMAP = default_address_map()
 RINGS = [f"ring:{k}" for k in range(2, 17)]
@@ -79,6 +81,11 @@ def test_parse_and_line():
     # The moved classes are the driver's: old imports keep working.
     assert driver_module.Topology is Topology and driver_module.RouteSet is RouteSet
     assert driver_module.routes_for is routes_for
+    # peach2.sim.topology gathers the public names of the modules split out of it.
+    for name in ("Topology", "AddressMap", "RouteSet", "RouteTableFull", "RoutingError",
+                 "routes_for", "match_route", "cost_table", "default_address_map"):
+        assert getattr(topology_module, name) is globals()[name], name
+    assert set(topology_module.__all__) <= set(dir(topology_module))
 
 
 @pytest.mark.parametrize("text, message", [

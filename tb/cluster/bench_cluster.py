@@ -100,9 +100,9 @@ def build(results):
     from peach2.sim import verilator
     from peach2.sim.calibration import pipeline_cycles
     from peach2.sim.cluster import cable_plan
+    from peach2.sim.cluster_layout import Topology
     from peach2.sim.cluster_top import ClusterTop
     from peach2.sim.runner import emit_verilog
-    from peach2.sim.topology import Topology
     topo = Topology.parse("2x8")
     cycles = pipeline_cycles()
     top = ClusterTop(16, cable_plan(topo), cable={"tx_pipeline": cycles, "rx_pipeline": cycles})

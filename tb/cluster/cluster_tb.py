@@ -38,8 +38,9 @@ from cocotb.utils import get_sim_time
 
 from peach2.sim import dma_model
 from peach2.sim.cluster import Cluster, default_address_map, write_tlps
+from peach2.sim.cluster_layout import Topology
 from peach2.sim.dma import Chain
-from peach2.sim.topology import Topology, match_route
+from peach2.sim.route_tables import match_route
 
 PARAMS = json.loads(os.environ.get("PEACH2_PARAMS", "{}"))
 SEED = int(os.environ.get("PEACH2_SEED", "0"))

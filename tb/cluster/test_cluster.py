@@ -14,9 +14,9 @@ import pytest
 
 from peach2.sim.calibration import HARDIP_PIPELINE_NS, pipeline_cycles
 from peach2.sim.cluster import cable_plan
+from peach2.sim.cluster_layout import Topology
 from peach2.sim.cluster_top import ClusterTop
 from peach2.sim.runner import pick_simulator, run_cocotb
-from peach2.sim.topology import Topology
 
 HERE = Path(__file__).parent
 

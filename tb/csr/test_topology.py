@@ -6,8 +6,9 @@ import pytest
 
 from peach2.csr.regmap import MAX_ROUTES
 from peach2.sim.driver import (
-    AddressMap, RouteTableFull, Topology, _printer, match_route, routes_for,
+    AddressMap, RouteTableFull, Topology, match_route, routes_for,
 )
+from peach2.sim.route_tables import _printer
 
 PORT_NUMBER = {"N": 0, "E": 1, "W": 2, "S": 3}
 AMAP = AddressMap(tca_base=0x40_0000_0000, node_size=1 << 32, host_size=1 << 30,
