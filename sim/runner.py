@@ -303,6 +303,11 @@ def run_cocotb(*, component, toplevel, test_module, name, test_dir, testcase=Non
                           build_dir / f"{toplevel}{'' if simulator == 'icarus' else '-vl'}.v",
                           simulator=simulator)
     sources = [source, *extra_sources]
+    # A component may bring more Verilog (a chip netlist, a clock wrapper) and its own top.
+    if hasattr(component, "extra_sources"):
+        sources += component.extra_sources(build_dir, simulator)
+    hdl_toplevel = getattr(component, "sim_toplevel", toplevel)
+    build_args = [*getattr(component, "verilator_args", ()), *build_args]
 
     plusargs = []
     if waves:
@@ -311,7 +316,7 @@ def run_cocotb(*, component, toplevel, test_module, name, test_dir, testcase=Non
         fst = wave_dir / f"{name}.fst"
         if simulator == "icarus":
             plusargs.append(f"+dumpfile_path={fst}")
-        write_gtkw(wave_dir / f"{name}.gtkw", fst, toplevel, _top_ports(component))
+        write_gtkw(wave_dir / f"{name}.gtkw", fst, hdl_toplevel, _top_ports(component))
 
     env = {
         "PEACH2_PARAMS": json.dumps(params or {}),
@@ -326,12 +331,12 @@ def run_cocotb(*, component, toplevel, test_module, name, test_dir, testcase=Non
     test_args = []
     if simulator == "icarus":
         runner = get_runner("icarus")
-        runner.build(sources=sources, hdl_toplevel=toplevel, build_dir=build_dir,
+        runner.build(sources=sources, hdl_toplevel=hdl_toplevel, build_dir=build_dir,
                      timescale=("1ns", "1ps"), waves=waves, always=True)
         sim_dir = build_dir
     else:
         from . import verilator
-        sim_dir = verilator.build(sources=sources, toplevel=toplevel, build_args=build_args,
+        sim_dir = verilator.build(sources=sources, toplevel=hdl_toplevel, build_args=build_args,
                                   waves=waves, root=ROOT / "sim_build" / "_verilator")
         runner = verilator.Runner()
         if waves:
@@ -341,7 +346,7 @@ def run_cocotb(*, component, toplevel, test_module, name, test_dir, testcase=Non
         where += f"; waves: {ROOT / 'waves' / (name + '.fst')}"
     results = build_dir / "results.xml"
     try:
-        runner.test(test_module=test_module, hdl_toplevel=toplevel, build_dir=sim_dir,
+        runner.test(test_module=test_module, hdl_toplevel=hdl_toplevel, build_dir=sim_dir,
                     test_dir=test_dir, testcase=testcase, seed=seed, plusargs=plusargs,
                     test_args=test_args, extra_env=env, waves=waves, results_xml=str(results),
                     hdl_toplevel_lang="verilog",
