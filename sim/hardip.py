@@ -92,6 +92,34 @@ class Violation(NamedTuple):
         return f"[{self.rule}] cycle {self.cycle} ({self.time_ns:.1f} ns): {self.message}"
 
 
+def edge_shows_update(clk):
+    """Whether a ``RisingEdge(clk)`` callback sees the registers after that edge's update.
+
+    Icarus shows the values from before the edge, and so does Verilator when cocotb drives the
+    clock (a :class:`cocotb.clock.Clock`: its write wakes the callbacks before the model is
+    evaluated).  Verilator with the clock made inside the HDL (an ``always #2`` wrapper built
+    with ``--timing``, as the sub-cluster top has) evaluates the edge first and shows the values
+    after it.  Call once the clock runs: a cocotb clock is found by its running driver (a
+    ``Clock(impl="gpi")`` keeps no reference to its signal, so any running one counts).
+    """
+    if "verilator" not in cocotb.SIM_NAME.lower():
+        return False
+    import gc
+    import types
+
+    from cocotb.clock import Clock
+    drivers = {c for c in Clock.start.__code__.co_consts
+               if isinstance(c, types.CodeType) and c.co_name == "drive"}
+    path = getattr(clk, "_path", None)
+    for obj in gc.get_objects():
+        if (isinstance(obj, types.CoroutineType) and obj.cr_code in drivers
+                and obj.cr_frame is not None):
+            owner = obj.cr_frame.f_locals.get("self")      # impl="py" keeps its Clock
+            if owner is None or owner.signal is clk or owner.signal._path == path:
+                return False
+    return True
+
+
 def quiet_pcie_loggers(level=logging.WARNING):
     """Set the cocotbext-pcie loggers (``cocotb.pcie.*``) to ``level``."""
     logging.getLogger("cocotb.pcie").setLevel(level)
@@ -404,7 +432,7 @@ class HardIP(Device):
             raise ValueError("pipeline latencies must not be negative")
         self.rx_pipeline_ns, self.tx_pipeline_ns = rx_pipeline_ns, tx_pipeline_ns
         self._rx_in_pipe = 0
-        self._edge_shows_update = "verilator" in cocotb.SIM_NAME.lower()
+        self._edge_shows_update = None    # edge_shows_update(clk), at the first edge
         self.sleep_when_idle = sleep_when_idle
         self._wake = Event()
         self._last_edge = self._period = None
@@ -665,10 +693,12 @@ class HardIP(Device):
         r2 = r1 = r0 = 0  # our tx_st_ready in cycles t-2, t-1, t
         rx_ready_d = rx_ready_dd = 0     # rx_st_ready as read at the last two edges
         # Icarus shows an edge's callbacks the values from before the edge: the beat read at
-        # the edge that starts cycle t+1 is cycle t's.  Verilator shows the values after it:
-        # the beat read there is cycle t+1's, so the ready two cycles before it is one write
-        # closer (r1), and the rx_st_ready read one edge earlier is already cycle t's.
-        post = self._edge_shows_update
+        # the edge that starts cycle t+1 is cycle t's.  Verilator with the clock in the HDL
+        # shows the values after it: the beat read there is cycle t+1's, so the ready two
+        # cycles before it is one write closer (r1), and the rx_st_ready read one edge earlier
+        # is already cycle t's.  (Verilator with a cocotb Clock behaves as Icarus.)
+        # Which of the two is decided at the first edge (edge_shows_update: the clock runs).
+        post = None
         cred_wait = 0
         resume = False     # woken by tx_st_valid where edges show updated values (below)
         woke_at = None
@@ -678,6 +708,8 @@ class HardIP(Device):
                 if woke_at is not None and get_sim_time("step") == woke_at:
                     await edge      # the edge the wake-up was taken as (see below)
                 woke_at = None
+                if post is None:
+                    post = self._edge_shows_update = edge_shows_update(self._clk)
             resume = False
             self._count_cycles()
             if self._in_reset:
@@ -721,10 +753,11 @@ class HardIP(Device):
             if self.sleep_when_idle and r2 and r1 and r0 and self._idle(tx_valid):
                 await self._sleep(tx_valid)
                 rx_ready_d = rx_ready_dd = 0
-                # Verilator shows a rising edge's register updates to the edge's callbacks
-                # (Icarus shows the values from before it): there the beat that woke the model
-                # is this edge's beat, to be taken now, not at the next edge; that edge's own
-                # callback may still be pending in this time step, and is then skipped.
+                # Verilator with the clock in the HDL shows a rising edge's register updates
+                # to the edge's callbacks (Icarus shows the values from before it): there the
+                # beat that woke the model is this edge's beat, to be taken now, not at the
+                # next edge; that edge's own callback may still be pending in this time step,
+                # and is then skipped.
                 resume = self._edge_shows_update and bool(bit_value(tx_valid))
                 if resume:
                     woke_at = get_sim_time("step")
