@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from peach2.sim.runner import run_cocotb
+from peach2.sim.runner import pick_simulator, run_cocotb
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
@@ -24,11 +24,17 @@ TWO_CHIPS = ["random_chains", "halo_planes"]
 ONE_CHIP = ["completions", "host_faults", "descriptor_faults", "abort_and_busy"]
 
 
-def run(name, n_chips, testcases, seed=1, **params):
-    """Build ``Chips(n_chips)`` and run the cocotb tests ``testcases`` of ``dma_tb``."""
+def run(name, n_chips, testcases, seed=1, simulator="icarus", **params):
+    """Build ``Chips(n_chips)`` and run the cocotb tests ``testcases`` of ``dma_tb`` on
+    ``simulator`` (unless ``PEACH2_SIM``, i.e. ``pytest --sim``, names another)."""
+    simulator = pick_simulator(simulator)
+    # Verilator makes only the top's signals visible; dma_probe.vlt adds the DMA's read request
+    # and completion handshakes that prefetch_race probes (every run passes it, so the runs of
+    # one design share one build).
+    extra = [HERE / "dma_probe.vlt"] if simulator == "verilator" else []
     return run_cocotb(component=Chips(n_chips), toplevel=f"chips{n_chips}",
                       test_module="dma_tb", name=name, test_dir=HERE, testcase=testcases,
-                      params=params, seed=seed)
+                      params=params, seed=seed, simulator=simulator, extra_sources=extra)
 
 
 def test_dma_two_chips():
