@@ -1,7 +1,10 @@
 """DMA controller on one and two PEACH2 chips with hosts (cocotb, ``dma_tb``).
 
-Each run converts the chip top once and runs several cocotb tests on it (converting is most of
-the wall time).  Replay a failure with its seed, e.g.::
+Each run converts the chip top once and runs several cocotb tests on it.  The one-chip runs and
+the soaks go to Verilator (long on Icarus; one build per design serves them), the default
+two-chip run to Icarus (its Verilator build costs more than the run saves), see
+docs/simulation.md, "Two simulators"; ``pytest --sim`` overrides.  Replay a failure with its
+seed, e.g.::
 
     from test_dma import run
     run("dma-replay", 2, ["random_chains"], seed=7, rounds=1)
@@ -45,22 +48,22 @@ def test_dma_two_chips():
 
 def test_dma_one_chip():
     """Completion splitting, reordering and latency; every fault and its recovery."""
-    run("dma-one_chip", 1, ONE_CHIP, seed=12)
+    run("dma-one_chip", 1, ONE_CHIP, seed=12, simulator="verilator")
 
 
 def test_dma_prefetch_race():
     """The next descriptor's fetch landing on every cycle around the close of the current one."""
-    run("dma-prefetch_race", 1, ["prefetch_race"], seed=13)
+    run("dma-prefetch_race", 1, ["prefetch_race"], seed=13, simulator="verilator")
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [21, 22])
 def test_dma_soak(seed):
     """Random chains with lengths up to 1 MiB, three rounds, more halo sizes."""
-    run(f"dma-soak-{seed}", 2, TWO_CHIPS, seed=seed, rounds=3, max_len=1 << 20,
-        host_size=1 << 24, src_size=1 << 23, ns=[2, 5, 12, 24, 32])
+    run(f"dma-soak-{seed}", 2, TWO_CHIPS, seed=seed, simulator="verilator", rounds=3,
+        max_len=1 << 20, host_size=1 << 24, src_size=1 << 23, ns=[2, 5, 12, 24, 32])
 
 
 @pytest.mark.slow
 def test_dma_one_chip_other_seed():
-    run("dma-one_chip-seed", 1, ONE_CHIP, seed=31, max_len=1 << 16)
+    run("dma-one_chip-seed", 1, ONE_CHIP, seed=31, simulator="verilator", max_len=1 << 16)

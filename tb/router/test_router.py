@@ -1,4 +1,8 @@
-"""PEACH2 router: registers, PIO, routing against the reference model, bad input (cocotb)."""
+"""PEACH2 router: registers, PIO, routing against the reference model, bad input (cocotb).
+
+Every test runs on Verilator, which builds the chip once for all of them (docs/simulation.md,
+"Two simulators"; ``pytest --sim icarus`` runs them on Icarus).
+"""
 
 from pathlib import Path
 
@@ -8,11 +12,12 @@ from peach2.sim.runner import run_cocotb
 from peach2.top import PEACH2
 
 HERE = Path(__file__).parent
+SIMULATOR = "verilator"
 
 
 def run(name, testcase, seed=31, **params):
     run_cocotb(component=PEACH2(), toplevel="peach2", test_module="peach2_tb", name=name,
-               test_dir=HERE, testcase=testcase, params=params, seed=seed)
+               test_dir=HERE, testcase=testcase, params=params, seed=seed, simulator=SIMULATOR)
 
 
 def test_registers_and_pio():
@@ -31,14 +36,15 @@ def test_routing_against_model_soak():
 def test_latency_benchmark_runs():
     """The latency benchmark (figures in docs/benchmarks.md) runs and every TLP gets through."""
     run_cocotb(component=PEACH2(), toplevel="peach2", test_module="bench_tb",
-               name="router-bench-latency", test_dir=HERE, testcase="latency", seed=33)
+               name="router-bench-latency", test_dir=HERE, testcase="latency", seed=33,
+               simulator=SIMULATOR)
 
 
 def test_all_ports_busy():
     """N->E, E->W, W->S, S->N at once: every TLP delivered, host memory byte-exact."""
     run_cocotb(component=PEACH2(), toplevel="peach2", test_module="bench_tb",
                name="router-bench-all_ports", test_dir=HERE, testcase="all_ports_busy",
-               params={"count": 150}, seed=34)
+               params={"count": 150}, seed=34, simulator=SIMULATOR)
 
 
 def test_bad_input():

@@ -1,7 +1,9 @@
-"""Stratix IV hard-IP adapters: round trips, pauses, bad input (cocotb on Icarus).
+"""Stratix IV hard-IP adapters: round trips, pauses, bad input (cocotb).
 
-Each test builds the loopback top in its own ``sim_build/`` folder, so ``pytest -n auto`` is
-safe.  Seeds are fixed per test and logged by the cocotb side for replay.
+The loopback top's tests run on Verilator, which builds it once for all of them; the
+cut-through top (a design of its own, two short tests) on Icarus (docs/simulation.md, "Two
+simulators"; ``pytest --sim`` overrides).  Each test has its own ``sim_build/`` folder, so
+``pytest -n auto`` is safe.  Seeds are fixed per test and logged by the cocotb side for replay.
 """
 
 import sys
@@ -19,10 +21,10 @@ from peach2.sim.runner import run_cocotb  # noqa: E402
 FAST_LENGTHS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 63, 64, 65, 255, 256, 257, 1023, 1024]
 
 
-def run(name, testcase, seed, component=None, **params):
+def run(name, testcase, seed, component=None, simulator="verilator", **params):
     run_cocotb(component=component or Loopback(), toplevel="loopback",
                test_module="adapters_tb", name=name, test_dir=HERE, testcase=testcase,
-               params=params, seed=seed)
+               params=params, seed=seed, simulator=simulator)
 
 
 @pytest.mark.parametrize("pauses", ["none", "fixed", "random"])
@@ -47,12 +49,13 @@ def test_bad_input(pauses):
 def test_cut_through(gaps_inside):
     """TX cut-through (start_level=4): exact without gaps in packets, counted underruns with."""
     run(f"adapters-cut_through-{'gappy' if gaps_inside else 'clean'}", "cut_through", seed=14,
-        component=Loopback(tx_start_level=4), gaps_inside=gaps_inside)
+        component=Loopback(tx_start_level=4), simulator="icarus", gaps_inside=gaps_inside)
 
 
 def run_host(name, testcase, seed=21, **params):
     run_cocotb(component=Loopback(), toplevel="loopback", test_module="host_loopback_tb",
-               name=name, test_dir=HERE, testcase=testcase, params=params, seed=seed)
+               name=name, test_dir=HERE, testcase=testcase, params=params, seed=seed,
+               simulator="verilator")
 
 
 def test_host_enumerate_and_bar_access():
