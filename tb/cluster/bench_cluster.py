@@ -60,11 +60,10 @@ def _run(name, topology, testcase, simulator, **params):
     t0 = time.perf_counter()
     from peach2.sim import runner
     import os
-    os.environ.pop(runner.SIM_ENV, None)
-    if simulator == "icarus":
-        os.environ[runner.SIM_ENV] = "icarus"
+    os.environ[runner.SIM_ENV] = simulator
     try:
-        run(name, topology, testcase, result_file=str(out), cable=None, **params)
+        run(name, topology, testcase, result_file=str(out), cable=None, any_simulator=True,
+            **params)
     finally:
         os.environ.pop(runner.SIM_ENV, None)
     result = json.loads(out.read_text())

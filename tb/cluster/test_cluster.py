@@ -29,15 +29,16 @@ TEST_CABLE = {"rx_credits": (4, 32, 4, 4), "cpl_buffer": (4, 32)}
 
 
 def run(name, topology, testcase=None, seed=61, chip=None, cable=TEST_CABLE,
-        pipeline_ns=HARDIP_PIPELINE_NS, **params):
+        pipeline_ns=HARDIP_PIPELINE_NS, any_simulator=False, **params):
     """Build the HDL cluster of ``topology`` and run ``cluster_tb`` (all tests or one).
 
     ``pipeline_ns`` is every hard IP's RX and TX latency: the N models' and the cables'
-    (default: the calibrated value).
+    (default: the calibrated value).  ``any_simulator`` runs several chips on Icarus too
+    (the benchmarks' idle figures) instead of skipping.
     """
     topo = Topology(1, {}) if topology == "single" else Topology.parse(topology)
     simulator = pick_simulator("icarus" if topo.n_nodes == 1 else "verilator")
-    if simulator == "icarus" and topo.n_nodes > 1:
+    if simulator == "icarus" and topo.n_nodes > 1 and not any_simulator:
         pytest.skip(f"{topology}: {topo.n_nodes} chips are too slow on Icarus (tens of cycles "
                     "per second); the sub-cluster tests run on Verilator")
     cycles = pipeline_cycles(pipeline_ns)
