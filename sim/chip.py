@@ -63,6 +63,8 @@ class Chip:
         HDL brings out N only).
     sleep_when_idle : bool
         Models run only when there is traffic (:class:`~peach2.sim.hardip.HardIP`).
+    hdl_clock : bool
+        The clock is made in the HDL top (:func:`~peach2.sim.hardip.edge_shows_update`).
     pipeline_ns : float
         RX and TX pipeline latency of every model (:mod:`peach2.sim.calibration`).
 
@@ -76,7 +78,7 @@ class Chip:
 
     def __init__(self, dut, prefix="", *, host=True, seed=0, mps=256, pass_to_link=None,
                  dirty=True, linked=(), cpl_space=KO_CPL_SPC_VC0, ports=PORTS,
-                 sleep_when_idle=False, pipeline_ns=0.0):
+                 sleep_when_idle=False, pipeline_ns=0.0, hdl_clock=False):
         self.dut = dut
         self.cpl_space = cpl_space
         self.prefix = prefix
@@ -97,12 +99,14 @@ class Chip:
                 self.models[p] = HardIP(dut, prefix=f"{prefix}{p}_", bars=bars,
                                         max_payload_size=mps, dirty=dirty, seed=seed,
                                         sleep_when_idle=sleep_when_idle,
-                                        rx_pipeline_ns=pipeline_ns, tx_pipeline_ns=pipeline_ns)
+                                        rx_pipeline_ns=pipeline_ns, tx_pipeline_ns=pipeline_ns,
+                                        hdl_clock=hdl_clock)
             else:
                 self.models[p] = HardIP(dut, prefix=f"{prefix}{p}_", accept_all=True,
                                         max_payload_size=mps, dirty=dirty, seed=seed + k,
                                         sleep_when_idle=sleep_when_idle,
-                                        rx_pipeline_ns=pipeline_ns, tx_pipeline_ns=pipeline_ns)
+                                        rx_pipeline_ns=pipeline_ns, tx_pipeline_ns=pipeline_ns,
+                                        hdl_clock=hdl_clock)
         self.host = Host(self.models["n"], max_payload_size=mps) if host else None
         self.partners = {}
         for p in self.ports:

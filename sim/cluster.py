@@ -36,6 +36,7 @@ from cocotbext.pcie.core.tlp import TlpType
 from .chip import PORTS, TCA_BAR, TCA_SIZE, Chip
 from .driver import AddressMap, Driver
 from .link import connect
+from .routes import RouteSet
 
 __all__ = ["Cluster", "cable_plan", "default_address_map", "write_tlps", "TCA_BAR_BASE"]
 
@@ -163,7 +164,8 @@ class Cluster:
                                    linked=ports, pass_to_link=self._passer(ports),
                                    ports=("n",) if hdl_cables else PORTS,
                                    sleep_when_idle=hdl_cables,
-                                   pipeline_ns=hardip_pipeline_ns))
+                                   pipeline_ns=hardip_pipeline_ns,
+                                   hdl_clock=hdl_cables))
         # Cable before simulation time advances (an unconnected SimPort fails at once).
         self.cables = []
         for a, pa, b, pb in plan:
@@ -233,7 +235,10 @@ class Cluster:
         self._memory = [chip.host.alloc(amap.host_size, above_4g=self.above_4g)
                         for chip in self.chips]
         await _all(drv.id_check() for drv in self.drivers)
-        await _all(drv.program(self.topology, amap, i, self._memory[i][0], routes=self.routes)
+        routes = self.routes
+        if isinstance(routes, str):     # one route set for all chips (the safe search is slow)
+            routes = RouteSet.build(self.topology, amap, routes)
+        await _all(drv.program(self.topology, amap, i, self._memory[i][0], routes=routes)
                    for i, drv in enumerate(self.drivers))
 
     def set_pauses(self, rng, *, idle=0.2, backpressure=0.2):

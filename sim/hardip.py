@@ -92,32 +92,16 @@ class Violation(NamedTuple):
         return f"[{self.rule}] cycle {self.cycle} ({self.time_ns:.1f} ns): {self.message}"
 
 
-def edge_shows_update(clk):
-    """Whether a ``RisingEdge(clk)`` callback sees the registers after that edge's update.
+def edge_shows_update(hdl_clock):
+    """Whether a ``RisingEdge`` callback sees the registers after that edge's update.
 
     Icarus shows the values from before the edge, and so does Verilator when cocotb drives the
     clock (a :class:`cocotb.clock.Clock`: its write wakes the callbacks before the model is
-    evaluated).  Verilator with the clock made inside the HDL (an ``always #2`` wrapper built
-    with ``--timing``, as the sub-cluster top has) evaluates the edge first and shows the values
-    after it.  Call once the clock runs: a cocotb clock is found by its running driver (a
-    ``Clock(impl="gpi")`` keeps no reference to its signal, so any running one counts).
+    evaluated).  Verilator with the clock made inside the HDL (``hdl_clock``: an ``always #2``
+    wrapper built with ``--timing``, as the sub-cluster top has) evaluates the edge first and
+    shows the values after it.
     """
-    if "verilator" not in cocotb.SIM_NAME.lower():
-        return False
-    import gc
-    import types
-
-    from cocotb.clock import Clock
-    drivers = {c for c in Clock.start.__code__.co_consts
-               if isinstance(c, types.CodeType) and c.co_name == "drive"}
-    path = getattr(clk, "_path", None)
-    for obj in gc.get_objects():
-        if (isinstance(obj, types.CoroutineType) and obj.cr_code in drivers
-                and obj.cr_frame is not None):
-            owner = obj.cr_frame.f_locals.get("self")      # impl="py" keeps its Clock
-            if owner is None or owner.signal is clk or owner.signal._path == path:
-                return False
-    return True
+    return bool(hdl_clock) and "verilator" in cocotb.SIM_NAME.lower()
 
 
 def quiet_pcie_loggers(level=logging.WARNING):
@@ -398,6 +382,9 @@ class HardIP(Device):
         ``rx_pipeline_ns`` after it arrived, a TLP from the DUT goes to the link
         ``tx_pipeline_ns`` after its EOP beat.  Default 0; the calibrated value and its source
         are in docs/cluster.md (:data:`peach2.sim.calibration.HARDIP_PIPELINE_NS`).
+    hdl_clock : bool
+        The clock is made inside the HDL, not by a cocotb ``Clock`` (see
+        :func:`edge_shows_update`; the sub-cluster top).
     sleep_when_idle : bool
         Stop running every cycle while there is nothing to do (nothing queued for the DUT,
         ``tx_st_valid`` low, no pause generators, ``tx_st_ready`` steady high) and wake on
@@ -426,13 +413,13 @@ class HardIP(Device):
                  tx_buffer_tlps=8, accept_all=False, idle_inside_packets=True, mask_slack=2,
                  dirty=False, seed=0, strict=True, quiet=True, msi=True,
                  cred_update_cycles=16, sleep_when_idle=False, rx_pipeline_ns=0.0,
-                 tx_pipeline_ns=0.0):
+                 tx_pipeline_ns=0.0, hdl_clock=False):
         super().__init__()
         if rx_pipeline_ns < 0 or tx_pipeline_ns < 0:
             raise ValueError("pipeline latencies must not be negative")
         self.rx_pipeline_ns, self.tx_pipeline_ns = rx_pipeline_ns, tx_pipeline_ns
         self._rx_in_pipe = 0
-        self._edge_shows_update = None    # edge_shows_update(clk), at the first edge
+        self._edge_shows_update = edge_shows_update(hdl_clock)
         self.sleep_when_idle = sleep_when_idle
         self._wake = Event()
         self._last_edge = self._period = None
@@ -697,8 +684,7 @@ class HardIP(Device):
         # shows the values after it: the beat read there is cycle t+1's, so the ready two
         # cycles before it is one write closer (r1), and the rx_st_ready read one edge earlier
         # is already cycle t's.  (Verilator with a cocotb Clock behaves as Icarus.)
-        # Which of the two is decided at the first edge (edge_shows_update: the clock runs).
-        post = None
+        post = self._edge_shows_update
         cred_wait = 0
         resume = False     # woken by tx_st_valid where edges show updated values (below)
         woke_at = None
@@ -708,8 +694,6 @@ class HardIP(Device):
                 if woke_at is not None and get_sim_time("step") == woke_at:
                     await edge      # the edge the wake-up was taken as (see below)
                 woke_at = None
-                if post is None:
-                    post = self._edge_shows_update = edge_shows_update(self._clk)
             resume = False
             self._count_cycles()
             if self._in_reset:

@@ -8,8 +8,8 @@ test, which is how the whole suite runs on the other simulator.
 Every Icarus call builds in its own directory, ``sim_build/<name>`` under the repository root, so
 tests run in parallel under ``pytest -n auto`` never share a build.  Verilator builds take
 minutes, so they are shared: one build per design, options and Verilator version, in
-``sim_build/_verilator/``, made once under a file lock and run by every test that needs it.  Waveforms are optional: pass
-``waves=True`` or set ``PEACH2_WAVES=1`` (``pytest --waves`` does the latter).  They are written as
+``sim_build/_verilator/``, made once under a file lock and run by every test that needs it.
+Waveforms are optional: pass ``waves=True`` or set ``PEACH2_WAVES=1`` (``pytest --waves`` does the latter).  They are written as
 FST to ``waves/<name>.fst`` beside a GTKWave save file ``waves/<name>.gtkw`` that groups the
 top-level signals by port and stream; open them with ``gtkwave waves/<name>.gtkw``.
 """
