@@ -37,6 +37,7 @@ from cocotb.triggers import ClockCycles, Timer
 from cocotb.utils import get_sim_time
 
 from peach2.sim import dma_model
+from peach2.sim.calibration import PER_HOP_NS, PIO_NEIGHBOUR_NS
 from peach2.sim.cluster import Cluster, default_address_map, write_tlps
 from peach2.sim.cluster_layout import Topology
 from peach2.sim.dma import Chain
@@ -296,6 +297,9 @@ async def pio_latency(dut):
     dut._log.info("PIO latency by hops: %s; per extra hop %s ns",
                   {h: round(v, 1) for h, v in mean.items()},
                   None if slope is None else round(slope, 1))
+    if PARAMS.get("check_calibration"):     # the fit (1 hop) and its check (per hop)
+        assert abs(mean[1] - PIO_NEIGHBOUR_NS) <= 0.15 * PIO_NEIGHBOUR_NS, mean
+        assert PER_HOP_NS[0] <= slope <= PER_HOP_NS[1], slope
     if PARAMS.get("result_file"):
         with open(PARAMS["result_file"], "w") as f:
             json.dump({"topology": PARAMS.get("topology"), "by_hops": mean,
