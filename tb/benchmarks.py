@@ -243,6 +243,11 @@ def write_doc(results, run, extra=""):
         f"| {r['payload']} | {r['header_dw']} | {r['tlps']} | {r['gbps']:.3f} | "
         f"{r['bound_gbps']:.3f} | {100 * r['fraction']:.1f}% |"
         for r in sorted(results, key=lambda r: (-r["header_dw"], r["payload"])))
+    # The sub-cluster section is written by tb/cluster/bench_cluster.py: keep it.
+    old = DOC.read_text() if DOC.exists() else ""
+    begin, end = "<!-- cluster:begin -->", "<!-- cluster:end -->"
+    if begin in old and end in old:
+        extra += "\n" + begin + old.split(begin, 1)[1].split(end, 1)[0] + end + "\n"
     DOC.write_text(f"""# Benchmarks
 
 Produced by `{run['command']}`{took}

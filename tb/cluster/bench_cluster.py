@@ -136,9 +136,10 @@ def section(results):
     from peach2.sim.calibration import PER_HOP_NS, PIO_NEIGHBOUR_NS
     run = results.get("run", {})
     lines = [BEGIN, "## Sub-cluster: simulation speed, build time, PIO latency per hop", "",
-             f"Produced by `{run.get('command', 'python tb/cluster/bench_cluster.py')}`"
+             f"Produced by `{run.get('command', 'python tb/cluster/bench_cluster.py').strip()}`"
              + (f" at {run['commit']} on {run['date']}" if run.get("commit") else "")
-             + " (2-core machine). The HDL sub-cluster of `peach2.sim.cluster_top`: chips and "
+             + f" (2-core machine{'; ' + run['conditions'] if run.get('conditions') else ''})"
+             + ". The HDL sub-cluster of `peach2.sim.cluster_top`: chips and "
              "cables in HDL, a Python host (root complex + N hard-IP model) per node. See "
              "[cluster](cluster.md).", ""]
     if results.get("speed"):
@@ -198,6 +199,9 @@ def main(argv=None):
                              "(default 1,4; traffic on one chip only)")
     parser.add_argument("--doc-only", action="store_true",
                         help="rewrite the document's section from docs/results/cluster.json")
+    parser.add_argument("--conditions", default=None,
+                        help="what else ran on the machine, recorded with the run (with "
+                             "--doc-only: added to the saved run)")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(HERE))
     results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
@@ -209,11 +213,15 @@ def main(argv=None):
                                     capture_output=True, text=True).stdout.strip()
             results["run"] = {"command": "python tb/cluster/bench_cluster.py "
                               + " ".join(argv if argv is not None else sys.argv[1:]),
-                              "commit": commit, "date": time.strftime("%Y-%m-%d")}
+                              "commit": commit, "date": time.strftime("%Y-%m-%d"),
+                              "conditions": args.conditions}
             RESULTS.parent.mkdir(parents=True, exist_ok=True)
             RESULTS.write_text(json.dumps(results, indent=1) + "\n")
     elif not results:
         parser.error(f"no saved results in {RESULTS.relative_to(ROOT)}: run a measurement first")
+    elif args.conditions:
+        results.setdefault("run", {})["conditions"] = args.conditions
+        RESULTS.write_text(json.dumps(results, indent=1) + "\n")
     write_section(results)
 
 
