@@ -1,5 +1,9 @@
 """pytest glue: fail fast without the simulator, ``--waves`` to record waveforms, ``--sim`` to
-run every test on one simulator (``icarus`` or ``verilator``; default: each test's own choice)."""
+run every test on one simulator (``icarus`` or ``verilator``; default: each test's own choice).
+
+At the repository root, not in ``tb/``: pytest reads the options of a conftest under
+``testpaths`` only when given a path, so ``python -m pytest --sim verilator`` failed
+("unrecognized arguments") and the session-start check never ran without one."""
 
 import os
 
