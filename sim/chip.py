@@ -91,22 +91,19 @@ class Chip:
         self.ports = tuple(p for p in PORTS if p in ports)
         if "n" not in self.ports and host:
             raise ValueError("a host needs the N port's model")
+        common = dict(max_payload_size=mps, dirty=dirty, sleep_when_idle=sleep_when_idle,
+                      rx_pipeline_ns=pipeline_ns, tx_pipeline_ns=pipeline_ns,
+                      hdl_clock=hdl_clock)
         for k, p in enumerate(PORTS):
             if p not in self.ports:
                 continue
             if p == "n":
                 bars = [(4096, False, False), None, (TCA_SIZE, True, True)]
-                self.models[p] = HardIP(dut, prefix=f"{prefix}{p}_", bars=bars,
-                                        max_payload_size=mps, dirty=dirty, seed=seed,
-                                        sleep_when_idle=sleep_when_idle,
-                                        rx_pipeline_ns=pipeline_ns, tx_pipeline_ns=pipeline_ns,
-                                        hdl_clock=hdl_clock)
+                self.models[p] = HardIP(dut, prefix=f"{prefix}{p}_", bars=bars, seed=seed,
+                                        **common)
             else:
                 self.models[p] = HardIP(dut, prefix=f"{prefix}{p}_", accept_all=True,
-                                        max_payload_size=mps, dirty=dirty, seed=seed + k,
-                                        sleep_when_idle=sleep_when_idle,
-                                        rx_pipeline_ns=pipeline_ns, tx_pipeline_ns=pipeline_ns,
-                                        hdl_clock=hdl_clock)
+                                        seed=seed + k, **common)
         self.host = Host(self.models["n"], max_payload_size=mps) if host else None
         self.partners = {}
         for p in self.ports:

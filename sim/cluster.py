@@ -175,9 +175,10 @@ class Cluster:
             self.cables.append((a, pa, b, pb, link))
         self.drivers = []
         self.arrivals = [[] for _ in range(n)]
+        self._bytes = [0] * n       # bytes of the memory writes in ``arrivals``
         self._memory = []
         for i, chip in enumerate(self.chips):
-            self._watch_writes(chip.host.rc, self.arrivals[i])
+            self._watch_writes(chip.host.rc, i)
 
     @staticmethod
     def _passer(linked):
@@ -187,14 +188,15 @@ class Cluster:
             return port == "n" or port in linked
         return pass_to_link
 
-    @staticmethod
-    def _watch_writes(rc, log):
+    def _watch_writes(self, rc, node):
+        log = self.arrivals[node]
         for ft in (TlpType.MEM_WRITE, TlpType.MEM_WRITE_64):
             handler = rc.rx_tlp_handler[ft]
 
             async def watched(tlp, handler=handler):
                 await handler(tlp)
                 log.append((get_sim_time("ns"), tlp))
+                self._bytes[node] += _write_bytes(tlp)
             rc.register_rx_tlp_handler(ft, watched)
 
     @property
@@ -268,29 +270,27 @@ class Cluster:
         """
         return await self.drivers[src].pio_write(self.address_map, dst, window, offset, data)
 
+    async def _wait_for(self, node, have, count, what, timeout_ns):
+        start = get_sim_time("ns")
+        while have() < count:
+            if get_sim_time("ns") - start > timeout_ns:
+                raise AssertionError(f"host {node} received {have()} {what}, expected {count}, "
+                                     f"within {timeout_ns} ns")
+            await ClockCycles(self.dut.clk, 8)
+
     async def wait_writes(self, node, count, timeout_ns=200_000):
         """Wait until host ``node`` has received ``count`` memory writes in all."""
-        clk = self.dut.clk
-        start = get_sim_time("ns")
-        while len(self.arrivals[node]) < count:
-            if get_sim_time("ns") - start > timeout_ns:
-                raise AssertionError(f"host {node} received {len(self.arrivals[node])} memory "
-                                     f"writes, expected {count}, within {timeout_ns} ns")
-            await ClockCycles(clk, 8)
+        await self._wait_for(node, lambda: len(self.arrivals[node]), count, "memory writes",
+                             timeout_ns)
 
     def bytes_received(self, node):
         """Bytes host ``node`` has received in memory writes (byte enables counted)."""
-        return sum(_write_bytes(t) for _, t in self.arrivals[node])
+        return self._bytes[node]
 
     async def wait_bytes(self, node, count, timeout_ns=200_000):
         """Wait until host ``node`` has received ``count`` bytes in memory writes in all
         (independent of how the writes were split)."""
-        start = get_sim_time("ns")
-        while self.bytes_received(node) < count:
-            if get_sim_time("ns") - start > timeout_ns:
-                raise AssertionError(f"host {node} received {self.bytes_received(node)} bytes, "
-                                     f"expected {count}, within {timeout_ns} ns")
-            await ClockCycles(self.dut.clk, 8)
+        await self._wait_for(node, lambda: self._bytes[node], count, "bytes", timeout_ns)
 
     async def quiet(self, cycles=100):
         """Wait until no model holds a TLP for its chip or its link, then ``cycles`` more."""
