@@ -67,6 +67,8 @@ class Chip:
         The clock is made in the HDL top (:func:`~peach2.sim.hardip.edge_shows_update`).
     pipeline_ns : float
         RX and TX pipeline latency of every model (:mod:`peach2.sim.calibration`).
+    ticker : peach2.sim.ticker.EdgeTicker, optional
+        Steps the models each cycle, shared with other chips' models (default: one per model).
 
     Members
     -------
@@ -78,7 +80,7 @@ class Chip:
 
     def __init__(self, dut, prefix="", *, host=True, seed=0, mps=256, pass_to_link=None,
                  dirty=True, linked=(), cpl_space=KO_CPL_SPC_VC0, ports=PORTS,
-                 sleep_when_idle=False, pipeline_ns=0.0, hdl_clock=False):
+                 sleep_when_idle=False, pipeline_ns=0.0, hdl_clock=False, ticker=None):
         self.dut = dut
         self.cpl_space = cpl_space
         self.prefix = prefix
@@ -93,7 +95,7 @@ class Chip:
             raise ValueError("a host needs the N port's model")
         common = dict(max_payload_size=mps, dirty=dirty, sleep_when_idle=sleep_when_idle,
                       rx_pipeline_ns=pipeline_ns, tx_pipeline_ns=pipeline_ns,
-                      hdl_clock=hdl_clock)
+                      hdl_clock=hdl_clock, ticker=ticker)
         for k, p in enumerate(PORTS):
             if p not in self.ports:
                 continue

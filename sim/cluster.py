@@ -37,6 +37,7 @@ from .chip import PORTS, TCA_BAR, TCA_SIZE, Chip
 from .driver import AddressMap, Driver
 from .link import connect
 from .routes import RouteSet
+from .ticker import EdgeTicker
 
 __all__ = ["Cluster", "cable_plan", "default_address_map", "write_tlps", "TCA_BAR_BASE"]
 
@@ -158,6 +159,8 @@ class Cluster:
             linked[b].add(pb.lower())
         self.hdl_cables = hdl_cables
         self.chips = []
+        # On the HDL-cabled top only hosts are models: one task steps them all each cycle.
+        ticker = EdgeTicker(dut.clk) if hdl_cables else None
         for i in range(n):
             ports = frozenset(linked[i])
             self.chips.append(Chip(dut, prefixes[i], seed=seed + 16 * i, mps=mps, dirty=dirty,
@@ -165,7 +168,7 @@ class Cluster:
                                    ports=("n",) if hdl_cables else PORTS,
                                    sleep_when_idle=hdl_cables,
                                    pipeline_ns=hardip_pipeline_ns,
-                                   hdl_clock=hdl_cables))
+                                   hdl_clock=hdl_cables, ticker=ticker))
         # Cable before simulation time advances (an unconnected SimPort fails at once).
         self.cables = []
         for a, pa, b, pb in plan:

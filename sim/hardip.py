@@ -43,13 +43,14 @@ from collections import deque
 from typing import NamedTuple
 
 import cocotb
-from cocotb.triggers import Event, First, RisingEdge, Timer, ValueChange
+from cocotb.triggers import Event, First, Timer, ValueChange
 from cocotb.utils import get_sim_steps, get_sim_time
 from cocotbext.pcie.core import Device, Endpoint
 from cocotbext.pcie.core.caps import MsiCapability
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId
 
+from .ticker import EdgeTicker
 from .tlpstream import bit_value, resolve_unknown
 
 __all__ = ["Beat", "FramingError", "Violation", "HardIP", "HardIPFunction",
@@ -391,6 +392,10 @@ class HardIP(Device):
         ``tx_st_valid`` changing or a TLP to deliver, so an idle port costs no Python time.
         The first beat after a wake waits one more cycle (``rx_st_ready`` was not watched);
         ``tx_cred`` is not refreshed while asleep.  For multi-chip tops whose clock runs in HDL.
+    ticker : peach2.sim.ticker.EdgeTicker, optional
+        Steps this model at each rising edge of ``clk``, shared with other models on the same
+        clock so that one task, not one per model, wakes per cycle (default: a ticker of its
+        own).
 
     Members
     -------
@@ -413,7 +418,7 @@ class HardIP(Device):
                  tx_buffer_tlps=8, accept_all=False, idle_inside_packets=True, mask_slack=2,
                  dirty=False, seed=0, strict=True, quiet=True, msi=True,
                  cred_update_cycles=16, sleep_when_idle=False, rx_pipeline_ns=0.0,
-                 tx_pipeline_ns=0.0, hdl_clock=False):
+                 tx_pipeline_ns=0.0, hdl_clock=False, ticker=None):
         super().__init__()
         if rx_pipeline_ns < 0 or tx_pipeline_ns < 0:
             raise ValueError("pipeline latencies must not be negative")
@@ -496,7 +501,12 @@ class HardIP(Device):
         self._in_reset = False
         if self._rst is not None:
             cocotb.start_soon(self._watch_reset())
-        cocotb.start_soon(self._run())
+        self._r = [0, 0, 0]     # our tx_st_ready in cycles t-2, t-1, t
+        self._rx_ready_d = self._rx_ready_dd = 0
+        self._cred_wait = 0
+        self._woke_at = None
+        self._ticker = ticker if ticker is not None else EdgeTicker(self._clk)
+        self._ticker.join(self)
         cocotb.start_soon(self._run_link_tx())
 
     # ---------------------------------------------------------------- configuration / status
@@ -674,82 +684,82 @@ class HardIP(Device):
                 self._in_reset = True
             await ValueChange(self._rst)
 
-    async def _run(self):
-        edge = RisingEdge(self._clk)
-        tx_valid, rx_ready = self._tx_valid, self._rx_ready
-        r2 = r1 = r0 = 0  # our tx_st_ready in cycles t-2, t-1, t
-        rx_ready_d = rx_ready_dd = 0     # rx_st_ready as read at the last two edges
+    def tick(self, now):
+        """One cycle, at the rising edge of simulation step ``now`` (called by the ticker)."""
+        if now == self._woke_at:
+            return          # the edge this model was woken at: it was taken (or not) by _wake_up
+        self._woke_at = None
+        self._count_cycles(now)
+        if self._in_reset:
+            self._tx_pkt = None
+            self._rx_idx = 0  # a packet cut by reset starts again
+            self._o_tx_ready.set(0)
+            self._o_rx_valid.set(0)
+            self._r = [0, 0, 0]
+            self._rx_ready_d = self._rx_ready_dd = 0
+            return
+        tx_valid = self._tx_valid
         # Icarus shows an edge's callbacks the values from before the edge: the beat read at
         # the edge that starts cycle t+1 is cycle t's.  Verilator with the clock in the HDL
         # shows the values after it: the beat read there is cycle t+1's, so the ready two
         # cycles before it is one write closer (r1), and the rx_st_ready read one edge earlier
         # is already cycle t's.  (Verilator with a cocotb Clock behaves as Icarus.)
         post = self._edge_shows_update
-        cred_wait = 0
-        resume = False     # woken by tx_st_valid where edges show updated values (below)
-        woke_at = None
-        while True:
-            if not resume:
-                await edge
-                if woke_at is not None and get_sim_time("step") == woke_at:
-                    await edge      # the edge the wake-up was taken as (see below)
-                woke_at = None
-            resume = False
-            self._count_cycles()
-            if self._in_reset:
-                self._tx_pkt = None
-                self._rx_idx = 0  # a packet cut by reset starts again
-                self._o_tx_ready.set(0)
-                self._o_rx_valid.set(0)
-                r2 = r1 = r0 = rx_ready_d = rx_ready_dd = 0
-                continue
+        r2, r1, r0 = self._r    # our tx_st_ready in cycles t-2, t-1, t
 
-            # TX: check cycle t, then choose tx_st_ready for cycle t+1
-            ready_then = r1 if post else r2        # tx_st_ready two cycles before the beat
-            if bit_value(tx_valid):
-                if not ready_then:
-                    self._violate("tx-ready-latency",
-                                  "tx_st_valid=1 but tx_st_ready was 0 two cycles earlier")
-                self._tx_beat()
-            elif self._tx_pkt is not None and ready_then:
-                self._violate("tx-valid-gap", "tx_st_valid=0 inside a packet (started at cycle "
-                              f"{self._tx_pkt.start}) although tx_st_ready was 1 two cycles "
-                              "earlier")
-            r = 1
-            if self._bp_gen is not None and next(self._bp_gen, 0):
-                r = 0
-            elif len(self._tx_buf) >= self.tx_buffer_tlps:
-                r = 0
-            self._o_tx_ready.set(r)
-            r2, r1, r0 = r1, r0, r
+        # TX: check cycle t, then choose tx_st_ready for cycle t+1
+        ready_then = r1 if post else r2        # tx_st_ready two cycles before the beat
+        if bit_value(tx_valid):
+            if not ready_then:
+                self._violate("tx-ready-latency",
+                              "tx_st_valid=1 but tx_st_ready was 0 two cycles earlier")
+            self._tx_beat()
+        elif self._tx_pkt is not None and ready_then:
+            self._violate("tx-valid-gap", "tx_st_valid=0 inside a packet (started at cycle "
+                          f"{self._tx_pkt.start}) although tx_st_ready was 1 two cycles "
+                          "earlier")
+        r = 1
+        if self._bp_gen is not None and next(self._bp_gen, 0):
+            r = 0
+        elif len(self._tx_buf) >= self.tx_buffer_tlps:
+            r = 0
+        self._o_tx_ready.set(r)
+        self._r = [r1, r0, r]
 
-            # RX: a beat may go out in cycle t+1 only if rx_st_ready was 1 in cycle t-1
-            allowed = rx_ready_dd if post else rx_ready_d
-            rx_ready_dd, rx_ready_d = rx_ready_d, bit_value(rx_ready)
-            self._rx_step(allowed)
+        # RX: a beat may go out in cycle t+1 only if rx_st_ready was 1 in cycle t-1
+        # (rx_st_ready as read at the last two edges)
+        allowed = self._rx_ready_dd if post else self._rx_ready_d
+        self._rx_ready_dd, self._rx_ready_d = self._rx_ready_d, bit_value(self._rx_ready)
+        self._rx_step(allowed)
 
-            if self._o_tx_cred.sig is not None:
-                cred_wait -= 1
-                if cred_wait <= 0:
-                    cred_wait = self.cred_update_cycles
-                    self._o_tx_cred.set(self._tx_cred_value())
+        if self._o_tx_cred.sig is not None:
+            self._cred_wait -= 1
+            if self._cred_wait <= 0:
+                self._cred_wait = self.cred_update_cycles
+                self._o_tx_cred.set(self._tx_cred_value())
 
-            if self.sleep_when_idle and r2 and r1 and r0 and self._idle(tx_valid):
-                await self._sleep(tx_valid)
-                rx_ready_d = rx_ready_dd = 0
-                # Verilator with the clock in the HDL shows a rising edge's register updates
-                # to the edge's callbacks (Icarus shows the values from before it): there the
-                # beat that woke the model is this edge's beat, to be taken now, not at the
-                # next edge; that edge's own callback may still be pending in this time step,
-                # and is then skipped.
-                resume = self._edge_shows_update and bool(bit_value(tx_valid))
-                if resume:
-                    woke_at = get_sim_time("step")
+        if self.sleep_when_idle and r1 and r0 and r and self._idle(tx_valid):
+            self._ticker.leave(self)
+            cocotb.start_soon(self._sleep(tx_valid))
 
-    def _count_cycles(self):
-        """Advance :attr:`cycle` by the clock periods since the last edge seen (1 unless the
-        model slept)."""
+    async def _sleep(self, tx_valid):
+        self._wake.clear()
+        await First(ValueChange(tx_valid), self._wake.wait())
+        self._rx_ready_d = self._rx_ready_dd = 0
         now = get_sim_time("step")
+        self._ticker.join(self)
+        # The edge this wake-up happened at is not this model's next cycle: the ticker may
+        # still call tick() for it in this time step (skipped, see tick), or may have already.
+        # Verilator with the clock in the HDL shows a rising edge's register updates to the
+        # edge's callbacks (Icarus shows the values from before it): there the beat that woke
+        # the model is this edge's beat, to be taken now, not at the next edge.
+        if self._edge_shows_update and bit_value(tx_valid):
+            self.tick(now)
+        self._woke_at = now
+
+    def _count_cycles(self, now):
+        """Advance :attr:`cycle` by the clock periods since the last edge seen (1 unless the
+        model slept), ``now`` in simulation steps."""
         if self._last_edge is not None:
             gap = now - self._last_edge
             if self._period is None:
@@ -764,10 +774,6 @@ class HardIP(Device):
                 and not self._rx_np and not self._o_rx_valid.val and self._idle_gen is None
                 and self._bp_gen is None and len(self._tx_buf) < self.tx_buffer_tlps
                 and not bit_value(tx_valid) and not self._in_reset)
-
-    async def _sleep(self, tx_valid):
-        self._wake.clear()
-        await First(ValueChange(tx_valid), self._wake.wait())
 
     def _rx_pick(self):
         pc, np = self._rx_pc, self._rx_np
@@ -841,11 +847,11 @@ class HardIP(Device):
     def _tx_beat(self):
         sop, eop = bit_value(self._tx_sop), bit_value(self._tx_eop)
 
-        val = self._tx_data.value
+        text = self._tx_data._handle.get_signal_val_binstr()    # as tlpstream.bit_value
         try:
-            data = val.to_unsigned()
+            data = int(text, 2)
         except ValueError:  # X/Z in don't-care lanes
-            data, _ = resolve_unknown(val)
+            data, _ = resolve_unknown(text)
         err = bit_value(self._tx_err) if self._tx_err is not None else 0
         pkt = self._tx_pkt
         if sop:

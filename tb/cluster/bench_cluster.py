@@ -1,12 +1,15 @@
 """Sub-cluster figures: simulation speed, build time, calibrated PIO latency per hop.
 
-    python tb/cluster/bench_cluster.py [--only speed,build,latency] [--icarus-nodes 1,4]
+    python tb/cluster/bench_cluster.py [--only speed,build,latency] [--nodes 1,4,8,16]
+                                       [--icarus-nodes 1,4] [--threads 2]
 
 Measures on the HDL sub-cluster (``peach2.sim.cluster_top``, hosts in Python):
 
 - ``speed``: cycles per wall second for 1, 4, 8 and 16 chips (single, ring:4, 2x4, 2x8), idle
   (no host enumerated, nothing but the HDL) and under all-to-all PIO traffic, on Verilator and
-  on Icarus (Icarus only for ``--icarus-nodes``: at 16 chips it runs ~13 cycles/s);
+  on Icarus (Icarus only for ``--icarus-nodes``: at 16 chips it runs ~13 cycles/s).  Verilator
+  builds with ``--threads`` (default 2: the machine's two cores; measure on an otherwise idle
+  machine, since Verilator's threads spin and collapse when cores are shared);
 - ``build``: build time of the 16-chip (2x8) top on Verilator, cold (build folder removed, chip
   netlist cached) and cached;
 - ``latency``: 4-byte PIO store latency from host 0 to every node of the 2x8 with the
@@ -45,6 +48,16 @@ def _nodes(text):
     return out
 
 
+def _threads(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 8:
+        raise argparse.ArgumentTypeError(f"threads must be 1..8, not {text!r}")
+    return value
+
+
 def _sections(text):
     out = [x for x in text.split(",") if x]
     bad = [x for x in out if x not in SECTIONS]
@@ -53,7 +66,7 @@ def _sections(text):
     return out
 
 
-def _run(name, topology, testcase, simulator, **params):
+def _run(name, topology, testcase, simulator, threads=1, **params):
     from test_cluster import run
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
         out = Path(f.name)
@@ -63,7 +76,7 @@ def _run(name, topology, testcase, simulator, **params):
     os.environ[runner.SIM_ENV] = simulator
     try:
         run(name, topology, testcase, result_file=str(out), cable=None, any_simulator=True,
-            **params)
+            threads=threads, **params)
     finally:
         os.environ.pop(runner.SIM_ENV, None)
     result = json.loads(out.read_text())
@@ -72,27 +85,30 @@ def _run(name, topology, testcase, simulator, **params):
     return result
 
 
-def speed(icarus_nodes, results):
+def speed(nodes, icarus_nodes, threads, results):
     rows = results.setdefault("speed", [])
-    for simulator, counts in (("verilator", list(TOPOLOGY)), ("icarus", icarus_nodes)):
-        for n in counts:
-            topo = TOPOLOGY[n]
-            idle = _run(f"bench-speed-{simulator}-{n}", topo, "idle_speed", simulator,
-                        cycles=20_000 if simulator == "verilator" else 2_000)
-            # On Icarus enumerating and programming 4 hosts alone takes ~30k cycles: traffic
-            # is measured on one chip only there.
-            busy = None if simulator == "icarus" and n > 1 else _run(
-                f"bench-speed-{simulator}-{n}", topo, "all_to_all_pio", simulator,
-                stores=2 if n > 4 else 4, max_size=1024)
-            row = {"simulator": simulator, "nodes": n, "topology": topo,
-                   "idle_cycles_per_s": idle["cycles_per_s"],
-                   "busy_cycles_per_s": busy and busy["cycles_per_s"],
-                   "busy_tlps": busy and busy["tlps"]}
-            rows[:] = [r for r in rows if (r["simulator"], r["nodes"]) != (simulator, n)]
-            rows.append(row)
-            busy_text = "not measured" if busy is None else f"{busy['cycles_per_s']:8.0f}"
-            print(f"speed {simulator} {n:2d} chips: idle {row['idle_cycles_per_s']:8.0f}, "
-                  f"all-to-all {busy_text} cycles/s", flush=True)
+    points = [("verilator", n) for n in nodes] + [("icarus", n) for n in icarus_nodes]
+    for k, (simulator, n) in enumerate(points):
+        print(f"speed: {simulator} {n} chips ({k + 1} of {len(points)})", flush=True)
+        topo = TOPOLOGY[n]
+        th = threads if simulator == "verilator" else 1
+        idle = _run(f"bench-speed-{simulator}-{n}", topo, "idle_speed", simulator, th,
+                    cycles=20_000 if simulator == "verilator" else 2_000)
+        # On Icarus enumerating and programming 4 hosts alone takes ~30k cycles: traffic
+        # is measured on one chip only there.
+        busy = None if simulator == "icarus" and n > 1 else _run(
+            f"bench-speed-{simulator}-{n}", topo, "all_to_all_pio", simulator, th,
+            stores=2 if n > 4 else 4, max_size=1024)
+        row = {"simulator": simulator, "threads": th, "nodes": n, "topology": topo,
+               "idle_cycles_per_s": idle["cycles_per_s"],
+               "busy_cycles_per_s": busy and busy["cycles_per_s"],
+               "busy_tlps": busy and busy["tlps"],
+               "busy_cpu_s": busy and busy["cpu_s"], "busy_wall_s": busy and busy["wall_s"]}
+        rows[:] = [r for r in rows if (r["simulator"], r["nodes"]) != (simulator, n)]
+        rows.append(row)
+        busy_text = "not measured" if busy is None else f"{busy['cycles_per_s']:8.0f}"
+        print(f"speed {simulator} {n:2d} chips: idle {row['idle_cycles_per_s']:8.0f}, "
+              f"all-to-all {busy_text} cycles/s", flush=True)
 
 
 def build(results):
@@ -143,13 +159,14 @@ def section(results):
              "cables in HDL, a Python host (root complex + N hard-IP model) per node. See "
              "[cluster](cluster.md).", ""]
     if results.get("speed"):
-        lines += ["| simulator | chips | topology | idle cycles/s | all-to-all cycles/s |",
-                  "| --- | ---: | --- | ---: | ---: |"]
+        lines += ["| simulator | threads | chips | topology | idle cycles/s | all-to-all cycles/s |",
+                  "| --- | ---: | ---: | --- | ---: | ---: |"]
         for r in sorted(results["speed"], key=lambda r: (r["simulator"] != "verilator",
                                                           r["nodes"])):
             busy = ("not measured" if r["busy_cycles_per_s"] is None
                     else f"{r['busy_cycles_per_s']:.0f}")
-            lines.append(f"| {r['simulator']} | {r['nodes']} | {r['topology']} | "
+            lines.append(f"| {r['simulator']} | {r.get('threads', 1)} | {r['nodes']} | "
+                         f"{r['topology']} | "
                          f"{r['idle_cycles_per_s']:.0f} | {busy} |")
         lines += ["", "Idle: reset, then the clock alone (no host enumerated). All-to-all: every "
                   "host stores into every node at once (1 B .. 1 KiB stores), from the first "
@@ -194,6 +211,10 @@ def main(argv=None):
     parser.add_argument("--only", type=_sections, default=list(SECTIONS),
                         help=f"comma-separated sections to measure ({', '.join(SECTIONS)}); "
                              "the others keep their saved results")
+    parser.add_argument("--nodes", type=_nodes, default=list(TOPOLOGY),
+                        help="chip counts (1, 4, 8, 16) to measure on Verilator (default all)")
+    parser.add_argument("--threads", type=_threads, default=2,
+                        help="Verilator --threads of the speed builds, 1..8 (default 2)")
     parser.add_argument("--icarus-nodes", type=_nodes, default=[1, 4],
                         help="chip counts (1, 4, 8, 16) to measure idle on Icarus too "
                              "(default 1,4; traffic on one chip only)")
@@ -207,7 +228,7 @@ def main(argv=None):
     results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     if not args.doc_only:
         for name in args.only:
-            {"speed": lambda: speed(args.icarus_nodes, results), "build": lambda: build(results),
+            {"speed": lambda: speed(args.nodes, args.icarus_nodes, args.threads, results), "build": lambda: build(results),
              "latency": lambda: latency(results)}[name]()
             commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
                                     capture_output=True, text=True).stdout.strip()

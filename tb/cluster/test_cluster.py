@@ -29,12 +29,13 @@ TEST_CABLE = {"rx_credits": (4, 32, 4, 4), "cpl_buffer": (4, 32)}
 
 
 def run(name, topology, testcase=None, seed=61, chip=None, cable=TEST_CABLE,
-        pipeline_ns=HARDIP_PIPELINE_NS, any_simulator=False, **params):
+        pipeline_ns=HARDIP_PIPELINE_NS, any_simulator=False, threads=1, **params):
     """Build the HDL cluster of ``topology`` and run ``cluster_tb`` (all tests or one).
 
     ``pipeline_ns`` is every hard IP's RX and TX latency: the N models' and the cables'
     (default: the calibrated value).  ``any_simulator`` runs several chips on Icarus too
-    (the benchmarks' idle figures) instead of skipping.
+    (the benchmarks' idle figures) instead of skipping.  ``threads``: Verilator's
+    (:class:`~peach2.sim.cluster_top.ClusterTop`; 1 for tests, which may run side by side).
     """
     topo = Topology(1, {}) if topology == "single" else Topology.parse(topology)
     simulator = pick_simulator("icarus" if topo.n_nodes == 1 else "verilator")
@@ -44,7 +45,8 @@ def run(name, topology, testcase=None, seed=61, chip=None, cable=TEST_CABLE,
     cycles = pipeline_cycles(pipeline_ns)
     cable = {"tx_pipeline": cycles, "rx_pipeline": cycles, **(cable or {})}
     params["pipeline_ns"] = pipeline_ns
-    top = ClusterTop(topo.n_nodes, cable_plan(topo), chip=chip, cable=cable)
+    top = ClusterTop(topo.n_nodes, cable_plan(topo), chip=chip, cable=cable,
+                     threads=threads if simulator == "verilator" else 1)
     return run_cocotb(component=top, toplevel="cluster", test_module="cluster_tb", name=name,
                       test_dir=HERE, testcase=testcase, params={"topology": topology, **params},
                       seed=seed, simulator=simulator)
