@@ -5,8 +5,10 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .csr.block import CSR
-from .csr.regmap import DMA_SLOT_MEMBERS, N_DMA_CHANNELS, N_DMA_SLOTS
+from .csr.regmap import DMA_SLOT_MEMBERS
 from .dma.engine import DMA
+from .params import (DEFAULT_BUFFER_BEATS, DEFAULT_DMA_BUFFER, DEFAULT_DMA_TAGS, DEFAULT_N_ROUTES,
+                     N_DMA_CHANNELS, N_DMA_SLOTS)
 from .router.buffer import PacketBuffer
 from .router.common import Port, Reason
 from .router.crossbar import Crossbar
@@ -76,8 +78,9 @@ class PEACH2(wiring.Component):
         the DMA keeps its outstanding reads' completions within it (0: no limit).
     """
 
-    def __init__(self, *, n_routes=8, buffer_beats=128, s_role="rc", tx_start_level=1,
-                 tx_depth=64, dma_tags=128, dma_buffer=16384):
+    def __init__(self, *, n_routes=DEFAULT_N_ROUTES, buffer_beats=DEFAULT_BUFFER_BEATS, s_role="rc",
+                 tx_start_level=1, tx_depth=64, dma_tags=DEFAULT_DMA_TAGS,
+                 dma_buffer=DEFAULT_DMA_BUFFER):
         if n_routes < 8:
             raise ValueError(f"the routing table needs at least 8 entries, not {n_routes}")
         if s_role not in ("rc", "ep"):

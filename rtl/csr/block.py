@@ -10,12 +10,14 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from ..params import DEFAULT_BUFFER_BEATS, DEFAULT_DMA_BUFFER, DEFAULT_DMA_TAGS, DEFAULT_N_ROUTES
+from ..router.common import RouteEntry
 from ..tlp.align import payload_dws
 from ..tlp.layouts import Completion, CplStatus, Fmt, FmtType, Type
 from ..tlp.stream import TLPBeat, TLPStream
 from ..util import count_saturating
-from .regmap import (DEFAULT_BUFFER_BEATS, DEFAULT_DMA_BUFFER, DEFAULT_DMA_TAGS, Access,
-                     RouteEntry, peach2_regmap)
+from .description import Access
+from .regmap import peach2_regmap
 
 __all__ = ["CSR", "RouteEntry"]
 
@@ -114,9 +116,9 @@ class CSR(wiring.Component):
         ``CONTROL`` bits.
     """
 
-    def __init__(self, *, n_routes=8, buffer_beats=DEFAULT_BUFFER_BEATS, s_is_rc=True,
-                 dma_tags=DEFAULT_DMA_TAGS, dma_buffer=DEFAULT_DMA_BUFFER, regmap=None,
-                 counter_width=32):
+    def __init__(self, *, n_routes=DEFAULT_N_ROUTES, buffer_beats=DEFAULT_BUFFER_BEATS,
+                 s_is_rc=True, dma_tags=DEFAULT_DMA_TAGS, dma_buffer=DEFAULT_DMA_BUFFER,
+                 regmap=None, counter_width=32):
         try:
             regmap = self._check(regmap, counter_width, n_routes=n_routes,
                                  buffer_beats=buffer_beats, s_is_rc=bool(s_is_rc),

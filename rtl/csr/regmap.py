@@ -8,14 +8,18 @@ description, the host driver model (:mod:`peach2.sim.driver`) and the testbenche
 nobody types an offset twice.  Regenerate the documents with ``peach2 regmap --format md|c|json``.
 
 For testbenches and scripts the default map is exported as :data:`REGMAP`, with :data:`REGS`
-(register by name: ``REGS["OFFSET_LO"].offset``), :class:`Port` and :class:`CountReason`.  The
-framework's names (:class:`Register`, :class:`Access` ...) are importable from here too.
+(register by name: ``REGS["OFFSET_LO"].offset``).  The chip-wide sizes and numbering the map
+documents (``N_DMA_CHANNELS``, :class:`Port`, :class:`CountReason`, :class:`DmaError` ...) live in
+:mod:`peach2.params` and the framework's names (:class:`Register`, :class:`Access` ...) in
+:mod:`peach2.csr.description`; both are importable from here too, as is ``RouteEntry``
+(:mod:`peach2.router.common`).
 """
 
-import enum
-
-from amaranth.lib import data
-
+from ..params import (BAR_SIZE, COUNT_REASONS, DEFAULT_BUFFER_BEATS, DEFAULT_DMA_BUFFER,
+                      DEFAULT_DMA_TAGS, DEFAULT_DMA_TIMEOUT, DEFAULT_N_ROUTES, DMA_ERROR_TABLE,
+                      MAX_ROUTES, N_DMA_CHANNELS, N_DMA_SLOTS, N_PORTS, N_REASONS, PORT_TABLE,
+                      REASON_TABLE, CountReason, DmaError, Port)
+from ..router.common import RouteEntry
 from .description import Access, Enumeration, Field, Group, Register, RegisterMap
 
 __all__ = [
@@ -26,42 +30,9 @@ __all__ = [
     "DmaError", "DEFAULT_DMA_TAGS", "DEFAULT_DMA_BUFFER", "DEFAULT_DMA_TIMEOUT",
 ]
 
-
-BAR_SIZE = 0x1000
 ID_VALUE = 0x50434832          # "PCH2"
 VERSION_MAJOR = 0
 VERSION_MINOR = 2
-N_PORTS = 4
-N_REASONS = 16
-MAX_ROUTES = 16
-DEFAULT_BUFFER_BEATS = 128     # the top's default (eight 256-byte TLPs)
-N_DMA_CHANNELS = 4             # 000 section 2.2: four DMA channels
-N_DMA_SLOTS = 4                # register-mode descriptor slots per channel
-DEFAULT_DMA_TAGS = 128         # reads outstanding (tags) of the default build
-DEFAULT_DMA_BUFFER = 16384     # completion buffer bytes of the default build
-DEFAULT_DMA_TIMEOUT = 250_000  # completion timeout, core cycles (1 ms at 250 MHz)
-
-_PORTS = (
-    ("N", 0, "north: the host (root complex side)"),
-    ("E", 1, "east: ring neighbour"),
-    ("W", 2, "west: ring neighbour"),
-    ("S", 3, "south: the other ring"),
-)
-
-_REASONS = (
-    ("RX_TLPS", 0, "TLPs from the port that reached the router (at their first beat)"),
-    ("TX_TLPS", 1, "TLPs sent whole on the port (not dropped, not nullified)"),
-    ("UNROUTABLE", 2, "requests no enabled route entry matched"),
-    ("WINDOW_CLOSED", 3, "requests dropped because PIO_ENABLE or ROUTE_ENABLE is off"),
-    ("UNSUPPORTED", 4, "configuration, I/O, message TLPs; locked reads (UR as CplLk); "
-                       "N requests outside BARs 0, 2"),
-    ("READ_REJECTED", 5, "reads from E/W/S, and host reads into the TCA window"),
-    ("MALFORMED", 6, "TLPs whose framing disagrees with their header, or with a TLP prefix"),
-    ("POISONED", 7, "TLPs with EP (poisoned) set"),
-    ("RX_ERR", 8, "TLPs the hard IP flagged with rx_st_err"),
-    ("UNEXPECTED_CPL", 9, "completions that match no outstanding request"),
-    ("UR_SENT", 10, "UR completions generated for requests from this port"),
-)
 
 _ROUTE_MEMBERS = (
     ("MASK_LO", 0x00, "bits [31:0] of the address mask"),
@@ -129,23 +100,6 @@ by name; a C driver follows the same steps with the header of `peach2 regmap --f
 6. Watch `COUNT[p][r]` (`Driver.counters()`), clear them with `COUNTER_CLEAR`."""
 
 
-_DMA_ERRORS = (
-    ("NONE", 0, "no error"),
-    ("DESC_MALFORMED", 1, "a descriptor failed its checks: magic, reserved bits, zero length or "
-                          "count, ext disagreeing with the pointer, misaligned next or seq_addr, "
-                          "seq without ext; or a register-mode start with 0 or more than 4 "
-                          "slots"),
-    ("CPL_TIMEOUT", 2, "a read was not completed within DMA_TIMEOUT cycles"),
-    ("CPL_UR", 3, "a read was answered with Unsupported Request"),
-    ("CPL_CA", 4, "a read was answered with Completer Abort (or another non-SC status)"),
-    ("CPL_POISONED", 5, "a read completion was poisoned (EP)"),
-    ("CPL_MALFORMED", 6, "a read completion's data fell outside the request or did not "
-                         "continue where the tag's last one ended, its byte count or lower "
-                         "address was wrong, or the receiver cut it short (err)"),
-    ("DST_UNROUTABLE", 7, "a destination or completion-write address matched no enabled route"),
-    ("ABORTED", 8, "software wrote CH_CTRL.abort"),
-)
-
 _DMA_NOTES = """\
 Four channels (000 section 2.2), each with the registers `CH_*[c]` at `0x300 + 0x40 * c` and four
 register-mode descriptor slots `SLOT_*[c][s]` at `0x400 + 0x100 * c + 0x40 * s`.  The
@@ -168,7 +122,7 @@ descriptor format is in `docs/dma.md` (generated from `rtl/dma/descriptor.py`).
 
 
 def _reason_values():
-    named = {v: (n, d) for n, v, d in _REASONS}
+    named = {v: (n, d) for n, v, d in REASON_TABLE}
     return tuple((named[r][0], r, named[r][1]) if r in named else (None, r, "reserved")
                  for r in range(N_REASONS))
 
@@ -193,7 +147,7 @@ DMA_SLOT_MEMBERS = (
 
 def _port_names():
     """Port names in number order, for index names."""
-    return tuple(n for n, _, _ in _PORTS)
+    return tuple(n for n, _, _ in PORT_TABLE)
 
 
 def _reason_names():
@@ -351,7 +305,7 @@ def _counter_registers():
                      reserved=reserved, notes=_COUNT_NOTES)]
 
 
-def peach2_regmap(*, n_routes=8, buffer_beats=DEFAULT_BUFFER_BEATS, s_is_rc=True,
+def peach2_regmap(*, n_routes=DEFAULT_N_ROUTES, buffer_beats=DEFAULT_BUFFER_BEATS, s_is_rc=True,
                   dma_tags=DEFAULT_DMA_TAGS, dma_buffer=DEFAULT_DMA_BUFFER):
     """Return the PEACH2 register map for a build with these parameters.
 
@@ -383,9 +337,9 @@ def peach2_regmap(*, n_routes=8, buffer_beats=DEFAULT_BUFFER_BEATS, s_is_rc=True
                 Group("SLOT", 0x400, 0x40, N_DMA_CHANNELS * N_DMA_SLOTS,
                       "register-mode descriptor slot s of DMA channel c (element 4c + s)")],
         enums=[Enumeration("PORT", "port numbers (PORT_STATUS, COUNT and ROUTE_TARGET.port)",
-                           _PORTS),
+                           PORT_TABLE),
                Enumeration("COUNT_REASON", "counter reasons r of COUNT[p][r]", _reason_values()),
-               Enumeration("DMA_ERROR", "DMA error codes (CH_STATUS.error)", _DMA_ERRORS)],
+               Enumeration("DMA_ERROR", "DMA error codes (CH_STATUS.error)", DMA_ERROR_TABLE)],
         params={"n_routes": n_routes, "buffer_beats": buffer_beats, "s_is_rc": bool(s_is_rc),
                 "dma_tags": dma_tags, "dma_buffer": dma_buffer},
         notes=_ACCESS_NOTES, sections=[("Programming sequence", _SOFTWARE_NOTES)])
@@ -395,26 +349,3 @@ def peach2_regmap(*, n_routes=8, buffer_beats=DEFAULT_BUFFER_BEATS, s_is_rc=True
 REGMAP = peach2_regmap()
 #: Registers of the default build by name.
 REGS = REGMAP.by_name
-#: One route table entry as the router sees it (registers ROUTE[i]; the router's lookup in
-#: ``rtl/router/table.py``): a request to ``A`` matches when ``enable`` and
-#: ``lower <= (A & mask) <= upper``; ``port`` numbers as :class:`Port`.
-RouteEntry = data.StructLayout({
-    "mask":   64,
-    "lower":  64,
-    "upper":  64,
-    "port":   2,
-    "enable": 1,
-})
-
-#: Port numbers (N, E, W, S).
-Port = enum.IntEnum("Port", {n: v for n, v, _ in _PORTS})
-Port.__doc__ = "Port numbers, as in PORT_STATUS[p], COUNT[p][r] and ROUTE_TARGET.port."
-#: Counter reasons r of COUNT[p][r] (reserved reasons left out).
-CountReason = enum.IntEnum("CountReason", {n: v for n, v, _ in _REASONS})
-CountReason.__doc__ = "Counter reasons r of COUNT[p][r]."
-#: Reason name -> number, implemented reasons only.
-COUNT_REASONS = {n: v for n, v, _ in _REASONS}
-
-#: DMA error codes of CH_STATUS.error.
-DmaError = enum.IntEnum("DmaError", {n: v for n, v, _ in _DMA_ERRORS})
-DmaError.__doc__ = "DMA error codes (CH_STATUS.error)."

@@ -54,8 +54,9 @@ from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..csr.regmap import (DEFAULT_DMA_BUFFER, DEFAULT_DMA_TAGS, N_DMA_CHANNELS, N_DMA_SLOTS,
-                          REGS, DmaError, RouteEntry)
+from ..csr.regmap import REGS
+from ..params import DEFAULT_DMA_BUFFER, DEFAULT_DMA_TAGS, N_DMA_CHANNELS, N_DMA_SLOTS, DmaError
+from ..router.common import RouteEntry
 from ..router.egress import translate_header
 from ..router.table import route_matches, route_select
 from ..tlp.layouts import CplStatus, TLPHeader, Type
