@@ -12,6 +12,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..params import DEFAULT_BUFFER_BEATS, DEFAULT_DMA_BUFFER, DEFAULT_DMA_TAGS, DEFAULT_N_ROUTES
 from ..router.common import RouteEntry
+from ..signatures import DmaControlSignature
 from ..tlp.align import payload_dws
 from ..tlp.layouts import Completion, CplStatus, Fmt, FmtType, Type
 from ..tlp.stream import TLPBeat, TLPStream
@@ -26,6 +27,9 @@ __all__ = ["CSR", "RouteEntry"]
 #: Action registers with hardware of their own here; every other action register gets a
 #: generic strobe and data port (``<name>_stb``, ``<name>_data``).
 _ACTIONS = ("COUNTER_CLEAR", "MSI")
+
+#: Names of the ports the ``dma`` interface carries.
+_DMA_MEMBERS = frozenset(DmaControlSignature().members)
 
 
 def _mux_tree(entries, sel):
@@ -89,7 +93,8 @@ class CSR(wiring.Component):
         past the end of the BAR, a dropped TLP (not MRd/MWr, poisoned write, ``err``, a read
         with payload beats, a stray beat).  Count it where the top sees fit.
     node, offset_lo, offset_hi, control : Out(32)
-        Values of the read-write registers (one port per ``RW`` register, lower-case name).
+        Values of the read-write registers (one port per ``RW`` register, lower-case name),
+        except the DMA's (below).
     route_mask_lo, route_mask_hi, route_lower_lo, route_lower_hi : Out(ArrayLayout(32, n_routes))
         The ROUTE[i] registers, as are ``route_upper_lo``, ``route_upper_hi``,
         ``route_target``.
@@ -105,9 +110,13 @@ class CSR(wiring.Component):
     msi_num : Out(5)
         Vector of the last MSI write; valid with ``msi_req`` and held after it.
     <name>_stb, <name>_data : Out
-        Every other action register (``CH_CTRL``): a one-cycle strobe per element written, and
-        the written value (enabled bytes, implemented bits; other bits 0), valid with the
-        strobe and held after it.
+        Every other action register: a one-cycle strobe per element written, and the written
+        value (enabled bytes, implemented bits; other bits 0), valid with the strobe and held
+        after it.  (The chip's only one, ``CH_CTRL``, is in ``dma``.)
+    dma : Out(:class:`~peach2.signatures.DmaControlSignature`)
+        The DMA registers (DMA_CONFIG, DMA_TIMEOUT, CH_*, SLOT_*) in the DMA's terms, ports of
+        the same rules as above; the slots as descriptors.  :meth:`port` finds a register's
+        port wherever it is.
     route : Out(ArrayLayout(RouteEntry, n_routes))
         The route table as typed entries (same storage as ``route_*``).
     node_offset : Out(64)
@@ -140,6 +149,8 @@ class CSR(wiring.Component):
         }
         for reg in regmap:
             shape = data.ArrayLayout(reg.width, reg.count) if reg.dims else reg.width
+            if self._for_dma(reg):
+                continue
             if reg.access is Access.RW:
                 members[reg.port_name] = Out(shape)
             elif reg.access is Access.RO:
@@ -157,6 +168,7 @@ class CSR(wiring.Component):
         members["node_offset"] = Out(64)
         members["pio_enable"] = Out(1)
         members["route_enable"] = Out(1)
+        members["dma"] = Out(DmaControlSignature())
         super().__init__(members)
 
     # -- helpers ----------------------------------------------------------------------------
@@ -175,8 +187,26 @@ class CSR(wiring.Component):
                 raise ValueError(f"{name} must be an action register")
         return regmap
 
-    def _port(self, reg, flat):
-        port = getattr(self, reg.port_name)
+    @staticmethod
+    def _for_dma(reg):
+        """Whether ``reg`` is carried by the ``dma`` interface (a member of its signature, or a
+        register-mode slot) instead of a port of its own."""
+        return (reg.group == "SLOT" or reg.port_name in _DMA_MEMBERS
+                or f"{reg.port_name}_stb" in _DMA_MEMBERS)
+
+    def _member(self, name):
+        """The port ``name``: a member of ``dma`` if the DMA signature has it, else our own."""
+        return getattr(self.dma, name) if name in _DMA_MEMBERS else getattr(self, name)
+
+    def port(self, reg, flat=None):
+        """Return the value on the block's ports of element ``flat`` of ``reg`` (``RW`` or
+        ``RO``): its own port, a member of ``dma``, or for a SLOT register the 32 bits of
+        ``dma.slots[flat]`` at the register's offset in the slot."""
+        if reg.group == "SLOT":
+            base = next(g.base for g in self.regmap.groups if g.name == "SLOT")
+            lsb = 8 * (reg.offset - base)
+            return self.dma.slots[flat].as_value()[lsb:lsb + 32]
+        port = self._member(reg.port_name)
         return port[flat] if reg.dims else port
 
     def elaborate(self, platform):
@@ -202,12 +232,12 @@ class CSR(wiring.Component):
                 if reg.access is Access.CONST:
                     reads[dw] = Const(reg.value, 32)
                 elif reg.access is Access.RO:
-                    reads[dw] = Value.cast(self._port(reg, flat)) & reg.mask
+                    reads[dw] = Value.cast(self.port(reg, flat)) & reg.mask
                 elif reg.access is Access.RW:
                     store = Signal(reg.width, init=reg.value, name=f"reg_{reg.port_name}{suffix}")
                     with m.If(written(dw)):
                         m.d.sync += store.eq(((store & ~w_mask) | (w_data & w_mask)) & reg.mask)
-                    m.d.comb += self._port(reg, flat).eq(store)
+                    m.d.comb += self.port(reg, flat).eq(store)
                     reads[dw] = store
                 elif reg.access is Access.COUNTER:
                     self._counters[flat] = reads[dw] = Signal(
@@ -229,12 +259,12 @@ class CSR(wiring.Component):
 
         for reg in rm:
             if reg.access is Access.ACTION and reg.name not in _ACTIONS:
-                stb = getattr(self, f"{reg.port_name}_stb")
+                stb = self._member(f"{reg.port_name}_stb")
                 m.d.sync += stb.eq(0)
                 for flat, offset in reg.elements():
                     with m.If(written(offset >> 2)):
                         m.d.sync += [(stb[flat] if reg.dims else stb).eq(1),
-                                     getattr(self, f"{reg.port_name}_data").eq(
+                                     self._member(f"{reg.port_name}_data").eq(
                                          w_data & w_mask & reg.mask)]
 
         for reg in rm:
@@ -248,11 +278,11 @@ class CSR(wiring.Component):
 
         # -- typed views for the router -------------------------------------------------------
         def wide(name, flat=None):
-            return Cat(self._port(rm[f"{name}_LO"], flat), self._port(rm[f"{name}_HI"], flat))
+            return Cat(self.port(rm[f"{name}_LO"], flat), self.port(rm[f"{name}_HI"], flat))
         target = rm["ROUTE_TARGET"]
         t_fields = {f.name: f for f in target.fields}
         for i in range(self._n_routes):
-            t = self._port(target, i)
+            t = self.port(target, i)
             m.d.comb += [
                 self.route[i].mask.eq(wide("ROUTE_MASK", i)),
                 self.route[i].lower.eq(wide("ROUTE_LOWER", i)),
