@@ -5,7 +5,8 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .csr.block import CSR
-from .csr.regmap import DMA_SLOT_MEMBERS, N_DMA_CHANNELS, N_DMA_SLOTS
+from .csr.regmap import (DMA_SLOT_MEMBERS, MAX_BUFFER_BEATS, MAX_ROUTES, N_DMA_CHANNELS,
+                          N_DMA_SLOTS)
 from .dma.engine import DMA
 from .router.buffer import PacketBuffer
 from .router.common import Port, Reason
@@ -16,11 +17,25 @@ from .tlp.avalon_rx import AvalonST128RX
 from .tlp.avalon_tx import AvalonST128TX
 from .util import forward_members, members_with_prefix
 
-__all__ = ["PEACH2", "PORT_ROLES"]
+__all__ = ["PEACH2", "PORT_ROLES", "MIN_ROUTES", "MAX_ROUTES", "MIN_BUFFER_BEATS",
+           "MAX_BUFFER_BEATS", "TX_DEPTH"]
 
 
 #: Role of each port's hard IP (002 section 3.3): N and E endpoints, W root port, S either.
 PORT_ROLES = {"n": "ep", "e": "ep", "w": "rc", "s": None}
+
+#: Fewest routing table entries the chip is built with (``MAX_ROUTES``: the most, from the
+#: register map, where ROUTE[i] must end below the counters).
+MIN_ROUTES = 8
+
+#: Smallest per-input packet buffer the command line accepts, in 16-byte beats: a TLP of the
+#: largest payload (MPS 256 bytes, 16 beats) with its header beat fits, rounded up to a power of
+#: two.  ``MAX_BUFFER_BEATS`` (register map) is the most ``CONFIG.buffer_beats`` can report.
+MIN_BUFFER_BEATS = 32
+
+#: Depth of the TX adapters' FIFOs, in beats (``tx_depth``); the cut-through threshold
+#: ``tx_start_level`` is at most this.
+TX_DEPTH = 64
 
 #: The LTSSM state the Stratix IV hard IP reports in L0 (link up).
 LTSSM_L0 = 0x0F
@@ -77,9 +92,10 @@ class PEACH2(wiring.Component):
     """
 
     def __init__(self, *, n_routes=8, buffer_beats=128, s_role="rc", tx_start_level=1,
-                 tx_depth=64, dma_tags=128, dma_buffer=16384):
-        if n_routes < 8:
-            raise ValueError(f"the routing table needs at least 8 entries, not {n_routes}")
+                 tx_depth=TX_DEPTH, dma_tags=128, dma_buffer=16384):
+        if n_routes < MIN_ROUTES:
+            raise ValueError(f"the routing table needs at least {MIN_ROUTES} entries, "
+                             f"not {n_routes}")
         if s_role not in ("rc", "ep"):
             raise ValueError(f"s_role must be 'rc' or 'ep', not {s_role!r}")
         #: Names the design for the simulation netlist cache (``peach2.sim.runner``): the class

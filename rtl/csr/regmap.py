@@ -19,7 +19,7 @@ from amaranth.lib import data
 __all__ = [
     "Access", "Field", "Register", "Group", "Enumeration", "RegisterMap",
     "peach2_regmap", "REGMAP", "REGS", "Port", "CountReason", "COUNT_REASONS", "RouteEntry",
-    "ID_VALUE", "VERSION_MAJOR", "VERSION_MINOR", "N_PORTS", "N_REASONS", "MAX_ROUTES",
+    "ID_VALUE", "VERSION_MAJOR", "VERSION_MINOR", "N_PORTS", "N_REASONS", "MAX_ROUTES", "MAX_BUFFER_BEATS",
     "DEFAULT_BUFFER_BEATS", "BAR_SIZE", "N_DMA_CHANNELS", "N_DMA_SLOTS", "DMA_SLOT_MEMBERS",
     "DmaError", "DEFAULT_DMA_TAGS", "DEFAULT_DMA_BUFFER", "DEFAULT_DMA_TIMEOUT",
 ]
@@ -347,6 +347,7 @@ VERSION_MINOR = 2
 N_PORTS = 4
 N_REASONS = 16
 MAX_ROUTES = 16
+MAX_BUFFER_BEATS = (1 << 16) - 1   # CONFIG.buffer_beats is 16 bits wide
 DEFAULT_BUFFER_BEATS = 128     # the top's default (eight 256-byte TLPs)
 N_DMA_CHANNELS = 4             # 000 section 2.2: four DMA channels
 N_DMA_SLOTS = 4                # register-mode descriptor slots per channel
@@ -522,7 +523,7 @@ def peach2_regmap(*, n_routes=8, buffer_beats=DEFAULT_BUFFER_BEATS, s_is_rc=True
     if not 1 <= n_routes <= MAX_ROUTES:
         raise ValueError(f"n_routes must be 1..{MAX_ROUTES} (ROUTE[i] must end below the "
                          f"counters at 0x800), not {n_routes}")
-    if not 0 <= buffer_beats < (1 << 16):
+    if not 0 <= buffer_beats <= MAX_BUFFER_BEATS:
         raise ValueError(f"buffer_beats must fit CONFIG.buffer_beats (16 bits), not "
                          f"{buffer_beats}")
     port_names = tuple(n for n, _, _ in _PORTS)

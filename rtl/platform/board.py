@@ -178,3 +178,14 @@ class PEACH2Platform(IntelPlatform):
         **IntelPlatform.quartus_file_templates,
         "{{name}}.qsf": _QSF_TEMPLATE,
     }
+
+    def __init__(self, *, on_convert=None, **kwargs):
+        """``on_convert()``, if given, is called once the design is elaborated, before the
+        conversion to Verilog and the project files (a progress line)."""
+        super().__init__(**kwargs)
+        self._on_convert = on_convert
+
+    def toolchain_prepare(self, fragment, name, **kwargs):
+        if self._on_convert is not None:
+            self._on_convert()
+        return super().toolchain_prepare(fragment, name, **kwargs)
