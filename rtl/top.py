@@ -64,7 +64,7 @@ class PEACH2(wiring.Component):
     Parameters
     ----------
     n_routes : int
-        Routing table entries (at least 8).
+        Routing table entries, MIN_ROUTES..MAX_ROUTES (8..16).
     buffer_beats : int
         Per-input packet buffer, in 16-byte beats (default 128: eight 256-byte TLPs).
     s_role : "rc" or "ep"

@@ -266,7 +266,8 @@ def _script(work, stem, module, prologue, flows=tuple(_FLOWS)):
 def _run(scripts, work, jobs, progress=None):
     """Run the Yosys scripts in ``work``, ``jobs`` at once; say which one ends, and how many
     are left, through ``progress``."""
-    _say(progress, f"running Yosys on {len(scripts)} netlists, {max(1, jobs)} at once...")
+    _say(progress, f"running Yosys on {len(scripts)} netlist{'s' * (len(scripts) != 1)}, "
+                   f"{max(1, jobs)} at once...")
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = {pool.submit(_yosys, script, work, f"{script}.log"): script
                    for script in scripts}
