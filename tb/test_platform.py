@@ -239,8 +239,11 @@ def test_core_verilog_compiles_in_icarus(tmp_path, capsys, s_role):
 def test_cli_generate_platform(tmp_path, capsys):
     out = tmp_path / "q"
     assert main(["generate", "--platform", "peach2", "-o", str(out), "--s-role", "ep"]) == 0
-    text = capsys.readouterr().out
+    captured = capsys.readouterr()
+    text = captured.out
     assert "EP4SGX530KH40C2" in text and "N EP, E EP, W RC, S EP" in text
+    steps = [re.sub(r"^\[\s*[\d.]+ s\] ", "", line) for line in captured.err.splitlines()]
+    assert [step.split(" ")[0] for step in steps] == ["elaborating", "converting", "writing"]
     assert "quartus_sh --flow compile peach2" in text and "sh build_peach2.sh" in text
     assert "hardip_variants.md" in text
     assert (out / "peach2.qsf").exists()
