@@ -6,8 +6,9 @@ import re
 import pytest
 
 from peach2 import convert
-from peach2.cli import main
+from peach2.cli import MAX_JOBS, MAX_PATHS, main
 from peach2.progress import Progress
+from peach2.sim.cluster_layout import MAX_NODES
 from peach2.top import (MAX_BUFFER_BEATS, MAX_ROUTES, MIN_BUFFER_BEATS, MIN_ROUTES, PEACH2,
                         TX_DEPTH)
 
@@ -99,16 +100,20 @@ def test_design_option_limits(tmp_path, capsys, no_design, command, option, low,
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["synth-report", "-j", "0"], "--jobs: must be 1..64, got 0"),
-    (["synth-report", "-j", "65"], "--jobs: must be 1..64, got 65"),
-    (["synth-report", "--paths", "0"], "--paths: must be 1..1000, got 0"),
-    (["synth-report", "--paths", "x"], "--paths: must be a whole number 1..1000, got 'x'"),
+    (["synth-report", "-j", "0"], f"--jobs: must be 1..{MAX_JOBS}, got 0"),
+    (["synth-report", "-j", str(MAX_JOBS + 1)], f"--jobs: must be 1..{MAX_JOBS}, got "
+                                                 f"{MAX_JOBS + 1}"),
+    (["synth-report", "--paths", "0"], f"--paths: must be 1..{MAX_PATHS}, got 0"),
+    (["synth-report", "--paths", "x"], f"--paths: must be a whole number 1..{MAX_PATHS}, "
+                                      f"got 'x'"),
     (["synth-report", "--only", "dma,,n ingress"], "--only: must be comma-separated"),
     (["generate", "--s-role", "xx"], "--s-role: invalid choice: 'xx'"),
     (["generate", "--platform", "de4"], "--platform: invalid choice: 'de4'"),
     (["regmap", "--format", "pdf"], "--format: invalid choice: 'pdf'"),
-    (["routes", "--topology", "ring:4", "--node", "16"], "--node: must be 0..15, got 16"),
-    (["routes", "--topology", "ring:4", "--routes", "17"], "--routes: must be 1..16, got 17"),
+    (["routes", "--topology", "ring:4", "--node", str(MAX_NODES)],
+     f"--node: must be 0..{MAX_NODES - 1}, got {MAX_NODES}"),
+    (["routes", "--topology", "ring:4", "--routes", str(MAX_ROUTES + 1)],
+     f"--routes: must be 1..{MAX_ROUTES}, got {MAX_ROUTES + 1}"),
     (["routes", "--topology", "ring:4", "--node-size", "12k"], "must be a power of two"),
     (["routes", "--topology", "ring:99"], "--topology: "),
 ])
