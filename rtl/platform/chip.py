@@ -8,8 +8,8 @@ vendor's later hard IPs allow ``pld_clk`` from another source than the hard IP's
 and S derive their ``core_clk_out`` from their own reference clocks, so that holds when all
 reference clocks share one source, and is an open point otherwise (``docs/synthesis.md``).
 
-Clock crossings: the core reads only the LTSSM state of E, W and S, whose hard IPs run from
-their own reference clocks; it passes two registers (``<p>_ltssm_sync``).  Everything else the
+Clock crossings: of E, W and S, whose hard IPs run from their own reference clocks, the core
+reads the LTSSM state through two registers (``<p>_ltssm_sync``).  Everything else the
 core exchanges with E, W and S is clocked by ``pld_clk``, the core clock; the hard IPs cross to
 their own clocks inside.  ``constraints/peach2.sdc`` declares the clock groups.
 
@@ -113,10 +113,11 @@ class Chip(wiring.Component):
             if hip is None or hip_name not in hip.signature.members:
                 raise NameError(f"core pin {name!r} has no hard-IP signal to connect to")
             if hip_name == "ltssm" and port != "n":
-                # The LTSSM state comes from the link layer of this port's hard IP, clocked by
-                # its own core_clk_out (from its own refclk), not by the core clock: resampled
-                # in two registers (a status value; a transient mix of two states while it
-                # changes is harmless).  The SDC declares the clocks asynchronous.
+                # The LTSSM state is a status output of this port's link layer, which runs
+                # from the hard IP's own refclk, so it may change in a clock other than the
+                # core's: resampled in two registers (a status value; a transient mix of two
+                # states while it changes is harmless).  The SDC declares the clocks
+                # asynchronous.
                 m.submodules[f"{port}_ltssm_sync"] = FFSynchronizer(
                     getattr(hip, hip_name), pin, o_domain="sync")
             elif member.flow == wiring.In:
