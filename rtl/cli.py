@@ -415,6 +415,11 @@ def main(argv=None):
                      help="write the tables to FILE instead of standard output")
     rts.set_defaults(func=_routes, check=_check_routes_args, parser=rts)
 
+    from . import cli_bench     # peach2 bench: every option is tb/benchmarks.py's
+    sub.add_parser("bench", help=cli_bench.HELP, add_help=False)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["bench"]:
+        return cli_bench.main(argv[1:])
     args = parser.parse_args(argv)
     if getattr(args, "check", None) is not None:
         args.check(args.parser, args)
