@@ -215,7 +215,7 @@ def rebuild(doc=DOC):
         parts.append(f"{begin}\n{text}\n{end}\n")
     doc.write_text("\n".join(parts))
     kept = [n for n in SECTIONS if n not in rendered]
-    print(f"wrote {doc.relative_to(ROOT)}: {', '.join(rendered) or 'no section'} from "
-          f"docs/results/" + (f"; kept as they were: {', '.join(kept)}" if kept else ""),
-          flush=True)
+    shown = doc.relative_to(ROOT) if doc.is_relative_to(ROOT) else doc
+    print(f"wrote {shown}: {', '.join(rendered) or 'no section'} from saved results"
+          + (f"; kept as they were: {', '.join(kept)}" if kept else ""), flush=True)
     return rendered
