@@ -39,13 +39,20 @@ measured.
 """
 
 
+def _load(load):
+    """``load 1.2`` or, for [start, end], ``load 1.2 at the start, 3.4 at the end``."""
+    if isinstance(load, list):
+        return f"load {load[0]} at the start, {load[1]} at the end"
+    return None if load is None else f"load {load}"
+
+
 def stamp(run):
     """The sentence naming a section's run (``run_info``'s dict), "" for none."""
     if not run:
         return ""
     where = [f"{run['seconds']} s" if run.get("seconds") is not None else None,
              f"{run['cores']}-core machine" if run.get("cores") else None,
-             f"load {run['load']}" if run.get("load") is not None else None,
+             _load(run.get("load")),
              run.get("conditions")]
     text = (f"Measured by `{run.get('command', '?').strip()}` at {run.get('commit', '?')}"
             + (f" on {run['date']}" if run.get("date") else "")

@@ -19,7 +19,8 @@ import threading
 import time
 from pathlib import Path
 
-__all__ = ["ROOT", "RESULTS", "SECTIONS", "result_path", "load", "save", "commit", "run_info",
+__all__ = ["ROOT", "RESULTS", "SECTIONS", "result_path", "load", "save", "commit", "started",
+           "run_info",
            "shortened_note", "Progress", "follow"]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,14 +58,21 @@ def commit():
     return head + ("+changes" if dirty else "")
 
 
-def run_info(command, seconds, shortened=(), conditions=None):
-    """The ``run`` entry of a section's results.
+def started():
+    """What :func:`run_info` needs from a run's start: time, commit (the design measured, even
+    if a commit lands while it runs) and the machine's load."""
+    return {"time": time.time(), "commit": commit(), "load": round(os.getloadavg()[0], 1)}
+
+
+def run_info(command, start, shortened=(), conditions=None):
+    """The ``run`` entry of a section's results; ``start`` is :func:`started`'s.
 
     ``shortened`` lists what ``--quick`` (or an option) made smaller than the full run, one
-    phrase each; ``conditions`` is what the user says else ran on the machine."""
-    load1 = os.getloadavg()[0]
-    return {"command": command, "commit": commit(), "date": time.strftime("%Y-%m-%d"),
-            "seconds": round(seconds), "cores": os.cpu_count(), "load": round(load1, 1),
+    phrase each; ``conditions`` is what the user says else ran on the machine.  ``load`` is the
+    one-minute load average at the start and at the end."""
+    return {"command": command, "commit": start["commit"], "date": time.strftime("%Y-%m-%d"),
+            "seconds": round(time.time() - start["time"]), "cores": os.cpu_count(),
+            "load": [start["load"], round(os.getloadavg()[0], 1)],
             "shortened": list(shortened), "conditions": conditions}
 
 

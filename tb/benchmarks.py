@@ -31,7 +31,8 @@ ROOT = HERE.parent
 for folder in ("", "tlp", "dma", "system", "cluster"):
     sys.path.insert(0, str(HERE / folder))
 
-from bench_results import SECTIONS, Progress, follow, run_info, save, shortened_note  # noqa: E402
+from bench_results import (SECTIONS, Progress, follow, run_info, save,  # noqa: E402
+                           shortened_note, started)
 
 from peach2.sim.runner import BUILD, run_cocotb  # noqa: E402
 
@@ -269,7 +270,7 @@ def main(argv=None, prog="python tb/benchmarks.py"):
     for name in sections:       # said before the run starts, and saved with its results
         shortened_note(name, less[name])
     for name in sections:
-        start = time.time()
+        start = started()
         if name == "cluster":
             cluster(args.quick, args.conditions, command)
             continue
@@ -277,10 +278,9 @@ def main(argv=None, prog="python tb/benchmarks.py"):
             data = dma(args.quick, args.read_latency, args.chain, args.max_total)
         else:
             data = {"adapters": adapters, "router": router}[name](args.quick)
-        save(name, {"run": run_info(command, time.time() - start, less[name],
-                                    args.conditions), **data})
-        print(f"{name}: saved docs/results/{name}.json ({time.time() - start:.0f} s)",
-              flush=True)
+        run = run_info(command, start, less[name], args.conditions)
+        save(name, {"run": run, **data})
+        print(f"{name}: saved docs/results/{name}.json ({run['seconds']} s)", flush=True)
     rebuild()
 
 

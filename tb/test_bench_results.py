@@ -37,7 +37,8 @@ def test_rebuild_renders_saved_sections_and_keeps_the_others(results):
     results.write_text("# Benchmarks\n\nold head\n\n<!-- adapters:begin -->\nADAPTERS TEXT\n"
                        "<!-- adapters:end -->\n<!-- dma:begin -->\n## DMA\n\nDMA TEXT\n"
                        "<!-- dma:end -->\n")
-    run = bench_results.run_info("python tb/benchmarks.py router --quick", 61.4,
+    run = bench_results.run_info("python tb/benchmarks.py router --quick",
+                                 bench_results.started(),
                                  ["all-ports-busy flows of 300 TLPs instead of 1000"])
     bench_results.save("router", {"run": run, **ROUTER})
     assert bench_doc.rebuild(results) == ["router"]
@@ -57,12 +58,12 @@ def test_rebuild_renders_saved_sections_and_keeps_the_others(results):
 
 
 def test_a_second_run_replaces_only_its_own_section(results):
-    bench_results.save("router", {"run": bench_results.run_info("first", 1), **ROUTER})
+    bench_results.save("router", {"run": bench_results.run_info("first", bench_results.started()), **ROUTER})
     bench_doc.rebuild(results)
     results.write_text(results.read_text().replace("<!-- dma:begin -->\n",
                                                    "<!-- dma:begin -->\nDMA KEPT\n"))
     again = {**ROUTER, "latency": [{"from": "N", "to": "E", "bytes": 256, "cycles": 11}]}
-    bench_results.save("router", {"run": bench_results.run_info("second", 1), **again})
+    bench_results.save("router", {"run": bench_results.run_info("second", bench_results.started()), **again})
     bench_doc.rebuild(results)
     text = results.read_text()
     assert "DMA KEPT" in text
@@ -79,10 +80,14 @@ def test_save_wants_a_known_section_and_a_run(results):
 
 
 def test_saved_file_names_its_run(results):
-    bench_results.save("router", {"run": bench_results.run_info("cmd", 3.2, ["less"], "busy"),
+    start = {**bench_results.started(), "load": 0.5}
+    start["time"] -= 3.2
+    bench_results.save("router", {"run": bench_results.run_info("cmd", start, ["less"], "busy"),
                                   **ROUTER})
     run = json.loads((bench_results.RESULTS / "router.json").read_text())["run"]
     assert run["command"] == "cmd" and run["seconds"] == 3 and run["shortened"] == ["less"]
+    assert run["load"][0] == 0.5 and len(run["load"]) == 2
+    assert "load 0.5 at the start" in bench_doc.stamp(run)
     assert run["conditions"] == "busy" and run["commit"] and run["date"]
 
 

@@ -36,7 +36,7 @@ ROOT = HERE.parent.parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from bench_results import load, run_info, save  # noqa: E402
+from bench_results import load, run_info, save, started  # noqa: E402
 
 TOPOLOGY = {1: "single", 4: "ring:4", 8: "2x4", 16: "2x8"}
 SECTIONS = ("speed", "build", "latency")
@@ -224,13 +224,12 @@ def measure(options, conditions=None, command="python tb/cluster/bench_cluster.p
     """Measure ``options["only"]`` (keeping the saved figures of the others) and save each
     part to ``docs/results/cluster.json`` as it finishes."""
     results = load("cluster") or {}
-    start = time.time()
+    start = started()
     for name in options["only"]:
         {"speed": lambda: speed(options["nodes"], options["icarus_nodes"], options["threads"],
                                 results),
          "build": lambda: build(results), "latency": lambda: latency(results)}[name]()
-        results["run"] = run_info(command, time.time() - start, shortened(options),
-                                  conditions)
+        results["run"] = run_info(command, start, shortened(options), conditions)
         save("cluster", results)
     return results
 
