@@ -58,7 +58,7 @@ def stamp(run):
             + (f" on {run['date']}" if run.get("date") else "")
             + (f" ({', '.join(w for w in where if w)})" if any(where) else "") + ".")
     if run.get("shortened"):
-        text += " Quick run, shortened: " + "; ".join(run["shortened"]) + "."
+        text += " Shortened against the full run: " + "; ".join(run["shortened"]) + "."
     return text
 
 

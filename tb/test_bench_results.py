@@ -47,7 +47,7 @@ def test_rebuild_renders_saved_sections_and_keeps_the_others(results):
     assert "old head" not in text
     assert "| N -> E | 300 | 3.657 | 3.657 | 100.0% |" in text
     assert "Measured by `python tb/benchmarks.py router --quick`" in text
-    assert "Quick run, shortened: all-ports-busy flows of 300 TLPs instead of 1000." in text
+    assert "Shortened against the full run: all-ports-busy flows of 300 TLPs instead of 1000." in text
     assert "Not measured yet: `peach2 bench cluster`" in text
     for name in bench_results.SECTIONS:     # every section between its markers, in order
         assert text.count(f"<!-- {name}:begin -->") == 1
@@ -146,3 +146,22 @@ def test_bench_without_source_tree_says_how_to_get_it(monkeypatch, capsys):
     assert 'pip install -e ".[test]"' in err
     monkeypatch.undo()
     assert cli_bench.benchmarks_script() == HERE / "benchmarks.py"
+
+
+def test_cluster_parts_from_earlier_runs_are_named(results):
+    sys.path.insert(0, str(HERE / "cluster"))
+    import bench_cluster
+    first = bench_results.run_info("python tb/cluster/bench_cluster.py", bench_results.started())
+    second = bench_results.run_info("python tb/cluster/bench_cluster.py --only build",
+                                    bench_results.started())
+    saved = {"run": second, "parts": {"latency": first, "build": second},
+             "build": {"topology": "2x8", "emit_s": 2.0, "cold_s": 143.0, "cached_s": 0.1},
+             "latency": {"topology": "2x8", "by_hops": {"1": 791.0}, "per_hop_ns": 385.0,
+                         "pipeline_ns": 156.0}}
+    title, body = bench_cluster.section(saved)
+    assert "Kept from an earlier run, latency: Measured by `python tb/cluster/bench_cluster.py`" \
+        in body
+    assert "earlier run, build" not in body
+    assert bench_cluster.shortened(bench_cluster.quick_options()) == [
+        "speed on 1, 4 chip counts instead of 1, 4, 8, 16 (Verilator)",
+        "speed on 1 chip counts instead of 1, 4 (Icarus)"]

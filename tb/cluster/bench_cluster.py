@@ -60,8 +60,8 @@ def shortened(options):
     out = []
     for key, simulator in (("nodes", "Verilator"), ("icarus_nodes", "Icarus")):
         if "speed" in options["only"] and set(options[key]) < set(full[key]):
-            out.append(f"speed on {', '.join(map(str, options[key]))} chips instead of "
-                       f"{', '.join(map(str, full[key]))} ({simulator})")
+            out.append(f"speed on {', '.join(map(str, options[key])) or 'no'} chip counts "
+                       f"instead of {', '.join(map(str, full[key]))} ({simulator})")
     return out
 
 
@@ -180,11 +180,17 @@ def latency(results):
 
 
 def section(results):
-    """The section's (title, body) for ``bench_doc`` (which adds the run's stamp)."""
+    """The section's (title, body) for ``bench_doc`` (which adds the last run's stamp; parts
+    kept from earlier runs are named here)."""
+    from bench_doc import stamp
     from peach2.sim.calibration import PER_HOP_NS, PIO_NEIGHBOUR_NS
     lines = ["", "The HDL sub-cluster of `peach2.sim.cluster_top`: chips and cables in HDL, a "
              "Python host (root complex + N hard-IP model) per node. See [cluster](cluster.md).",
              ""]
+    older = {part: run for part, run in results.get("parts", {}).items()
+             if run != results.get("run")}
+    for part, run in sorted(older.items()):
+        lines += [f"Kept from an earlier run, {part}: {stamp(run)}", ""]
     if results.get("speed"):
         lines += ["| simulator | threads | chips | topology | idle cycles/s | "
                   "all-to-all cycles/s |",
@@ -230,6 +236,7 @@ def measure(options, conditions=None, command="python tb/cluster/bench_cluster.p
                                 results),
          "build": lambda: build(results), "latency": lambda: latency(results)}[name]()
         results["run"] = run_info(command, start, shortened(options), conditions)
+        results.setdefault("parts", {})[name] = results["run"]
         save("cluster", results)
     return results
 
