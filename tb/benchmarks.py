@@ -256,6 +256,10 @@ def main(argv=None, prog="python tb/benchmarks.py"):
     for name, value in (("--chain", args.chain), ("--max-total", args.max_total)):
         if value is not None and value < 1:
             p.error(f"{name} must be at least 1, not {value}")
+    if args.read_latency < 0:
+        p.error(f"--read-latency must be 0 or more, not {args.read_latency:g}")
+    if args.doc_only and args.sections:
+        p.error("--doc-only measures nothing: name no section")
     if args.doc_only:
         rebuild()
         return

@@ -129,6 +129,8 @@ def test_follow_prints_what_the_job_appends(tmp_path, capsys):
     (["bench", "router", "--figures", "halo"], "go with the dma section alone"),
     (["bench", "dma", "--figures", "chain"], "figures are chain128, single, chain4k, halo"),
     (["bench", "dma", "--chain", "0"], "--chain must be at least 1"),
+    (["bench", "dma", "--read-latency", "-1"], "--read-latency must be 0 or more"),
+    (["bench", "router", "--doc-only"], "--doc-only measures nothing"),
 ])
 def test_bench_bad_input_is_one_line(argv, message, capsys):
     with pytest.raises(SystemExit) as exit_:
