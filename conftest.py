@@ -14,7 +14,7 @@ from peach2.sim.runner import SIM_ENV, SIMULATORS, WAVES_ENV, require_iverilog
 
 def pytest_addoption(parser):
     parser.addoption("--waves", action="store_true",
-                     help="record FST waveforms and GTKWave save files under waves/")
+                     help="record FST waveforms and GTKWave save files under build/waves/")
     parser.addoption("--sim", choices=SIMULATORS, default=None,
                      help="run every simulation on this simulator (sets PEACH2_SIM; default: "
                           "each test runs where it is fastest)")

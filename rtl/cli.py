@@ -22,6 +22,7 @@ from amaranth.hdl import Shape
 from amaranth.lib.wiring import In
 
 from . import __version__
+from . import cli_bench
 from . import cli_options as opt
 
 __all__ = ["main"]
@@ -388,11 +389,15 @@ def _parser():
     rts.add_argument("-o", "--output", type=opt.output_file, metavar="FILE",
                      help="write the tables to FILE instead of standard output")
     rts.set_defaults(func=_routes, check=_check_routes_args, parser=rts)
+    sub.add_parser("bench", help=cli_bench.HELP, add_help=False)  # options: tb/benchmarks.py's
     return parser
 
 
 def main(argv=None):
     parser = _parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["bench"]:
+        return cli_bench.main(argv[1:])
     args = parser.parse_args(argv)
     if getattr(args, "check", None) is not None:
         args.check(args.parser, args)

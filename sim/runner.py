@@ -5,13 +5,14 @@ Two simulators: Icarus Verilog (system package) and Verilator (the package regis
 preferred simulator; ``PEACH2_SIM=icarus|verilator`` (``pytest --sim``) overrides it for every
 test, which is how the whole suite runs on the other simulator.
 
-Every Icarus call builds in its own directory, ``sim_build/<name>`` under the repository root, so
-tests run in parallel under ``pytest -n auto`` never share a build.  Verilator builds take
+Every Icarus call builds in its own directory, ``build/sim/<name>`` under the repository root,
+so tests run in parallel under ``pytest -n auto`` never share a build.  Verilator builds take
 minutes, so they are shared: one build per design, options and Verilator version, in
-``sim_build/_verilator/``, made once under a file lock and run by every test that needs it.
-Waveforms are optional: pass ``waves=True`` or set ``PEACH2_WAVES=1`` (``pytest --waves`` does the latter).  They are written as
-FST to ``waves/<name>.fst`` beside a GTKWave save file ``waves/<name>.gtkw`` that groups the
-top-level signals by port and stream; open them with ``gtkwave waves/<name>.gtkw``.
+``build/sim/_verilator/``, made once under a file lock and run by every test that needs it.
+Waveforms are optional: pass ``waves=True`` or set ``PEACH2_WAVES=1`` (``pytest --waves`` does
+the latter).  They are written as FST to ``build/waves/<name>.fst`` beside a GTKWave save file
+``build/waves/<name>.gtkw`` that groups the top-level signals by port and stream; open them with
+``gtkwave build/waves/<name>.gtkw``.  Everything lands under the ignored ``build/`` folder.
 """
 
 import json
@@ -22,11 +23,17 @@ from pathlib import Path
 
 from amaranth.back import verilog
 
-__all__ = ["ROOT", "SIMULATORS", "SIM_ENV", "require_iverilog", "pick_simulator",
-           "emit_verilog", "waves_requested", "write_gtkw", "run_cocotb"]
+__all__ = ["ROOT", "BUILD", "SIM_BUILD", "WAVES", "SIMULATORS", "SIM_ENV", "require_iverilog",
+           "pick_simulator", "emit_verilog", "waves_requested", "write_gtkw", "run_cocotb"]
 
 
 ROOT = Path(__file__).resolve().parent.parent
+#: Every build and simulation output, ignored by git: ``sim/<name>`` (one per run),
+#: ``sim/_netlists`` and ``sim/_verilator`` (caches), ``waves/`` (FST and GTKWave save files),
+#: ``bench/`` (benchmark builds); ``peach2 generate`` writes here too by default.
+BUILD = ROOT / "build"
+SIM_BUILD = BUILD / "sim"
+WAVES = BUILD / "waves"
 WAVES_ENV = "PEACH2_WAVES"
 SIM_ENV = "PEACH2_SIM"
 SIMULATORS = ("icarus", "verilator")
@@ -87,7 +94,7 @@ def _source_digest(component):
     that imported the gateware before an edit, and converts after it, would cache the old design
     under the new hash.  :data:`_DIGEST_AT_IMPORT` pins the gateware part to the sources as they
     were when this module was first imported (test collection), which is when the tests import
-    the gateware too.  After editing ``rtl/`` during a test run, delete ``sim_build/_netlists``.
+    the gateware too.  After editing ``rtl/`` during a test run, delete ``build/sim/_netlists``.
     """
     import hashlib
     import inspect
@@ -142,7 +149,7 @@ def _convert(component, name):
     """Return Amaranth's Verilog of ``component``, from the netlist cache when it has one.
 
     A component with a ``design_key`` attribute (a string naming its class and every
-    constructor argument, e.g. ``PEACH2.design_key``) is cached in ``sim_build/_netlists``
+    constructor argument, e.g. ``PEACH2.design_key``) is cached in ``build/sim/_netlists``
     under a hash of that key, the module name and :func:`_source_digest`; converting a whole
     chip takes tens of seconds and most tests build the same few designs.  Writes are atomic
     (parallel test workers may convert the same design at once).
@@ -152,7 +159,7 @@ def _convert(component, name):
         return verilog.convert(component, name=name, emit_src=False)
     import hashlib
     digest = hashlib.sha256(f"{name}\0{key}\0{_source_digest(component)}".encode())
-    cache = ROOT / "sim_build" / "_netlists" / f"{name}-{digest.hexdigest()[:24]}.v"
+    cache = SIM_BUILD / "_netlists" / f"{name}-{digest.hexdigest()[:24]}.v"
     if cache.exists():
         _silence_unused(component)
         return cache.read_text()
@@ -268,8 +275,8 @@ def run_cocotb(*, component, toplevel, test_module, name, test_dir, testcase=Non
     test_module : str
         Python module with the cocotb tests, importable from ``test_dir``.
     name : str
-        Unique name of this run; the build goes to ``sim_build/<name>``, waves to
-        ``waves/<name>.fst``.
+        Unique name of this run; the build goes to ``build/sim/<name>``, waves to
+        ``build/waves/<name>.fst``.
     test_dir : path
         Folder holding ``test_module``.
     testcase : str, optional
@@ -297,7 +304,7 @@ def run_cocotb(*, component, toplevel, test_module, name, test_dir, testcase=Non
     if simulator == "icarus":
         require_iverilog()
     waves = waves_requested(waves)
-    build_dir = ROOT / "sim_build" / name
+    build_dir = SIM_BUILD / name
     build_dir.mkdir(parents=True, exist_ok=True)
     source = emit_verilog(component, toplevel,
                           build_dir / f"{toplevel}{'' if simulator == 'icarus' else '-vl'}.v",
@@ -311,8 +318,8 @@ def run_cocotb(*, component, toplevel, test_module, name, test_dir, testcase=Non
 
     plusargs = []
     if waves:
-        wave_dir = ROOT / "waves"
-        wave_dir.mkdir(exist_ok=True)
+        wave_dir = WAVES
+        wave_dir.mkdir(parents=True, exist_ok=True)
         fst = wave_dir / f"{name}.fst"
         if simulator == "icarus":
             plusargs.append(f"+dumpfile_path={fst}")
@@ -337,13 +344,13 @@ def run_cocotb(*, component, toplevel, test_module, name, test_dir, testcase=Non
     else:
         from . import verilator
         sim_dir = verilator.build(sources=sources, toplevel=hdl_toplevel, build_args=build_args,
-                                  waves=waves, root=ROOT / "sim_build" / "_verilator")
+                                  waves=waves, root=SIM_BUILD / "_verilator")
         runner = verilator.Runner()
         if waves:
-            test_args = ["--trace-file", str(ROOT / "waves" / f"{name}.fst")]
+            test_args = ["--trace-file", str(WAVES / f"{name}.fst")]
     where = f"{simulator}, log: {build_dir / 'sim.log'}"
     if waves:
-        where += f"; waves: {ROOT / 'waves' / (name + '.fst')}"
+        where += f"; waves: {WAVES / (name + '.fst')}"
     results = build_dir / "results.xml"
     try:
         runner.test(test_module=test_module, hdl_toplevel=hdl_toplevel, build_dir=sim_dir,

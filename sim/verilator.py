@@ -13,10 +13,10 @@ are handled here rather than by the user (brief section 5):
 - its FST writer (waveforms) includes ``<lz4.h>`` and links ``-llz4``, which need lz4's
   development package; where that is missing (:func:`fst_build_args`) the build gets the two
   declarations it uses and a link to the system's ``liblz4.so.1`` (every Debian has it: apt
-  needs it) from ``sim_build/_verilator/_lz4``.
+  needs it) from ``build/sim/_verilator/_lz4``.
 
 Builds are slow (tens of seconds to minutes), so :func:`build` keeps one per design, options
-and Verilator version under ``sim_build/_verilator/<top>-<hash>``, made once under a file lock
+and Verilator version under ``build/sim/_verilator/<top>-<hash>``, made once under a file lock
 (parallel ``pytest -n auto`` workers wait for the first) and run by every test of that design.
 
 cocotb's runner makes every signal of the design VPI-visible (``--public-flat-rw``), which

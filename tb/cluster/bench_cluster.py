@@ -16,15 +16,16 @@ Measures on the HDL sub-cluster (``peach2.sim.cluster_top``, hosts in Python):
   calibrated hard-IP pipeline (``peach2.sim.calibration``), by hop count, and the time per
   extra hop, beside 002's 782 ns and 000's 0.3-0.4 us.
 
-Results go to ``docs/results/cluster.json`` (with the command, commit and date) and the
-"Sub-cluster" section of ``docs/benchmarks.md`` is rewritten from them (between its markers);
-``--doc-only`` rewrites the section from the saved results.  Points print as they finish.
+Results go to ``docs/results/cluster.json`` (``bench_results``: with the command, commit, date,
+seconds, load) and ``docs/benchmarks.md`` is rebuilt from every section's saved results
+(``bench_doc``); ``--doc-only`` only rebuilds it.  ``--quick`` measures 1 and 4 chips on
+Verilator and 1 on Icarus (printed and saved as what it shortened).  A progress line prints
+before each point.  ``peach2 bench cluster`` runs this too.
 """
 
 import argparse
 import json
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,11 +33,40 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-RESULTS = ROOT / "docs" / "results" / "cluster.json"
-DOC = ROOT / "docs" / "benchmarks.md"
-BEGIN, END = "<!-- cluster:begin -->", "<!-- cluster:end -->"
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+from bench_results import load, run_info, save, started  # noqa: E402
+
 TOPOLOGY = {1: "single", 4: "ring:4", 8: "2x4", 16: "2x8"}
 SECTIONS = ("speed", "build", "latency")
+QUICK_NODES, QUICK_ICARUS = [1, 4], [1]
+
+
+def defaults():
+    """The full run's options (``measure``)."""
+    return {"only": list(SECTIONS), "nodes": list(TOPOLOGY), "icarus_nodes": [1, 4],
+            "threads": 2}
+
+
+def quick_options():
+    """``--quick``: the speed points on fewer chips (the build and latency are one point each)."""
+    return {**defaults(), "nodes": QUICK_NODES, "icarus_nodes": QUICK_ICARUS}
+
+
+def shortened(options):
+    """What ``options`` measure less of than the full run (speed points on fewer chips)."""
+    full = defaults()
+    out = []
+    for key, simulator in (("nodes", "Verilator"), ("icarus_nodes", "Icarus")):
+        if "speed" in options["only"] and set(options[key]) < set(full[key]):
+            out.append(f"speed on {', '.join(map(str, options[key])) or 'no'} chip counts "
+                       f"instead of {', '.join(map(str, full[key]))} ({simulator})")
+    return out
+
+
+def quick_shortened():
+    return shortened(quick_options())
 
 
 def _nodes(text):
@@ -89,7 +119,8 @@ def speed(nodes, icarus_nodes, threads, results):
     rows = results.setdefault("speed", [])
     points = [("verilator", n) for n in nodes] + [("icarus", n) for n in icarus_nodes]
     for k, (simulator, n) in enumerate(points):
-        print(f"speed: {simulator} {n} chips ({k + 1} of {len(points)})", flush=True)
+        print(f"cluster speed: {simulator} {n} chips, point {k + 1} of {len(points)} "
+              f"({len(points) - k - 1} left after it)", flush=True)
         topo = TOPOLOGY[n]
         th = threads if simulator == "verilator" else 1
         idle = _run(f"bench-speed-{simulator}-{n}", topo, "idle_speed", simulator, th,
@@ -117,16 +148,16 @@ def build(results):
     from peach2.sim.cluster import cable_plan
     from peach2.sim.cluster_layout import Topology
     from peach2.sim.cluster_top import ClusterTop
-    from peach2.sim.runner import emit_verilog
+    from peach2.sim.runner import BUILD, emit_verilog
     topo = Topology.parse("2x8")
     cycles = pipeline_cycles()
     top = ClusterTop(16, cable_plan(topo), cable={"tx_pipeline": cycles, "rx_pipeline": cycles})
-    folder = ROOT / "sim_build" / "bench-build-2x8"
+    folder = BUILD / "bench" / "build-2x8"
     t0 = time.perf_counter()
     sources = [emit_verilog(top, "cluster", folder / "cluster-vl.v", simulator="verilator"),
                *top.extra_sources(folder, "verilator")]
     emit_s = time.perf_counter() - t0
-    root = ROOT / "sim_build" / "bench-build-cache"
+    root = BUILD / "bench" / "build-cache"
     shutil.rmtree(root, ignore_errors=True)
     times = []
     for _ in range(2):                  # cold, then cached
@@ -149,17 +180,20 @@ def latency(results):
 
 
 def section(results):
+    """The section's (title, body) for ``bench_doc`` (which adds the last run's stamp; parts
+    kept from earlier runs are named here)."""
+    from bench_doc import stamp
     from peach2.sim.calibration import PER_HOP_NS, PIO_NEIGHBOUR_NS
-    run = results.get("run", {})
-    lines = [BEGIN, "## Sub-cluster: simulation speed, build time, PIO latency per hop", "",
-             f"Produced by `{run.get('command', 'python tb/cluster/bench_cluster.py').strip()}`"
-             + (f" at {run['commit']} on {run['date']}" if run.get("commit") else "")
-             + f" (2-core machine{'; ' + run['conditions'] if run.get('conditions') else ''})"
-             + ". The HDL sub-cluster of `peach2.sim.cluster_top`: chips and "
-             "cables in HDL, a Python host (root complex + N hard-IP model) per node. See "
-             "[cluster](cluster.md).", ""]
+    lines = ["", "The HDL sub-cluster of `peach2.sim.cluster_top`: chips and cables in HDL, a "
+             "Python host (root complex + N hard-IP model) per node. See [cluster](cluster.md).",
+             ""]
+    older = {part: run for part, run in results.get("parts", {}).items()
+             if run != results.get("run")}
+    for part, run in sorted(older.items()):
+        lines += [f"Kept from an earlier run, {part}: {stamp(run)}", ""]
     if results.get("speed"):
-        lines += ["| simulator | threads | chips | topology | idle cycles/s | all-to-all cycles/s |",
+        lines += ["| simulator | threads | chips | topology | idle cycles/s | "
+                  "all-to-all cycles/s |",
                   "| --- | ---: | ---: | --- | ---: | ---: |"]
         for r in sorted(results["speed"], key=lambda r: (r["simulator"] != "verilator",
                                                           r["nodes"])):
@@ -188,62 +222,67 @@ def section(results):
             paper = f"{PIO_NEIGHBOUR_NS:.0f} ns (002 section 4.2)" if int(h) == 1 else ""
             lines.append(f"| {h} | {ns:.0f} | {paper} |")
         lines += ["", f"Time per extra hop: {lat['per_hop_ns']:.0f} ns (least squares over the "
-                  f"hop counts); 000 section 5.4: {PER_HOP_NS[0]:.0f}-{PER_HOP_NS[1]:.0f} ns.",
-                  ""]
-    lines.append(END)
-    return "\n".join(lines) + "\n"
+                  f"hop counts); 000 section 5.4: {PER_HOP_NS[0]:.0f}-{PER_HOP_NS[1]:.0f} ns."]
+    return "Sub-cluster: simulation speed, build time, PIO latency per hop", "\n".join(lines)
 
 
-def write_section(results):
-    text = DOC.read_text() if DOC.exists() else "# Benchmarks\n"
-    block = section(results)
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + block.rstrip("\n") + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block
-    DOC.write_text(text)
-    print(f"wrote the sub-cluster section of {DOC.relative_to(ROOT)}")
+def measure(options, conditions=None, command="python tb/cluster/bench_cluster.py"):
+    """Measure ``options["only"]`` (keeping the saved figures of the others) and save each
+    part to ``docs/results/cluster.json`` as it finishes."""
+    results = load("cluster") or {}
+    start = started()
+    for name in options["only"]:
+        {"speed": lambda: speed(options["nodes"], options["icarus_nodes"], options["threads"],
+                                results),
+         "build": lambda: build(results), "latency": lambda: latency(results)}[name]()
+        results["run"] = run_info(command, start, shortened(options), conditions)
+        results.setdefault("parts", {})[name] = results["run"]
+        save("cluster", results)
+    return results
 
 
 def main(argv=None):
+    from bench_doc import rebuild
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", type=_sections, default=list(SECTIONS),
                         help=f"comma-separated sections to measure ({', '.join(SECTIONS)}); "
                              "the others keep their saved results")
-    parser.add_argument("--nodes", type=_nodes, default=list(TOPOLOGY),
+    parser.add_argument("--nodes", type=_nodes, default=None,
                         help="chip counts (1, 4, 8, 16) to measure on Verilator (default all)")
     parser.add_argument("--threads", type=_threads, default=2,
                         help="Verilator --threads of the speed builds, 1..8 (default 2)")
-    parser.add_argument("--icarus-nodes", type=_nodes, default=[1, 4],
+    parser.add_argument("--icarus-nodes", type=_nodes, default=None,
                         help="chip counts (1, 4, 8, 16) to measure idle on Icarus too "
                              "(default 1,4; traffic on one chip only)")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"speed on {QUICK_NODES} chips (Verilator) and {QUICK_ICARUS} "
+                             "(Icarus) only")
     parser.add_argument("--doc-only", action="store_true",
-                        help="rewrite the document's section from docs/results/cluster.json")
+                        help="rebuild docs/benchmarks.md from the saved results")
     parser.add_argument("--conditions", default=None,
                         help="what else ran on the machine, recorded with the run (with "
                              "--doc-only: added to the saved run)")
     args = parser.parse_args(argv)
-    sys.path.insert(0, str(HERE))
-    results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-    if not args.doc_only:
-        for name in args.only:
-            {"speed": lambda: speed(args.nodes, args.icarus_nodes, args.threads, results), "build": lambda: build(results),
-             "latency": lambda: latency(results)}[name]()
-            commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                                    capture_output=True, text=True).stdout.strip()
-            results["run"] = {"command": "python tb/cluster/bench_cluster.py "
-                              + " ".join(argv if argv is not None else sys.argv[1:]),
-                              "commit": commit, "date": time.strftime("%Y-%m-%d"),
-                              "conditions": args.conditions}
-            RESULTS.parent.mkdir(parents=True, exist_ok=True)
-            RESULTS.write_text(json.dumps(results, indent=1) + "\n")
-    elif not results:
-        parser.error(f"no saved results in {RESULTS.relative_to(ROOT)}: run a measurement first")
-    elif args.conditions:
-        results.setdefault("run", {})["conditions"] = args.conditions
-        RESULTS.write_text(json.dumps(results, indent=1) + "\n")
-    write_section(results)
+    results = load("cluster")
+    if args.doc_only:
+        if results is None:
+            parser.error("no saved results in docs/results/cluster.json: run a measurement "
+                         "first")
+        if args.conditions:
+            results.setdefault("run", {})["conditions"] = args.conditions
+            save("cluster", results)
+        rebuild()
+        return
+    options = quick_options() if args.quick else defaults()
+    options.update(only=args.only, threads=args.threads,
+                   **{k: v for k, v in (("nodes", args.nodes),
+                                        ("icarus_nodes", args.icarus_nodes)) if v})
+    if shortened(options):
+        print("cluster: shortened: " + "; ".join(shortened(options)), flush=True)
+    measure(options, args.conditions,
+            " ".join(["python tb/cluster/bench_cluster.py", *argv]))
+    rebuild()
 
 
 if __name__ == "__main__":

@@ -15,7 +15,8 @@ exactly the TLPs sent there: for local, the DMA's read requests share N's transm
 writes, so that bound is below 3.66 GB/s.
 
 Writes a JSON list of points to ``PEACH2_PARAMS["result_file"]``.  Other parameters:
-``read_latency_ns`` (host memory read latency, default 500), ``quick`` (fewer points),
+``read_latency_ns`` (host memory read latency, default 500), ``quick`` (fewer points: sizes by
+4x, halo N 16 and 64), ``progress_file`` (a line per point appended to it as it finishes),
 ``chain`` (transfers per chain of Figures 4 and 7: 128, 32 with ``quick``) and ``max_total``
 (bytes moved per point at most, default 512 KiB, 128 KiB with ``quick``): chains are shortened
 to fit and every point records its count (simulation time).
@@ -108,23 +109,33 @@ async def figures(dut):
     def dst(node, off=0x1000):
         return bench.tca(node, off)
 
-    def record(fig, **kw):
-        out.append({"figure": fig, "read_latency_ns": latency, **kw})
-        r = out[-1]
-        dut._log.info("%s: %s", fig, {k: v for k, v in r.items() if k != "figure"})
-
     # A subset (a check of single points): "figures" names the figures to run, "sizes" the
     # sizes of Figures 4, 5 and 7, "chains" the chain lengths of Figure 6, "halo_n" the arrays
     # of the halo planes.
     wanted = set(PARAMS.get("figures") or ("chain128", "single", "chain4k", "halo"))
     only_sizes = PARAMS.get("sizes")
+    fig_sizes = [s for s in sizes(quick) if not only_sizes or s in only_sizes]
+    chains = (PARAMS.get("chains") or [1, 2, 4, 8, 16, 32, 64, 128]) if "chain4k" in wanted else []
+    halo_n = (PARAMS.get("halo_n") or ([16, 64] if quick else [16, 32, 64])
+              if "halo" in wanted else [])
+    total = (2 * len(fig_sizes) * (("chain128" in wanted) + ("single" in wanted))
+             + len(chains) + 6 * len(halo_n))
+    progress = PARAMS.get("progress_file")
 
-    def fig_sizes():
-        return [s for s in sizes(quick) if not only_sizes or s in only_sizes]
+    def record(fig, **kw):
+        out.append({"figure": fig, "read_latency_ns": latency, **kw})
+        r = out[-1]
+        dut._log.info("%s: %s", fig, {k: v for k, v in r.items() if k != "figure"})
+        if progress:        # one line per point, printed by tb/benchmarks.py as it runs
+            label = " ".join(f"{k}={r[k]}" for k in ("where", "mode", "shape", "plane", "n",
+                                                     "size", "count") if k in r)
+            with open(progress, "a") as f:
+                f.write(f"dma: point {len(out)} of {total} done ({fig} {label}, "
+                        f"{r.get('gbps', 0):.3f} GB/s), {total - len(out)} left\n")
 
     # Figures 4 and 7: 128 chained transfers of each size, local and to the neighbour.
     chain = PARAMS.get("chain", 32 if quick else 128)
-    for size in fig_sizes() if "chain128" in wanted else ():
+    for size in fig_sizes if "chain128" in wanted else ():
         n = max(1, min(chain, max_total // size))
         for where, node, port in (("local", 0, "N"), ("neighbour", 1, "E")):
             job = Job(0, 0, [memcpy(src + i * size, dst(node, 0x1000 + i * size), size)
@@ -133,7 +144,7 @@ async def figures(dut):
             record("chain128", where=where, size=size, count=n, **r)
 
     # Figure 5: one transfer, with a descriptor or in register mode (local).
-    for size in fig_sizes() if "single" in wanted else ():
+    for size in fig_sizes if "single" in wanted else ():
         for reg in (False, True):
             job = Job(0, 1, [memcpy(src, dst(0), size)], reg=reg)
             r = await measure(job, "N")
@@ -141,8 +152,7 @@ async def figures(dut):
 
     # Figure 6: 4 KiB transfers, chain length 1..128 (local), in quick mode too (the figure's
     # range); "chains" picks some of them.
-    for n in ((PARAMS.get("chains") or [1, 2, 4, 8, 16, 32, 64, 128])
-              if "chain4k" in wanted else ()):
+    for n in chains:
         job = Job(0, 2, [memcpy(src + 4096 * i, dst(0, 0x1000 + 4096 * i), 4096)
                          for i in range(n)])
         r = await measure(job, "N")
@@ -150,8 +160,7 @@ async def figures(dut):
 
     # Halo planes of N^3 arrays to the neighbour: one block-stride descriptor against one
     # contiguous descriptor of the same bytes.
-    for n in ((PARAMS.get("halo_n") or ([16, 64] if quick else [16, 32, 64]))
-              if "halo" in wanted else ()):
+    for n in halo_n:
         for plane in ("jk", "ik", "ij"):
             t = halo_transfer(n, plane, src, dst(1, 0), n - 2, 0)
             for shape, tr in (("block-stride", t), ("contiguous", contiguous(t))):

@@ -76,7 +76,8 @@ def _plot(result, img_dir):
 
 
 def dma_markdown(result, img_dir):
-    """Return the DMA section of ``docs/benchmarks.md``; write its plots under ``img_dir``."""
+    """Return the DMA section of ``docs/benchmarks.md`` as (title, body); write its plots under
+    ``img_dir``.  The run's stamp is ``bench_doc``'s."""
     files = _plot(result, img_dir)
     bound = result["paper_bound_gbps"]
     lat = result["read_latency_ns"]
@@ -119,13 +120,8 @@ def dma_markdown(result, img_dir):
            f"kick ({'met' if big['gbps'] >= GOAL_HALO * big['port_bound_gbps'] else 'not met'}), "
            f"{100 * big.get('port_gbps', 0) / big['port_bound_gbps']:.1f}% while E is busy."
            if big else ""))
-    took = (f"\n({result['seconds']} s on a 2-core machine)" if "seconds" in result else "")
-    stamp = (f"Measured by `{result['command']}` at commit {result['commit']}{took}.\n"
-             if "commit" in result else "")
-    return f"""
-## DMA (002 section 4.1, Figures 4-7)
-
-{stamp}Two chips cabled E - W, a host on each N (`tb/dma/dma_perf_tb.py`, test `figures`); host memory
+    return "DMA (002 section 4.1, Figures 4-7)", f"""
+Two chips cabled E - W, a host on each N (`tb/dma/dma_perf_tb.py`, test `figures`); host memory
 reads are answered after **{lat:.0f} ns** plus the link (the root complex model's
 `read_latency_ns`), completions the largest the 256-byte max payload size allows; DMA max
 payload 256 B, max read request 512 B, 4-DW headers (host memory above 4 GiB), idle system.
