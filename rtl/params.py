@@ -14,7 +14,7 @@ import enum
 
 __all__ = [
     "BAR_SIZE", "N_PORTS", "N_REASONS", "MAX_ROUTES", "DEFAULT_N_ROUTES", "DEFAULT_BUFFER_BEATS",
-    "N_DMA_CHANNELS", "N_DMA_SLOTS", "DEFAULT_DMA_TAGS", "DEFAULT_DMA_BUFFER",
+    "MAX_BUFFER_BEATS", "N_DMA_CHANNELS", "N_DMA_SLOTS", "DEFAULT_DMA_TAGS", "DEFAULT_DMA_BUFFER",
     "DEFAULT_DMA_TIMEOUT", "PORT_TABLE", "REASON_TABLE", "DMA_ERROR_TABLE", "Port", "CountReason",
     "COUNT_REASONS", "DmaError",
 ]
@@ -25,6 +25,7 @@ N_REASONS = 16                 # counter reasons per port (COUNT[p][r]), 11 of t
 MAX_ROUTES = 16                # route entries that fit below the counters at 0x800
 DEFAULT_N_ROUTES = 8           # route entries of the default build (the top's minimum)
 DEFAULT_BUFFER_BEATS = 128     # the top's default (eight 256-byte TLPs)
+MAX_BUFFER_BEATS = (1 << 16) - 1   # CONFIG.buffer_beats is 16 bits wide
 N_DMA_CHANNELS = 4             # 000 section 2.2: four DMA channels
 N_DMA_SLOTS = 4                # register-mode descriptor slots per channel
 DEFAULT_DMA_TAGS = 128         # reads outstanding (tags) of the default build

@@ -17,8 +17,8 @@ documents (``N_DMA_CHANNELS``, :class:`Port`, :class:`CountReason`, :class:`DmaE
 
 from ..params import (BAR_SIZE, COUNT_REASONS, DEFAULT_BUFFER_BEATS, DEFAULT_DMA_BUFFER,
                       DEFAULT_DMA_TAGS, DEFAULT_DMA_TIMEOUT, DEFAULT_N_ROUTES, DMA_ERROR_TABLE,
-                      MAX_ROUTES, N_DMA_CHANNELS, N_DMA_SLOTS, N_PORTS, N_REASONS, PORT_TABLE,
-                      REASON_TABLE, CountReason, DmaError, Port)
+                      MAX_BUFFER_BEATS, MAX_ROUTES, N_DMA_CHANNELS, N_DMA_SLOTS, N_PORTS,
+                      N_REASONS, PORT_TABLE, REASON_TABLE, CountReason, DmaError, Port)
 from ..router.common import RouteEntry
 from .description import Access, Enumeration, Field, Group, Register, RegisterMap
 
@@ -26,8 +26,8 @@ __all__ = [
     "Access", "Field", "Register", "Group", "Enumeration", "RegisterMap",
     "peach2_regmap", "REGMAP", "REGS", "Port", "CountReason", "COUNT_REASONS", "RouteEntry",
     "ID_VALUE", "VERSION_MAJOR", "VERSION_MINOR", "N_PORTS", "N_REASONS", "MAX_ROUTES",
-    "DEFAULT_BUFFER_BEATS", "BAR_SIZE", "N_DMA_CHANNELS", "N_DMA_SLOTS", "DMA_SLOT_MEMBERS",
-    "DmaError", "DEFAULT_DMA_TAGS", "DEFAULT_DMA_BUFFER", "DEFAULT_DMA_TIMEOUT",
+    "MAX_BUFFER_BEATS", "DEFAULT_BUFFER_BEATS", "BAR_SIZE", "N_DMA_CHANNELS", "N_DMA_SLOTS",
+    "DMA_SLOT_MEMBERS", "DmaError", "DEFAULT_DMA_TAGS", "DEFAULT_DMA_BUFFER", "DEFAULT_DMA_TIMEOUT",
 ]
 
 ID_VALUE = 0x50434832          # "PCH2"
@@ -323,7 +323,7 @@ def peach2_regmap(*, n_routes=DEFAULT_N_ROUTES, buffer_beats=DEFAULT_BUFFER_BEAT
     if not 1 <= n_routes <= MAX_ROUTES:
         raise ValueError(f"n_routes must be 1..{MAX_ROUTES} (ROUTE[i] must end below the "
                          f"counters at 0x800), not {n_routes}")
-    if not 0 <= buffer_beats < (1 << 16):
+    if not 0 <= buffer_beats <= MAX_BUFFER_BEATS:
         raise ValueError(f"buffer_beats must fit CONFIG.buffer_beats (16 bits), not "
                          f"{buffer_beats}")
     regs = (_chip_registers(n_routes, buffer_beats, s_is_rc)
