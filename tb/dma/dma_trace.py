@@ -64,14 +64,15 @@ def run_tests(out_dir, workers):
     return collect(out_dir, started)
 
 
-def collect(out_dir, started=0.0):
-    """Read the end times of the runs' results (written after ``started``, a ``time.time()``)
-    and the raw halo trace in ``out_dir``; write both files in their saved form."""
+def collect(out_dir, started=0.0, build=ROOT / "sim_build"):
+    """Read the end times of the runs' results under ``build`` (written after ``started``, a
+    ``time.time()``) and the raw halo trace in ``out_dir``; write both files in their saved
+    form there and return them."""
     out_dir = Path(out_dir)
     trace = out_dir / HALO_TRACE
     ends = {}
     for run in RUNS:
-        xml = ROOT / "sim_build" / run / "results.xml"
+        xml = Path(build) / run / "results.xml"
         if not xml.exists() or xml.stat().st_mtime < started:
             raise Failure(f"{xml} was not written by this run")
         ends[run] = end_times(xml)
