@@ -5,6 +5,8 @@ completion at once (``i_cpl`` is always ready) and keeps its outstanding reads w
 IP's completion buffer itself (the bookkeeping in :mod:`peach2.dma.engine`).
 """
 
+from types import SimpleNamespace
+
 from amaranth.hdl import Array, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -17,6 +19,16 @@ from .common import ceil_log2, select, tag_info_layout
 from .descriptor import Descriptor
 
 __all__ = ["Receiver"]
+
+
+def _regs(prefix, beat, **shapes):
+    """Return a stage's registers: ``beat`` (a copy of the beat ``beat``'s shape, unless None)
+    and one ``Signal`` per keyword, named ``<prefix>_<name>``."""
+    regs = SimpleNamespace(**{name: Signal(shape, name=f"{prefix}_{name}")
+                              for name, shape in shapes.items()})
+    if beat is not None:
+        regs.beat = Signal.like(beat, name=prefix)
+    return regs
 
 
 def bank_write_layout(row_bits):
@@ -150,63 +162,50 @@ class Receiver(wiring.Component):
                          s1_len.eq(Mux(h.common.length == 0, 1024, h.common.length))]
 
         # The registers of the later stages (declared first: each stage forwards what the next
-        # ones change).  Stage 2b's inputs, registered by stage 2a:
-        u = Signal.like(i.p)
-        u_valid = Signal()
-        u_known = Signal()      # in the window of outstanding reads, and not done as read in 2a
-        u_rcv = Signal(8)       # the tag's DW count as read in 2a
-        u_same2 = Signal()      # same tag as the packet stage 2c decided on in 2a's cycle
-        u_same3 = Signal()      # same tag as the beat stage 3 finished in 2a's cycle
-        u_end2 = Signal(12)     # the DW count stage 2c left in 2a's cycle (if a good first beat)
-        u_off = Signal(13)      # byte offset of the completion's first byte from src & ~3
-        u_room = Signal(signed(12))     # the read's DWs minus the completion's length
-        u_len = Signal(11)
-        u_bc_big = Signal()     # the byte count is above the read's size
-        u_code = Signal(4)      # the status's error code (poisoned, UR, CA), or 0
-        u_base = Signal(RB)
-        u_idx = Signal(TB)
-        u_fetch = Signal()
-        u_chan = Signal(2)
-        # Stage 2c's inputs, registered by stage 2b:
-        t = Signal.like(i.p)
-        t_valid = Signal()
-        t_known = Signal()      # as u_known, with what 2c and 3 changed in 2b's cycle forwarded
-        t_k0 = Signal(11)       # DW index of the completion's first DW in the read
-        t_end = Signal(12)      # k0 + length
-        t_final = Signal()
-        t_bad = Signal()        # fails whatever the tag's DW count (status, malformed)
-        t_code = Signal(4)      # the error code if it fails
-        t_k0_ok = Signal()      # k0 is the tag's DW count (2a's read, 2c's change forwarded)
-        t_k0_fw = Signal()      # k0 is the DW count stage 2c leaves in 2b's cycle
-        t_same2 = Signal()      # same tag as the packet stage 2c decided on in 2b's cycle
-        t_same3 = Signal()      # same tag as the beat stage 3 finished in 2b's cycle
-        t_base = Signal(RB)
-        t_idx = Signal(TB)
-        t_fetch = Signal()      # a descriptor fetch: data to channel t_chan's prefetch buffer
-        t_chan = Signal(2)
+        # ones change).
+        u = _regs("u", s1,      # stage 2b's inputs, registered by stage 2a:
+                  valid=1,
+                  known=1,      # in the window of outstanding reads, not done as read in 2a
+                  rcv=8,        # the tag's DW count as read in 2a
+                  same2=1,      # same tag as the packet stage 2c decided on in 2a's cycle
+                  same3=1,      # same tag as the beat stage 3 finished in 2a's cycle
+                  end2=12,      # the DW count stage 2c left in 2a's cycle (if a good first beat)
+                  off=13,       # byte offset of the completion's first byte from src & ~3
+                  room=signed(12),  # the read's DWs minus the completion's length
+                  len=11,
+                  bc_big=1,     # the byte count is above the read's size
+                  code=4,       # the status's error code (poisoned, UR, CA), or 0
+                  base=RB, idx=TB, fetch=1, chan=2)
+        t = _regs("t", s1,      # stage 2c's inputs, registered by stage 2b:
+                  valid=1,
+                  known=1,      # as u_known, with what 2c and 3 changed in 2b's cycle forwarded
+                  k0=11,        # DW index of the completion's first DW in the read
+                  end=12,       # k0 + length
+                  final=1,
+                  bad=1,        # fails whatever the tag's DW count (status, malformed)
+                  code=4,       # the error code if it fails
+                  k0_ok=1,      # k0 is the tag's DW count (2a's read, 2c's change forwarded)
+                  k0_fw=1,      # k0 is the DW count stage 2c leaves in 2b's cycle
+                  same2=1,      # same tag as the packet stage 2c decided on in 2b's cycle
+                  same3=1,      # same tag as the beat stage 3 finished in 2b's cycle
+                  base=RB, idx=TB,
+                  fetch=1,      # a descriptor fetch: data to channel t_chan's prefetch buffer
+                  chan=2)
         # Stage 2c's packet (for its later beats) and stage 3's inputs:
-        pkt_good = Signal()
-        pkt_k = Signal(11)
-        pkt_base = Signal(RB)
-        pkt_idx = Signal(TB)
-        pkt_final = Signal()
-        pkt_fetch = Signal()
-        pkt_chan = Signal(2)
-        s2 = Signal.like(i.p)
-        s2_valid = Signal()
-        s2_good = Signal()      # write this packet's data
-        s2_k = Signal(11)       # DW index of lane 0 of the beat in s2
-        s2_base = Signal(RB)
-        s2_idx = Signal(TB)
-        s2_final = Signal()
-        s2_fetch = Signal()
-        s2_chan = Signal(2)
+        pkt = _regs("pkt", None, good=1, k=11, base=RB, idx=TB, final=1, fetch=1, chan=2)
+        s2 = _regs("s2", s1,
+                   valid=1,
+                   good=1,      # write this packet's data
+                   k=11,        # DW index of lane 0 of the beat in s2
+                   base=RB, idx=TB, final=1, fetch=1, chan=2)
         # What stages 2c and 3 changed in the tags' state in their previous cycle:
-        f2_good = Signal()      # 2c decided a good first beat (it set the DW count to t_end)
-        f2_fail = Signal()      # 2c failed the tag (set its done bit)
-        f3_done = Signal()      # 3 set the tag's done bit
+        f = SimpleNamespace(
+            f2_good=Signal(name="f2_good"),     # 2c decided a good first beat (DW count t_end)
+            f2_fail=Signal(name="f2_fail"),     # 2c failed the tag (set its done bit)
+            f3_done=Signal(name="f3_done"))     # 3 set the tag's done bit
+        f2_good, f2_fail, f3_done = f.f2_good, f.f2_fail, f.f3_done
         # The tag 2c decides on this cycle: t_idx for a first beat, else its packet's.
-        tag2 = Mux(t.first, t_idx, pkt_idx)
+        tag2 = Mux(t.beat.first, t.idx, pkt.idx)
 
         # Stage 2a: the tag's state (done bit, DW count) read, and what the header and the
         # table entry give without it, registered.  Stage 2c and stage 3 may change the state
@@ -215,7 +214,7 @@ class Receiver(wiring.Component):
         info = self.tag_info
         hd = s1.hdr.cpl
         req_dws = (info.src_lo + info.nbytes + 3) >> 2
-        m.d.sync += [u.eq(s1), u_valid.eq(s1_valid)]
+        m.d.sync += [u.beat.eq(s1), u.valid.eq(s1_valid)]
         with m.If(s1_valid & s1.first):
             status = hd.status.as_value()
             code = Signal(4)
@@ -227,99 +226,113 @@ class Receiver(wiring.Component):
             with m.Elif(status != CplStatus.SC.value):
                 m.d.comb += code.eq(DmaError.CPL_CA)
             m.d.sync += [
-                u_known.eq(s1_inwin & ~select(done, s1_idx)),
-                u_rcv.eq(select(rcv, s1_idx)),
-                u_same2.eq(s1_idx == tag2), u_same3.eq(s1_idx == s2_idx), u_end2.eq(t_end),
-                u_off.eq(info.src_lo + info.nbytes - s1_bc), u_room.eq(req_dws - s1_len),
-                u_len.eq(s1_len), u_bc_big.eq(s1_bc > info.nbytes),
-                u_code.eq(code),
-                u_base.eq(info.base), u_idx.eq(s1_idx),
-                u_fetch.eq(info.fetch), u_chan.eq(info.chan),
+                u.known.eq(s1_inwin & ~select(done, s1_idx)),
+                u.rcv.eq(select(rcv, s1_idx)),
+                u.same2.eq(s1_idx == tag2), u.same3.eq(s1_idx == s2.idx), u.end2.eq(t.end),
+                u.off.eq(info.src_lo + info.nbytes - s1_bc), u.room.eq(req_dws - s1_len),
+                u.len.eq(s1_len), u.bc_big.eq(s1_bc > info.nbytes),
+                u.code.eq(code),
+                u.base.eq(info.base), u.idx.eq(s1_idx),
+                u.fetch.eq(info.fetch), u.chan.eq(info.chan),
             ]
 
         # Stage 2b: the completion's placement and its checks (against the read, and k0 against
         # the tag's DW count), registered.  k0 + length against the read's DWs is k0 against
-        # u_room, so no sum is compared here.
-        k0 = u_off[2:]
-        m.d.sync += [t.eq(u), t_valid.eq(u_valid)]
-        with m.If(u_valid & u.first):
+        # u.room, so no sum is compared here.
+        k0 = u.off[2:]
+        m.d.sync += [t.beat.eq(u.beat), t.valid.eq(u.valid)]
+        with m.If(u.valid & u.beat.first):
             m.d.sync += [
-                t_known.eq(u_known & ~(u_same2 & f2_fail) & ~(u_same3 & f3_done)),
-                t_k0.eq(k0), t_end.eq(k0 + u_len), t_final.eq(k0 == u_room),
-                t_bad.eq(u_bc_big | u_room[-1] | ~not_below(u_room[:-1], k0)
-                         | (u.hdr.cpl.lower_address[:2] != u_off[:2])
-                         | u.err | (u_code != 0)),
-                t_code.eq(Mux(u_code != 0, u_code, DmaError.CPL_MALFORMED)),
-                t_k0_ok.eq(Mux(u_same2 & f2_good, k0 == u_end2, k0 == u_rcv)),
-                t_k0_fw.eq(k0 == t_end),
-                t_same2.eq(u_idx == tag2), t_same3.eq(u_idx == s2_idx),
-                t_base.eq(u_base), t_idx.eq(u_idx), t_fetch.eq(u_fetch), t_chan.eq(u_chan),
+                t.known.eq(u.known & ~(u.same2 & f2_fail) & ~(u.same3 & f3_done)),
+                t.k0.eq(k0), t.end.eq(k0 + u.len), t.final.eq(k0 == u.room),
+                t.bad.eq(u.bc_big | u.room[-1] | ~not_below(u.room[:-1], k0)
+                         | (u.beat.hdr.cpl.lower_address[:2] != u.off[:2])
+                         | u.beat.err | (u.code != 0)),
+                t.code.eq(Mux(u.code != 0, u.code, DmaError.CPL_MALFORMED)),
+                t.k0_ok.eq(Mux(u.same2 & f2_good, k0 == u.end2, k0 == u.rcv)),
+                t.k0_fw.eq(k0 == t.end),
+                t.same2.eq(u.idx == tag2), t.same3.eq(u.idx == s2.idx),
+                t.base.eq(u.base), t.idx.eq(u.idx), t.fetch.eq(u.fetch), t.chan.eq(u.chan),
             ]
 
-        # Stage 2c: the decision (unexpected, fault or good), the tag's state updated.
+        tags = SimpleNamespace(done=done, terr=terr, tbad=tbad, rcv=rcv, nxt=nxt,
+                               nxt_valid=nxt_valid)
+        self._decide(m, tags, t, pkt, s2, f)
+        self._write(m, tags, s2)
+        return m
+
+    def _decide(self, m, tags, t, pkt, s2, f):
+        """Stage 2c: the decision (unexpected, fault or good), the tag's state updated."""
+        NT = self.n_tags
+        done, terr, tbad, rcv = tags.done, tags.terr, tags.tbad, tags.rcv
+        f2_good, f2_fail, f3_done = f.f2_good, f.f2_fail, f.f3_done
         m.d.sync += [f2_good.eq(0), f2_fail.eq(0),
-                     f3_done.eq(s2_valid & s2.last & s2_good & s2_final)]
-        with m.If(t_valid & t.first):
-            known = t_known & ~(t_same2 & f2_fail) & ~(t_same3 & f3_done)
-            fault = t_bad | ~Mux(t_same2 & f2_good, t_k0_fw, t_k0_ok)
-            m.d.sync += self.poisoned_cpl.eq(t.hdr.common.ep & ~t.err)
+                     f3_done.eq(s2.valid & s2.beat.last & s2.good & s2.final)]
+        with m.If(t.valid & t.beat.first):
+            known = t.known & ~(t.same2 & f2_fail) & ~(t.same3 & f3_done)
+            fault = t.bad | ~Mux(t.same2 & f2_good, t.k0_fw, t.k0_ok)
+            m.d.sync += self.poisoned_cpl.eq(t.beat.hdr.common.ep & ~t.beat.err)
             with m.If(~known):
-                m.d.sync += self.unexpected_cpl.eq(~t.err & ~t.hdr.common.ep)
+                m.d.sync += self.unexpected_cpl.eq(~t.beat.err & ~t.beat.hdr.common.ep)
             with m.Elif(fault):
                 for tg in range(NT):
-                    with m.If(t_idx == tg):
-                        m.d.sync += [terr[tg].eq(t_code), tbad[tg].eq(1), done[tg].eq(1)]
+                    with m.If(t.idx == tg):
+                        m.d.sync += [terr[tg].eq(t.code), tbad[tg].eq(1), done[tg].eq(1)]
                 m.d.sync += f2_fail.eq(1)
             good = known & ~fault
             with m.If(good):
                 for tg in range(NT):
-                    with m.If(t_idx == tg):
-                        m.d.sync += rcv[tg].eq(t_end)
+                    with m.If(t.idx == tg):
+                        m.d.sync += rcv[tg].eq(t.end)
             m.d.sync += [f2_good.eq(good),
-                         s2_good.eq(good), s2_k.eq(t_k0), s2_base.eq(t_base),
-                         s2_idx.eq(t_idx), s2_final.eq(t_final & ~fault),
-                         s2_fetch.eq(t_fetch), s2_chan.eq(t_chan)]
-            m.d.sync += [pkt_good.eq(good), pkt_k.eq(t_k0 + 4), pkt_base.eq(t_base),
-                         pkt_idx.eq(t_idx), pkt_final.eq(t_final & ~fault),
-                         pkt_fetch.eq(t_fetch), pkt_chan.eq(t_chan)]
-        with m.Elif(t_valid):
-            m.d.sync += [s2_good.eq(pkt_good), s2_k.eq(pkt_k), s2_base.eq(pkt_base),
-                         s2_idx.eq(pkt_idx), s2_final.eq(pkt_final), pkt_k.eq(pkt_k + 4),
-                         s2_fetch.eq(pkt_fetch), s2_chan.eq(pkt_chan)]
-            with m.If(t.err & pkt_good):
+                         s2.good.eq(good), s2.k.eq(t.k0), s2.base.eq(t.base),
+                         s2.idx.eq(t.idx), s2.final.eq(t.final & ~fault),
+                         s2.fetch.eq(t.fetch), s2.chan.eq(t.chan)]
+            m.d.sync += [pkt.good.eq(good), pkt.k.eq(t.k0 + 4), pkt.base.eq(t.base),
+                         pkt.idx.eq(t.idx), pkt.final.eq(t.final & ~fault),
+                         pkt.fetch.eq(t.fetch), pkt.chan.eq(t.chan)]
+        with m.Elif(t.valid):
+            m.d.sync += [s2.good.eq(pkt.good), s2.k.eq(pkt.k), s2.base.eq(pkt.base),
+                         s2.idx.eq(pkt.idx), s2.final.eq(pkt.final), pkt.k.eq(pkt.k + 4),
+                         s2.fetch.eq(pkt.fetch), s2.chan.eq(pkt.chan)]
+            with m.If(t.beat.err & pkt.good):
                 # A completion the RX adapter ended with err: its data is lost.
                 for tg in range(NT):
-                    with m.If(pkt_idx == tg):
+                    with m.If(pkt.idx == tg):
                         m.d.sync += [terr[tg].eq(DmaError.CPL_MALFORMED), tbad[tg].eq(1),
                                      done[tg].eq(1)]
-                m.d.sync += [s2_good.eq(0), f2_fail.eq(1)]
-        m.d.sync += [s2.eq(t), s2_valid.eq(t_valid)]
+                m.d.sync += [s2.good.eq(0), f2_fail.eq(1)]
+        m.d.sync += [s2.beat.eq(t.beat), s2.valid.eq(t.valid)]
 
+    def _write(self, m, tags, s2):
+        """Stage 3: the bank writes, the done bit of a read whose last DW is in, and a
+        descriptor fetch's DWs into its channel's prefetch buffer."""
+        NT, RB = self.n_tags, ceil_log2(self.rows)
+        done, nxt, nxt_valid = tags.done, tags.nxt, tags.nxt_valid
         # Stage 3: bank writes.  DW k of the read lives in row base + k // 4, bank k % 4.
         for j in range(4):
             wp = self.o_bank[j]
-            lane = (j - s2_k[:2])[:2]
-            row = (s2_base + ((s2_k + lane) >> 2))[:RB]
+            lane = (j - s2.k[:2])[:2]
+            row = (s2.base + ((s2.k + lane) >> 2))[:RB]
             m.d.comb += [
                 wp.addr.eq(row),
-                wp.data.eq(s2.data.word_select(lane, 32)),
-                wp.en.eq(s2_valid & s2_good & ~s2_fetch & s2.dw_en.bit_select(lane, 1)),
+                wp.data.eq(s2.beat.data.word_select(lane, 32)),
+                wp.en.eq(s2.valid & s2.good & ~s2.fetch & s2.beat.dw_en.bit_select(lane, 1)),
             ]
-        with m.If(s2_valid & s2.last & s2_good & s2_final):
+        with m.If(s2.valid & s2.beat.last & s2.good & s2.final):
             for tg in range(NT):
-                with m.If(s2_idx == tg):
+                with m.If(s2.idx == tg):
                     m.d.sync += done[tg].eq(1)
         # A descriptor fetch's DWs go to its channel's prefetch buffer (DW k of the read is DW
         # k of the descriptor), valid with its last DW: the planner need not wait for the
         # writer to reach the fetch in the queue (faults and the tag's release still happen
         # there, in order).  A channel stopped meanwhile keeps its buffer invalid.
-        for c in range(NC):
-            hit = s2_valid & s2_good & s2_fetch & (s2_chan == c) & ~self.abort[c]
+        for c in range(N_DMA_CHANNELS):
+            hit = s2.valid & s2.good & s2.fetch & (s2.chan == c) & ~self.abort[c]
             for d in range(16):
-                lane = (d - s2_k)[:4]
-                with m.If(hit & (lane < 4) & s2.dw_en.bit_select(lane[:2], 1)):
+                lane = (d - s2.k)[:4]
+                with m.If(hit & (lane < 4) & s2.beat.dw_en.bit_select(lane[:2], 1)):
                     m.d.sync += nxt[c].as_value().word_select(d, 32).eq(
-                        s2.data.word_select(lane[:2], 32))
-            with m.If(hit & s2.last & s2_final):
+                        s2.beat.data.word_select(lane[:2], 32))
+            with m.If(hit & s2.beat.last & s2.final):
                 m.d.sync += nxt_valid[c].eq(1)
-        return m
