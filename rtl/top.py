@@ -5,13 +5,15 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .csr.block import CSR
-from .csr.regmap import DMA_SLOT_MEMBERS, N_DMA_CHANNELS, N_DMA_SLOTS
 from .dma.engine import DMA
+from .params import (DEFAULT_BUFFER_BEATS, DEFAULT_DMA_BUFFER, DEFAULT_DMA_TAGS, DEFAULT_N_ROUTES,
+                     N_DMA_CHANNELS)
 from .router.buffer import PacketBuffer
 from .router.common import Port, Reason
 from .router.crossbar import Crossbar
 from .router.ingress import OUTPUTS, Ingress
 from .router.ur import URGenerator
+from .signatures import members_of
 from .tlp.avalon_rx import AvalonST128RX
 from .tlp.avalon_tx import AvalonST128TX
 from .util import forward_members, members_with_prefix
@@ -76,8 +78,9 @@ class PEACH2(wiring.Component):
         the DMA keeps its outstanding reads' completions within it (0: no limit).
     """
 
-    def __init__(self, *, n_routes=8, buffer_beats=128, s_role="rc", tx_start_level=1,
-                 tx_depth=64, dma_tags=128, dma_buffer=16384):
+    def __init__(self, *, n_routes=DEFAULT_N_ROUTES, buffer_beats=DEFAULT_BUFFER_BEATS, s_role="rc",
+                 tx_start_level=1, tx_depth=64, dma_tags=DEFAULT_DMA_TAGS,
+                 dma_buffer=DEFAULT_DMA_BUFFER):
         if n_routes < 8:
             raise ValueError(f"the routing table needs at least 8 entries, not {n_routes}")
         if s_role not in ("rc", "ep"):
@@ -99,8 +102,9 @@ class PEACH2(wiring.Component):
                     for p in Port}
         members = {}
         for p in self._rx:
-            members.update({f"{p}_{n}": m for n, m in members_with_prefix(self._rx[p], "rx_st_").items()})
-            members.update({f"{p}_{n}": m for n, m in members_with_prefix(self._tx[p], "tx_").items()})
+            for adapter, prefix in ((self._rx[p], "rx_st_"), (self._tx[p], "tx_")):
+                members.update({f"{p}_{n}": m
+                                for n, m in members_with_prefix(adapter, prefix).items()})
             members[f"{p}_ltssm"] = In(5)
         members.update({
             "n_pcie_id":     In(16),
@@ -190,32 +194,17 @@ class PEACH2(wiring.Component):
             dma.node_offset.eq(csr.node_offset),
             dma.requester_id.eq(self.n_pcie_id),
             dma.cpl_space.eq(self.n_ko_cpl_spc_vc0),
-            dma.dma_config.eq(csr.dma_config),
-            dma.dma_timeout.eq(csr.dma_timeout),
-            dma.ch_head_lo.eq(csr.ch_head_lo),
-            dma.ch_head_hi.eq(csr.ch_head_hi),
-            dma.ch_cfg.eq(csr.ch_cfg),
-            dma.ch_ctrl_stb.eq(csr.ch_ctrl_stb),
-            dma.ch_ctrl_data.eq(csr.ch_ctrl_data),
-            csr.ch_status.eq(dma.ch_status),
-            csr.ch_desc_done.eq(dma.ch_desc_done),
-            csr.ch_bytes_lo.eq(dma.ch_bytes_lo),
-            csr.ch_bytes_hi.eq(dma.ch_bytes_hi),
-            csr.ch_desc_addr_lo.eq(dma.ch_desc_addr_lo),
-            csr.ch_desc_addr_hi.eq(dma.ch_desc_addr_hi),
         ]
-        # Register-mode slots: the SLOT_* registers as descriptors (same byte offsets).
-        for k in range(N_DMA_CHANNELS * N_DMA_SLOTS):
-            raw = dma.slots[k].as_value()
-            for name, offset, _ in DMA_SLOT_MEMBERS:
-                m.d.comb += raw[8 * offset:8 * offset + 32].eq(getattr(csr, f"slot_{name.lower()}")[k])
+        # The DMA registers (configuration, channels, register-mode slots) and their status.
+        wiring.connect(m, csr=csr.dma, dma=members_of(dma, csr.dma.signature.flip()))
 
         # MSI: one request at a time, held until the hard IP acknowledges it.  A register write
         # to MSI and the DMA channels' per-descriptor interrupts wait in `pending` (one bit per
         # source; a source raised again before it was sent is sent once).
         vec_lsb = 0
         sources = [(csr.msi_req, csr.msi_num)] + [
-            (dma.msi_req[c], csr.ch_cfg[c][vec_lsb:vec_lsb + 5]) for c in range(N_DMA_CHANNELS)]
+            (dma.msi_req[c], csr.dma.ch_cfg[c][vec_lsb:vec_lsb + 5])
+            for c in range(N_DMA_CHANNELS)]
         pending = Signal(len(sources))
         raised = Signal(len(sources))
         sent = Signal(len(sources))

@@ -23,7 +23,7 @@ stops the chain before any of its writes; descriptors before a fault are complet
 
 from dataclasses import dataclass, field
 
-from peach2.csr.regmap import DmaError
+from peach2.params import DmaError
 from peach2.dma import descriptor
 
 __all__ = ["Outcome", "MalformedDescriptor", "check_descriptor", "walk_chain",

@@ -48,7 +48,8 @@ Example
     print(await drv.dma_wait(0))                        # tcaWaitDMADesc
 """
 
-from peach2.csr.regmap import N_DMA_CHANNELS, N_DMA_SLOTS, REGMAP, VERSION_MAJOR, Access, DmaError
+from peach2.csr.regmap import REGMAP, VERSION_MAJOR, Access
+from peach2.params import N_DMA_CHANNELS, N_DMA_SLOTS, DmaError
 
 from .cluster_layout import (  # noqa: F401  (re-exported: the driver model's public names)
     _MASK64, LINK_PORTS, PORT_NAMES, AddressMap, Topology, _port_number, _u64,

@@ -311,17 +311,34 @@ class HardIPFunction(Endpoint):
 
 
 class _Out:
-    """An output pin that is written only when its value changes (GPI writes are the cost)."""
-    __slots__ = ("sig", "val")
+    """An output pin that is written only when its value changes (GPI writes are the cost).
 
-    def __init__(self, sig, val=0):
-        self.sig, self.val = sig, val
+    ``direct`` writes go straight to the simulator (a GPI deposit) instead of being queued by
+    cocotb for the time step's ReadWrite phase.  That is only right where the model writes in
+    callbacks that run after the edge has been evaluated -- Verilator with the clock in the
+    HDL (:func:`edge_shows_update`): the design reads the pins at the next edge either way,
+    and Verilator evaluates again before leaving the time step.  On Icarus a deposit made in an
+    edge callback can reach the flops of that same edge, so there writes stay queued.
+    """
+    __slots__ = ("sig", "val", "_write", "_width")
+
+    def __init__(self, sig, val=0, direct=False):
+        self.sig, self.val, self._write = sig, val, None
         if sig is not None:
             sig.value = val  # not Immediate(): a no-delay write breaks Icarus nets
+            if direct:
+                self._width = len(sig)
+                self._write = (sig._handle.set_signal_val_int if self._width <= 32
+                               else sig._handle.set_signal_val_binstr)
 
     def set(self, val):
         if val != self.val and self.sig is not None:
-            self.sig.value = val
+            if self._write is None:
+                self.sig.value = val
+            elif self._width <= 32:
+                self._write(0, val)         # 0: GPI deposit
+            else:
+                self._write(0, format(val, f"0{self._width}b"))
         self.val = val
 
 
@@ -471,16 +488,18 @@ class HardIP(Device):
         self._clk = clk if clk is not None else dut.clk
         self._rst = rst if rst is not None else getattr(dut, "rst", None)  # shared, unprefixed
         self._rx_ready, self._rx_mask = pin("rx_st_ready"), pin("rx_st_mask", False)
-        self._o_rx = [_Out(pin(n, n in ("rx_st_data", "rx_st_sop", "rx_st_eop", "rx_st_empty")))
+        direct = self._edge_shows_update
+        self._o_rx = [_Out(pin(n, n in ("rx_st_data", "rx_st_sop", "rx_st_eop", "rx_st_empty")),
+                           direct=direct)
                       for n in ("rx_st_data", "rx_st_sop", "rx_st_eop", "rx_st_empty",
                                 "rx_st_bardec", "rx_st_be", "rx_st_err")]
-        self._o_rx_valid = _Out(pin("rx_st_valid"))
+        self._o_rx_valid = _Out(pin("rx_st_valid"), direct=direct)
         self._tx_valid, self._tx_sop, self._tx_eop = (pin("tx_st_valid"), pin("tx_st_sop"),
                                                       pin("tx_st_eop"))
         self._tx_data, self._tx_empty = pin("tx_st_data"), pin("tx_st_empty")
         self._tx_err = pin("tx_st_err", False)
-        self._o_tx_ready = _Out(pin("tx_st_ready"))
-        self._o_tx_cred = _Out(pin("tx_cred", False))
+        self._o_tx_ready = _Out(pin("tx_st_ready"), direct=direct)
+        self._o_tx_cred = _Out(pin("tx_cred", False), direct=direct)
 
         # RX (toward the DUT): posted+completions and non-posted queues, ordered by sequence
         self._rx_pc, self._rx_np = deque(), deque()

@@ -6,16 +6,21 @@ loops over :data:`~peach2.csr.regmap.REGMAP` (or the map given); only the two ac
 (``COUNTER_CLEAR``, ``MSI``) and the typed views for the router are written by hand.
 """
 
+from types import SimpleNamespace
+
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..tlp.align import payload_dws
-from ..tlp.layouts import Completion, CplStatus, Fmt, FmtType, Type
+from ..params import DEFAULT_BUFFER_BEATS, DEFAULT_DMA_BUFFER, DEFAULT_DMA_TAGS, DEFAULT_N_ROUTES
+from ..router.common import RouteEntry
+from ..signatures import DmaControlSignature
 from ..tlp.stream import TLPBeat, TLPStream
 from ..util import count_saturating
-from .regmap import (DEFAULT_BUFFER_BEATS, DEFAULT_DMA_BUFFER, DEFAULT_DMA_TAGS, Access,
-                     RouteEntry, peach2_regmap)
+from .decode import decode_request
+from .description import Access
+from .readmux import read_pipeline
+from .regmap import peach2_regmap
 
 __all__ = ["CSR", "RouteEntry"]
 
@@ -25,16 +30,13 @@ __all__ = ["CSR", "RouteEntry"]
 #: generic strobe and data port (``<name>_stb``, ``<name>_data``).
 _ACTIONS = ("COUNTER_CLEAR", "MSI")
 
+#: Names of the ports the ``dma`` interface carries.
+_DMA_MEMBERS = frozenset(DmaControlSignature().members)
 
-def _mux_tree(entries, sel):
-    """Return ``entries[sel]`` (a dict index -> 32-bit value; missing indices read 0) as a
-    binary tree of 2:1 multiplexers, least significant select bit first."""
-    level = [entries.get(i) for i in range(1 << len(sel))]
-    for bit in (sel[i] for i in range(len(sel))):
-        level = [None if lo is None and hi is None
-                 else Mux(bit, 0 if hi is None else hi, 0 if lo is None else lo)
-                 for lo, hi in zip(level[0::2], level[1::2])]
-    return Const(0, 32) if level[0] is None else level[0]
+
+def _written(w, dw):
+    """The write command ``w`` writes DW ``dw`` this cycle."""
+    return w.en & (w.addr == dw)
 
 
 class CSR(wiring.Component):
@@ -87,7 +89,8 @@ class CSR(wiring.Component):
         past the end of the BAR, a dropped TLP (not MRd/MWr, poisoned write, ``err``, a read
         with payload beats, a stray beat).  Count it where the top sees fit.
     node, offset_lo, offset_hi, control : Out(32)
-        Values of the read-write registers (one port per ``RW`` register, lower-case name).
+        Values of the read-write registers (one port per ``RW`` register, lower-case name),
+        except the DMA's (below).
     route_mask_lo, route_mask_hi, route_lower_lo, route_lower_hi : Out(ArrayLayout(32, n_routes))
         The ROUTE[i] registers, as are ``route_upper_lo``, ``route_upper_hi``,
         ``route_target``.
@@ -103,9 +106,13 @@ class CSR(wiring.Component):
     msi_num : Out(5)
         Vector of the last MSI write; valid with ``msi_req`` and held after it.
     <name>_stb, <name>_data : Out
-        Every other action register (``CH_CTRL``): a one-cycle strobe per element written, and
-        the written value (enabled bytes, implemented bits; other bits 0), valid with the
-        strobe and held after it.
+        Every other action register: a one-cycle strobe per element written, and the written
+        value (enabled bytes, implemented bits; other bits 0), valid with the strobe and held
+        after it.  (The chip's only one, ``CH_CTRL``, is in ``dma``.)
+    dma : Out(:class:`~peach2.signatures.DmaControlSignature`)
+        The DMA registers (DMA_CONFIG, DMA_TIMEOUT, CH_*, SLOT_*) in the DMA's terms, ports of
+        the same rules as above; the slots as descriptors.  :meth:`port` finds a register's
+        port wherever it is.
     route : Out(ArrayLayout(RouteEntry, n_routes))
         The route table as typed entries (same storage as ``route_*``).
     node_offset : Out(64)
@@ -114,9 +121,9 @@ class CSR(wiring.Component):
         ``CONTROL`` bits.
     """
 
-    def __init__(self, *, n_routes=8, buffer_beats=DEFAULT_BUFFER_BEATS, s_is_rc=True,
-                 dma_tags=DEFAULT_DMA_TAGS, dma_buffer=DEFAULT_DMA_BUFFER, regmap=None,
-                 counter_width=32):
+    def __init__(self, *, n_routes=DEFAULT_N_ROUTES, buffer_beats=DEFAULT_BUFFER_BEATS,
+                 s_is_rc=True, dma_tags=DEFAULT_DMA_TAGS, dma_buffer=DEFAULT_DMA_BUFFER,
+                 regmap=None, counter_width=32):
         try:
             regmap = self._check(regmap, counter_width, n_routes=n_routes,
                                  buffer_beats=buffer_beats, s_is_rc=bool(s_is_rc),
@@ -138,6 +145,8 @@ class CSR(wiring.Component):
         }
         for reg in regmap:
             shape = data.ArrayLayout(reg.width, reg.count) if reg.dims else reg.width
+            if self._for_dma(reg):
+                continue
             if reg.access is Access.RW:
                 members[reg.port_name] = Out(shape)
             elif reg.access is Access.RO:
@@ -155,6 +164,7 @@ class CSR(wiring.Component):
         members["node_offset"] = Out(64)
         members["pio_enable"] = Out(1)
         members["route_enable"] = Out(1)
+        members["dma"] = Out(DmaControlSignature())
         super().__init__(members)
 
     # -- helpers ----------------------------------------------------------------------------
@@ -173,13 +183,30 @@ class CSR(wiring.Component):
                 raise ValueError(f"{name} must be an action register")
         return regmap
 
-    def _port(self, reg, flat):
-        port = getattr(self, reg.port_name)
+    @staticmethod
+    def _for_dma(reg):
+        """Whether ``reg`` is carried by the ``dma`` interface (a member of its signature, or a
+        register-mode slot) instead of a port of its own."""
+        return (reg.group == "SLOT" or reg.port_name in _DMA_MEMBERS
+                or f"{reg.port_name}_stb" in _DMA_MEMBERS)
+
+    def _member(self, name):
+        """The port ``name``: a member of ``dma`` if the DMA signature has it, else our own."""
+        return getattr(self.dma, name) if name in _DMA_MEMBERS else getattr(self, name)
+
+    def port(self, reg, flat=None):
+        """Return the value on the block's ports of element ``flat`` of ``reg`` (``RW`` or
+        ``RO``): its own port, a member of ``dma``, or for a SLOT register the 32 bits of
+        ``dma.slots[flat]`` at the register's offset in the slot."""
+        if reg.group == "SLOT":
+            base = next(g.base for g in self.regmap.groups if g.name == "SLOT")
+            lsb = 8 * (reg.offset - base)
+            return self.dma.slots[flat].as_value()[lsb:lsb + 32]
+        port = self._member(reg.port_name)
         return port[flat] if reg.dims else port
 
     def elaborate(self, platform):
         m = Module()
-        rm = self.regmap
 
         # Write command, one DW per cycle, registered (decoded next cycle).
         w_en   = Signal()
@@ -187,12 +214,26 @@ class CSR(wiring.Component):
         w_data = Signal(32)
         w_be   = Signal(4)
         w_mask = Cat(*[w_be[i].replicate(8) for i in range(4)])
+        w = SimpleNamespace(en=w_en, addr=w_addr, data=w_data, be=w_be, mask=w_mask)
 
-        def written(dw):
-            return w_en & (w_addr == dw)
+        reads = self._storage(m, w)
+        self._actions_and_counters(m, w)
+        self._typed_views(m)
+        # Reads: one DW address a cycle in, its value three cycles later.
+        rd_en   = Signal()
+        rd_addr = Signal(10)
+        rd_v3, rd_data = read_pipeline(m, reads, rd_en, rd_addr)
+        beat = Signal(TLPBeat)
+        decoded = decode_request(m, beat, self.completer_id)
+        self._requests(m, beat, decoded, w, rd_en, rd_addr, rd_v3, rd_data)
+        return m
 
+    def _storage(self, m, w):
+        """Add the storage of the RW registers (written by the write command ``w``) and the
+        counters; return what each DW reads (DW index -> value)."""
         # -- storage, counters and what each DW reads -----------------------------------------
         reads = {}      # DW index -> value
+        rm = self.regmap
         for reg in rm:
             for flat, offset in reg.elements():
                 dw = offset >> 2
@@ -200,40 +241,45 @@ class CSR(wiring.Component):
                 if reg.access is Access.CONST:
                     reads[dw] = Const(reg.value, 32)
                 elif reg.access is Access.RO:
-                    reads[dw] = Value.cast(self._port(reg, flat)) & reg.mask
+                    reads[dw] = Value.cast(self.port(reg, flat)) & reg.mask
                 elif reg.access is Access.RW:
                     store = Signal(reg.width, init=reg.value, name=f"reg_{reg.port_name}{suffix}")
-                    with m.If(written(dw)):
-                        m.d.sync += store.eq(((store & ~w_mask) | (w_data & w_mask)) & reg.mask)
-                    m.d.comb += self._port(reg, flat).eq(store)
+                    with m.If(_written(w, dw)):
+                        m.d.sync += store.eq(((store & ~w.mask) | (w.data & w.mask)) & reg.mask)
+                    m.d.comb += self.port(reg, flat).eq(store)
                     reads[dw] = store
                 elif reg.access is Access.COUNTER:
                     self._counters[flat] = reads[dw] = Signal(
                         self._counter_width, name=f"count_{reg.element_name(flat).lower()}"
                         .replace("[", "_").replace("]", ""))
+        return reads
 
+    def _actions_and_counters(self, m, w):
+        """Add the action registers (COUNTER_CLEAR, MSI, the strobe/data ports) and the
+        counters' increments and clear."""
         # -- actions --------------------------------------------------------------------------
+        rm = self.regmap
         clear_reg = rm["COUNTER_CLEAR"]
         clear_bit = clear_reg.all_fields[0].lsb
         clear = Signal()
-        m.d.comb += clear.eq(written(clear_reg.offset >> 2) & w_be[clear_bit // 8]
-                             & w_data[clear_bit])
+        m.d.comb += clear.eq(_written(w, clear_reg.offset >> 2) & w.be[clear_bit // 8]
+                             & w.data[clear_bit])
         msi = rm["MSI"]
         vec = msi.all_fields[0]
-        msi_fire = written(msi.offset >> 2) & w_be[vec.lsb // 8]
+        msi_fire = _written(w, msi.offset >> 2) & w.be[vec.lsb // 8]
         m.d.sync += self.msi_req.eq(msi_fire)
         with m.If(msi_fire):
-            m.d.sync += self.msi_num.eq(w_data[vec.lsb:vec.lsb + vec.width])
+            m.d.sync += self.msi_num.eq(w.data[vec.lsb:vec.lsb + vec.width])
 
         for reg in rm:
             if reg.access is Access.ACTION and reg.name not in _ACTIONS:
-                stb = getattr(self, f"{reg.port_name}_stb")
+                stb = self._member(f"{reg.port_name}_stb")
                 m.d.sync += stb.eq(0)
                 for flat, offset in reg.elements():
-                    with m.If(written(offset >> 2)):
+                    with m.If(_written(w, offset >> 2)):
                         m.d.sync += [(stb[flat] if reg.dims else stb).eq(1),
-                                     getattr(self, f"{reg.port_name}_data").eq(
-                                         w_data & w_mask & reg.mask)]
+                                     self._member(f"{reg.port_name}_data").eq(
+                                         w.data & w.mask & reg.mask)]
 
         for reg in rm:
             if reg.access is Access.COUNTER:
@@ -244,13 +290,18 @@ class CSR(wiring.Component):
                     with m.If(clear):
                         m.d.sync += counter.eq(inc[flat])
 
+
+    def _typed_views(self, m):
+        """Drive the typed views for the router: ``route``, ``node_offset``, the enables."""
         # -- typed views for the router -------------------------------------------------------
+        rm = self.regmap
+
         def wide(name, flat=None):
-            return Cat(self._port(rm[f"{name}_LO"], flat), self._port(rm[f"{name}_HI"], flat))
+            return Cat(self.port(rm[f"{name}_LO"], flat), self.port(rm[f"{name}_HI"], flat))
         target = rm["ROUTE_TARGET"]
         t_fields = {f.name: f for f in target.fields}
         for i in range(self._n_routes):
-            t = self._port(target, i)
+            t = self.port(target, i)
             m.d.comb += [
                 self.route[i].mask.eq(wide("ROUTE_MASK", i)),
                 self.route[i].lower.eq(wide("ROUTE_LOWER", i)),
@@ -266,98 +317,11 @@ class CSR(wiring.Component):
             self.route_enable.eq(self.control[c_fields["route_enable"].lsb]),
         ]
 
-        # -- read pipeline: 8:1 within each 32-byte group, registered; 8:1 over the groups of a
-        # 256-byte bank, registered; 16:1 over the banks, registered ----------------------------
-        # Binary trees of 2:1 multiplexers indexed by address bits.  A ``Switch`` over the
-        # offsets (a compare per offset, ORed) maps to 7 LUT levels, and so do a 64:1 tree and
-        # (for the counters, whose LUTs Yosys's ABC merges with the tree) a 16:1 tree.
-        rd_en   = Signal()
-        rd_addr = Signal(10)
-        groups = {}
-        for dw, value in reads.items():
-            groups.setdefault(dw >> 3, {})[dw & 0x7] = value
-        group_q = {g: Signal(32, name=f"rd_group{g}") for g in sorted(groups)}
-        rd_hi  = Signal(7)
-        rd_v1  = Signal()
-        m.d.sync += [rd_v1.eq(rd_en), rd_hi.eq(rd_addr[3:10])]
-        for g, entries in groups.items():
-            m.d.sync += group_q[g].eq(_mux_tree(entries, rd_addr[0:3]))
-        banks = {}
-        for g, value in group_q.items():
-            banks.setdefault(g >> 3, {})[g & 7] = value
-        bank_q = {b: Signal(32, name=f"rd_bank{b}") for b in sorted(banks)}
-        rd_bank = Signal(4)
-        rd_v2   = Signal()
-        m.d.sync += [rd_v2.eq(rd_v1), rd_bank.eq(rd_hi[3:7])]
-        for b, entries in banks.items():
-            m.d.sync += bank_q[b].eq(_mux_tree(entries, rd_hi[0:3]))
-        rd_data = Signal(32)
-        rd_v3   = Signal()
-        m.d.sync += [rd_v3.eq(rd_v2), rd_data.eq(_mux_tree(bank_q, rd_bank))]
 
-        # -- request decode ---------------------------------------------------------------------
-        beat = Signal(TLPBeat)
-        hdr = beat.hdr
-        fmt_type = hdr.dw[0][24:32]
-        is_mwr = (fmt_type == FmtType.MWR32.value) | (fmt_type == FmtType.MWR64.value)
-        is_mrd = (fmt_type == FmtType.MRD32.value) | (fmt_type == FmtType.MRD64.value)
-        four_dw = hdr.common.fmt.as_value()[0]
-        addr_dw = Mux(four_dw, hdr.mem64.address_lo[0:10], hdr.mem32.address[0:10])
-        length = Signal(11)
-        m.d.comb += length.eq(payload_dws(hdr))
-        req_first_be = hdr.mem32.first_be
-        req_last_be = hdr.mem32.last_be
-
-        def low_zeros(be):          # offset of the first enabled byte (0000 -> 0)
-            return Mux(be[0], 0, Mux(be[1], 1, Mux(be[2], 2, Mux(be[3], 3, 0))))
-
-        def high_zeros(be):         # disabled bytes after the last enabled one (0000 -> 0)
-            return Mux(be[3], 0, Mux(be[2], 1, Mux(be[1], 2, Mux(be[0], 3, 0))))
-
-        rd_ok = (length == 1) | ((length == 2) & (addr_dw != 0x3ff))
-        byte_count = Signal(12)
-        with m.If(~rd_ok):
-            m.d.comb += byte_count.eq(4)
-        with m.Elif(length == 1):
-            m.d.comb += byte_count.eq(Mux(req_first_be == 0, 1,
-                                          4 - low_zeros(req_first_be) - high_zeros(req_first_be)))
-        with m.Else():
-            m.d.comb += byte_count.eq(8 - low_zeros(req_first_be) - high_zeros(req_last_be))
-
-        # The decisions and the completion header are registered, recomputed every cycle from
-        # ``beat`` (which holds from one FETCH to the next): they are valid from the second
-        # cycle after the beat was taken, which the state HEAD waits for.  Deciding from
-        # ``beat`` directly would take 7 LUT levels to the state and the header.
-        good_wr = Signal()
-        good_rd = Signal()
-        read_ok = Signal()
-        two_dws = Signal()
-        req_addr = Signal(10)
-        req_len  = Signal(11)
-        cpl_hdr = Signal(Completion)
-        m.d.sync += [
-            good_wr.eq(is_mwr & ~beat.err & ~hdr.common.ep),
-            good_rd.eq(is_mrd & ~beat.err & beat.last),
-            read_ok.eq(rd_ok),
-            two_dws.eq(length == 2),
-            req_addr.eq(addr_dw),
-            req_len.eq(length),
-            cpl_hdr.fmt.eq(Mux(rd_ok, Fmt.DW3_DATA, Fmt.DW3_NO_DATA)),
-            cpl_hdr.type.eq(Type.CPL),
-            cpl_hdr.length.eq(Mux(rd_ok, length, 0)),
-            cpl_hdr.tc.eq(hdr.common.tc),
-            cpl_hdr.attr.eq(hdr.common.attr),
-            cpl_hdr.attr2.eq(hdr.common.attr2),
-            cpl_hdr.t8.eq(hdr.common.t8),
-            cpl_hdr.t9.eq(hdr.common.t9),
-            cpl_hdr.status.eq(Mux(rd_ok, CplStatus.SC, CplStatus.CA)),
-            cpl_hdr.byte_count.eq(byte_count),
-            cpl_hdr.completer_id.eq(self.completer_id),
-            cpl_hdr.requester_id.eq(hdr.mem32.requester_id),
-            cpl_hdr.tag.eq(hdr.mem32.tag),
-            cpl_hdr.lower_address.eq(Cat(low_zeros(req_first_be)[0:2], addr_dw[0:5])),
-        ]
-
+    def _requests(self, m, beat, d, w, rd_en, rd_addr, rd_v3, rd_data):
+        """Add the request state machine: take beats, apply writes through ``w`` one DW per
+        cycle, read through the read pipeline (``rd_en``/``rd_addr`` in, ``rd_v3``/``rd_data``
+        out) and send the completion."""
         # -- request state machine --------------------------------------------------------------
         cur        = Signal(11)   # DW address of the next DW; bit 10 set past the BAR end
         remaining  = Signal(11)   # DWs of the write still to apply
@@ -374,7 +338,7 @@ class CSR(wiring.Component):
 
         cpl = self.o_cpl.payload
         m.d.comb += [cpl.first.eq(1), cpl.last.eq(1)]
-        m.d.sync += [w_en.eq(0), rd_en.eq(0), self.bad_req.eq(bad)]
+        m.d.sync += [w.en.eq(0), rd_en.eq(0), self.bad_req.eq(bad)]
 
         # i_req.ready is a register (set on entering FETCH/DRAIN), not decoded from the state:
         # a combinational ready reads X in Icarus until the state first changes, and a source
@@ -389,7 +353,7 @@ class CSR(wiring.Component):
         def start_cpl(ok, lane0, lane1):
             m.d.sync += [
                 self.o_cpl.valid.eq(1),
-                cpl.hdr.eq(cpl_hdr),
+                cpl.hdr.eq(d.cpl_hdr),
                 cpl.data.eq(Cat(lane0, lane1)),
                 cpl.dw_en.eq(Mux(ok, Mux(two, 0b0011, 0b0001), 0)),
             ]
@@ -410,17 +374,17 @@ class CSR(wiring.Component):
             with m.State("DECIDE"):
                 with m.If(beat.first):
                     m.d.sync += [
-                        cont.eq(0), pkt_bad.eq(0), cur.eq(req_addr), remaining.eq(req_len),
-                        first_dw.eq(1), first_be.eq(req_first_be), last_be.eq(req_last_be),
-                        lane.eq(0), two.eq(two_dws), got_one.eq(0),
+                        cont.eq(0), pkt_bad.eq(0), cur.eq(d.req_addr), remaining.eq(d.req_len),
+                        first_dw.eq(1), first_be.eq(d.first_be), last_be.eq(d.last_be),
+                        lane.eq(0), two.eq(d.two_dws), got_one.eq(0),
                     ]
-                    with m.If(good_wr):
+                    with m.If(d.good_wr):
                         m.d.comb += bad.eq(cont)
                         goto("WRITE")
-                    with m.Elif(good_rd & read_ok):
+                    with m.Elif(d.good_rd & d.read_ok):
                         m.d.comb += bad.eq(cont)
                         goto("READ0")
-                    with m.Elif(good_rd):
+                    with m.Elif(d.good_rd):
                         m.d.comb += bad.eq(1)       # counted once here; the CA follows
                         start_cpl(0, 0, 0)
                     with m.Else():
@@ -455,10 +419,10 @@ class CSR(wiring.Component):
                 with m.Else():
                     with m.If(active):
                         m.d.sync += [
-                            w_en.eq(~cur[10]),
-                            w_addr.eq(cur[0:10]),
-                            w_data.eq(beat.data.word_select(lane, 32)),
-                            w_be.eq(Mux(first_dw, first_be, Mux(remaining == 1, last_be, 0xf))),
+                            w.en.eq(~cur[10]),
+                            w.addr.eq(cur[0:10]),
+                            w.data.eq(beat.data.word_select(lane, 32)),
+                            w.be.eq(Mux(first_dw, first_be, Mux(remaining == 1, last_be, 0xf))),
                             cur.eq(cur + 1),
                             remaining.eq(left),
                             first_dw.eq(0),
@@ -497,4 +461,3 @@ class CSR(wiring.Component):
                     m.d.sync += self.o_cpl.valid.eq(0)
                     goto("FETCH")
 
-        return m

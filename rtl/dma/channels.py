@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 from amaranth.hdl import Array, Cat, Mux, Signal
 
-from ..csr.regmap import N_DMA_CHANNELS, N_DMA_SLOTS, DmaError
+from ..params import N_DMA_CHANNELS, N_DMA_SLOTS, DmaError
 from .common import CH_CTRL, CH_STATUS, Chan, bits, field
 from .descriptor import Descriptor
 

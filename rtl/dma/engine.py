@@ -37,12 +37,12 @@ from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..csr.regmap import (DEFAULT_DMA_BUFFER, DEFAULT_DMA_TAGS, N_DMA_CHANNELS, N_DMA_SLOTS,
-                          RouteEntry)
+from ..params import DEFAULT_DMA_BUFFER, DEFAULT_DMA_TAGS, N_DMA_CHANNELS
+from ..router.common import RouteEntry
+from ..signatures import DmaControlSignature
 from ..tlp.stream import TLPStream
 from .booking import Booking
 from .common import DMA_CONFIG, ceil_log2, entry_layout, field
-from .descriptor import Descriptor
 from .planner import Planner
 from .receiver import Receiver
 from .writer import Writer
@@ -74,6 +74,9 @@ class DMA(wiring.Component):
         The route table and the node offset (the N-bound writes are translated here).
     requester_id : In(16)
         The chip's bus/device/function on N.
+    dma_config ... ch_desc_addr_hi
+        The members of :class:`~peach2.signatures.DmaControlSignature`, flipped, flat (the top
+        joins them to the register block's ``dma`` with one ``connect``):
     dma_config, dma_timeout : In(32)
         The registers of the same names.
     ch_head_lo, ch_head_hi, ch_cfg : In(ArrayLayout(32, 4))
@@ -107,7 +110,6 @@ class DMA(wiring.Component):
         self.n_routes = n_routes
         self.n_tags = n_tags
         self.buffer_bytes = buffer_bytes
-        arr = data.ArrayLayout(32, N_DMA_CHANNELS)
         super().__init__({
             "o_rd":            Out(TLPStream()),
             "o_wr":            Out(TLPStream()),
@@ -116,20 +118,8 @@ class DMA(wiring.Component):
             "routes":          In(data.ArrayLayout(RouteEntry, n_routes)),
             "node_offset":     In(64),
             "requester_id":    In(16),
-            "dma_config":      In(32),
-            "dma_timeout":     In(32),
-            "ch_head_lo":      In(arr),
-            "ch_head_hi":      In(arr),
-            "ch_cfg":          In(arr),
-            "ch_ctrl_stb":     In(data.ArrayLayout(1, N_DMA_CHANNELS)),
-            "ch_ctrl_data":    In(32),
-            "slots":           In(data.ArrayLayout(Descriptor, N_DMA_CHANNELS * N_DMA_SLOTS)),
-            "ch_status":       Out(arr),
-            "ch_desc_done":    Out(arr),
-            "ch_bytes_lo":     Out(arr),
-            "ch_bytes_hi":     Out(arr),
-            "ch_desc_addr_lo": Out(arr),
-            "ch_desc_addr_hi": Out(arr),
+            # dma_config ... ch_desc_addr_hi: the register block's boundary, flat.
+            **DmaControlSignature().flip().members,
             "cpl_space":       In(20),
             "msi_req":         Out(N_DMA_CHANNELS),
             "unexpected_cpl":  Out(1),

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 from amaranth.hdl import Cat, Const, Mux, Signal
 
-from ..csr.regmap import N_DMA_CHANNELS, N_DMA_SLOTS, DmaError
+from ..params import N_DMA_CHANNELS, N_DMA_SLOTS, DmaError
 from .common import Kind, bits, select
 from .descriptor import CONTROL_RESERVED, MAGIC, Descriptor
 

@@ -11,7 +11,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..csr.regmap import N_DMA_CHANNELS, N_DMA_SLOTS
+from ..params import N_DMA_CHANNELS, N_DMA_SLOTS
 from ..util import not_below
 from .booking import issue_layout
 from .channels import channel_registers, control, reports

@@ -11,7 +11,7 @@ from amaranth.hdl import Array, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..csr.regmap import N_DMA_CHANNELS, DmaError
+from ..params import N_DMA_CHANNELS, DmaError
 from ..tlp.layouts import CplStatus
 from ..tlp.stream import TLPBeat
 from ..util import not_below

@@ -10,7 +10,8 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
-from ..csr.regmap import N_DMA_CHANNELS, DmaError, RouteEntry
+from ..params import N_DMA_CHANNELS, DmaError
+from ..router.common import RouteEntry
 from ..router.table import route_matches, route_select
 from ..tlp.layouts import TLPHeader
 from ..tlp.stream import TLPStream

@@ -11,7 +11,8 @@
 Parameters (``PEACH2_PARAMS``): ``topology`` (``ring:K``, ``line:K``, ``2xK``), ``stores``
 per (source, destination) pair, ``max_size`` of a store (bytes), ``idle``/``backpressure``
 probabilities of the host-side pauses (0 turns them off; with pauses the N models run every
-cycle), ``result_file`` (JSON with the run's figures).
+cycle), ``result_file`` (JSON with the run's figures), ``profile`` (a file for a cProfile of
+the Python side's CPU time over ``all_to_all_pio``'s traffic window, read with ``pstats``).
 
 - ``farthest_one_way``: every host streams ``bytes`` of 4 KiB stores to the node farthest
   from it going east (``(i + K // 2) % K`` on a ring), with the chips' route tables of policy
@@ -27,6 +28,7 @@ cycle), ``result_file`` (JSON with the run's figures).
   TLPs each path carries (paths followed through the route tables read back from the chips).
 """
 
+import cProfile
 import json
 import os
 import random
@@ -117,6 +119,16 @@ async def dma_chains(tb, rng, slot, max_size, shadow, tlps, nbytes):
     return chains
 
 
+def busy_window_profiler():
+    """A running profiler of the Python side's CPU time (main thread only, so Verilator's
+    worker threads do not count) when the test's ``profile`` parameter names a file for it."""
+    if not PARAMS.get("profile"):
+        return None
+    profile = cProfile.Profile(time.thread_time)
+    profile.enable()
+    return profile
+
+
 @cocotb.test()
 async def all_to_all_pio(dut):
     """Every host stores into every node at once (and with ``dma`` every node's DMA writes
@@ -159,6 +171,7 @@ async def all_to_all_pio(dut):
     async def dma(chain, drv):
         await drv.dma_run(chain, pause=lambda: ClockCycles(dut.clk, 64))
 
+    profile = busy_window_profiler()
     t0, wall, cpu = get_sim_time("ns"), time.perf_counter(), time.process_time()
     tasks = [cocotb.start_soon(flow(s, d)) for s, d in flows]
     tasks += [cocotb.start_soon(dma(c, cluster.drivers[i])) for i, c in enumerate(chains)]
@@ -169,6 +182,9 @@ async def all_to_all_pio(dut):
                                  timeout_ns=2_000_000)
     sim_ns, wall = get_sim_time("ns") - t0, time.perf_counter() - wall
     cpu = time.process_time() - cpu
+    if profile:
+        profile.disable()
+        profile.dump_stats(PARAMS["profile"])
     await cluster.quiet()
     for node in range(n):
         got = bytes(cluster.memory(node)[1][0:amap.host_size])

@@ -97,8 +97,7 @@ def check_ports(ctx, dut, model, where):
     for reg in rm:
         if reg.access is Access.RW:
             for flat, _ in reg.elements():
-                port = getattr(dut, reg.port_name)
-                got = ctx.get(port[flat] if reg.dims else port)
+                got = ctx.get(dut.port(reg, flat))
                 assert got == model.store[(reg.name, flat)], \
                     f"{reg.element_name(flat)} port {got:#x} {where}"
 
@@ -555,8 +554,32 @@ def test_signature():
     # The router uses the same layout object, not a copy of it.
     from peach2.router.common import RouteEntry as RouterEntry
     assert RouterEntry is RouteEntry
+    # The DMA registers are the `dma` interface (DmaControlSignature), not ports of their own.
+    from peach2.signatures import DmaControlSignature
+    assert sig["dma"].flow.name == "Out"
+    assert sig["dma"].signature.members == DmaControlSignature().members
+    for name in ("dma_config", "ch_head_lo", "ch_ctrl_stb", "ch_status", "slot_src_lo"):
+        assert name not in sig, name
     with pytest.raises(ValueError, match="built for"):
         CSR(n_routes=4, regmap=peach2_regmap(n_routes=5))
+
+
+def test_slots_at_descriptor_offsets():
+    """Each SLOT_* register drives the bits of the descriptor field of the same name in
+    ``dma.slots[4c + s]`` (a 64-bit field: _LO its low word, _HI its high word)."""
+    from peach2.dma.descriptor import Descriptor
+    dut = CSR()
+    dut._MustUse__silence = True                # inspected, never elaborated
+    slots = [r for r in dut.regmap if r.group == "SLOT"]
+    assert len(slots) == 12
+    for reg in slots:
+        name = reg.name.removeprefix("SLOT_").lower()
+        field, half = (name[:-3], name[-2:]) if name.endswith(("_lo", "_hi")) else (name, "")
+        for flat in (0, 7, 15):
+            bits = dut.port(reg, flat)
+            assert repr(bits.value) == repr(dut.dma.slots[flat].as_value())   # slot `flat`
+            assert bits.start == Descriptor[field].offset + (32 if half == "hi" else 0), reg.name
+            assert bits.stop - bits.start == 32
     with pytest.raises(ValueError, match="n_routes must be 1..16"):
         CSR(n_routes=17)
 

@@ -1,0 +1,78 @@
+"""Signatures of the boundaries between PEACH2's blocks, and a view to join flat members.
+
+:class:`DmaControlSignature` is the boundary between the register block
+(:class:`~peach2.csr.block.CSR`, member ``dma``) and the DMA controller
+(:class:`~peach2.dma.engine.DMA`): the DMA registers of ``docs/registers.md`` as the DMA sees them.
+The top joins the two with one ``wiring.connect``.
+
+The DMA declares these members flat, under the same names (its own signature, unchanged);
+:func:`members_of` collects them into an interface object of the flipped signature, so that
+``connect`` checks every name, direction, shape and initial value.
+"""
+
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from .dma.descriptor import Descriptor
+from .params import N_DMA_CHANNELS, N_DMA_SLOTS
+
+__all__ = ["DmaControlSignature", "members_of"]
+
+
+class DmaControlSignature(wiring.Signature):
+    """The DMA registers, from the register block's side (``Out``: registers to the DMA).
+
+    Members
+    -------
+    dma_config, dma_timeout : Out(32)
+        Registers DMA_CONFIG and DMA_TIMEOUT (implemented bits; others 0).
+    ch_head_lo, ch_head_hi, ch_cfg : Out(ArrayLayout(32, N_DMA_CHANNELS))
+        CH_HEAD_LO[c], CH_HEAD_HI[c], CH_CFG[c].
+    ch_ctrl_stb : Out(ArrayLayout(1, N_DMA_CHANNELS)) ; ch_ctrl_data : Out(32)
+        A one-cycle strobe per channel whose CH_CTRL was written, and the value written
+        (enabled bytes, implemented bits), valid with the strobe and held after it.
+    slots : Out(ArrayLayout(Descriptor, N_DMA_CHANNELS * N_DMA_SLOTS))
+        Register-mode slot ``N_DMA_SLOTS * c + s``: the SLOT_*[c][s] registers at the byte
+        offsets of the same fields in a descriptor (``DMA_SLOT_MEMBERS`` of the register map);
+        the bytes no slot register covers (``next``, ``reserved``) are 0.
+    ch_status, ch_desc_done, ch_bytes_lo, ch_bytes_hi, ch_desc_addr_lo, ch_desc_addr_hi
+        : In(ArrayLayout(32, N_DMA_CHANNELS)) -- the channels' status registers, read as given.
+    """
+
+    def __init__(self):
+        arr = data.ArrayLayout(32, N_DMA_CHANNELS)
+        super().__init__({
+            "dma_config":      Out(32),
+            "dma_timeout":     Out(32),
+            "ch_head_lo":      Out(arr),
+            "ch_head_hi":      Out(arr),
+            "ch_cfg":          Out(arr),
+            "ch_ctrl_stb":     Out(data.ArrayLayout(1, N_DMA_CHANNELS)),
+            "ch_ctrl_data":    Out(32),
+            "slots":           Out(data.ArrayLayout(Descriptor, N_DMA_CHANNELS * N_DMA_SLOTS)),
+            "ch_status":       In(arr),
+            "ch_desc_done":    In(arr),
+            "ch_bytes_lo":     In(arr),
+            "ch_bytes_hi":     In(arr),
+            "ch_desc_addr_lo": In(arr),
+            "ch_desc_addr_hi": In(arr),
+        })
+
+
+class _MembersOf:
+    """An interface object: ``signature`` and the attributes of its member names."""
+
+    def __init__(self, signature, owner):
+        self.signature = signature
+        for name in signature.members:
+            setattr(self, name, getattr(owner, name))
+
+
+def members_of(owner, signature):
+    """Return an interface object of ``signature`` whose members are ``owner``'s attributes of
+    the same names (``owner`` is usually a component that declares them flat).
+
+    ``wiring.connect`` checks the object against ``signature``; an attribute ``owner`` lacks
+    raises ``AttributeError`` here.
+    """
+    return _MembersOf(signature, owner)
