@@ -16,7 +16,7 @@ from ..tlp.stream import TLPStream
 from .common import ceil_log2, mem_header, tag_info_layout
 from .writer import release_layout
 
-__all__ = ["Booking", "issue_layout"]
+__all__ = ["Booking", "RoomSignature", "issue_layout"]
 
 
 def issue_layout(row_bits):
@@ -25,6 +25,36 @@ def issue_layout(row_bits):
     its buffer rows and its completion credits (headers, 16-byte data credits)."""
     return data.StructLayout({"en": 1, "raddr": 64, "nbytes": 10, "fetch": 1, "chan": 2,
                               "rows": row_bits + 1, "hdr": 5, "dat": 7})
+
+
+class RoomSignature(wiring.Signature):
+    """What the booking tells the planner about the room for the next read (from the
+    booking's side).
+
+    Members
+    -------
+    outstanding : Out(range(n_tags + 1))
+        Reads outstanding.
+    free_rows : Out(log2 rows + 1)
+        Buffer rows not held by a read.
+    room_hdr : Out(signed(10)) ; room_dat : Out(signed(14))
+        The completion credits left, registered (they lag the counters by a cycle).
+    hdr_free, dat_free : Out(1)
+        The hard IP sets no limit on completion headers, data.
+    rd_busy : Out(1)
+        The read request's skid register is taken: no read may be booked in the next cycle.
+    """
+
+    def __init__(self, *, n_tags, rows):
+        super().__init__({
+            "outstanding": Out(range(n_tags + 1)),
+            "free_rows":   Out(ceil_log2(rows) + 1),
+            "room_hdr":    Out(signed(10)),
+            "room_dat":    Out(signed(14)),
+            "hdr_free":    Out(1),
+            "dat_free":    Out(1),
+            "rd_busy":     Out(1),
+        })
 
 
 class Booking(wiring.Component):
@@ -55,16 +85,12 @@ class Booking(wiring.Component):
         [7:0], 16-byte data credits in [19:8], 0 meaning no limit).
     o_rd : Out(TLPStream())
         Read requests (single-beat MRd), from a register with a skid register behind it.
-    rd_busy : Out(1)
-        The skid register is taken: no read may be booked in the next cycle.
     next_tag : Out(log2 n_tags) ; next_row : Out(log2 rows)
         The tag table index and the first row the next booked read gets.
-    head_seq : Out(16) ; outstanding : Out(range(n_tags + 1))
-        Reads released so far (the oldest outstanding one's sequence number), reads outstanding.
-    free_rows : Out(log2 rows + 1)
-        Buffer rows not held by a read.
-    room_hdr : Out(signed(10)) ; room_dat : Out(signed(14)) ; hdr_free, dat_free : Out(1)
-        The completion credits left, registered (they lag the counters by a cycle); no limit.
+    head_seq : Out(16)
+        Reads released so far (the oldest outstanding one's sequence number).
+    room : Out(RoomSignature)
+        The room for the next read, to the planner.
     tag_addr : In(log2 n_tags) ; tag_info : Out(tag_info_layout)
         The tag table's read port (its data a cycle after the address).
     """
@@ -79,16 +105,10 @@ class Booking(wiring.Component):
             "requester_id": In(16),
             "cpl_space":    In(20),
             "o_rd":         Out(TLPStream()),
-            "rd_busy":      Out(1),
             "next_tag":     Out(tb),
             "next_row":     Out(rb),
             "head_seq":     Out(16),
-            "outstanding":  Out(range(n_tags + 1)),
-            "free_rows":    Out(rb + 1),
-            "room_hdr":     Out(signed(10)),
-            "room_dat":     Out(signed(14)),
-            "hdr_free":     Out(1),
-            "dat_free":     Out(1),
+            "room":         Out(RoomSignature(n_tags=n_tags, rows=rows)),
             "tag_addr":     In(tb),
             "tag_info":     Out(tag_info_layout(rb)),
         })
@@ -111,8 +131,8 @@ class Booking(wiring.Component):
         lim_dat = Signal(13)
         m.d.sync += [lim_hdr.eq(self.cpl_space[:8]), lim_dat.eq(self.cpl_space[8:20])]
         m.d.comb += [self.next_tag.eq(issue_seq[:TB]), self.next_row.eq(tail_row),
-                     self.head_seq.eq(head_seq), self.outstanding.eq(outstanding),
-                     self.free_rows.eq(free_rows)]
+                     self.head_seq.eq(head_seq), self.room.outstanding.eq(outstanding),
+                     self.room.free_rows.eq(free_rows)]
 
         # Per tag: static facts written at issue, read by the receiver.
         m.submodules.taginfo = taginfo = Memory(shape=tag_info_layout(RB), depth=NT, init=[])
@@ -139,9 +159,10 @@ class Booking(wiring.Component):
             m.d.sync += head_seq.eq(head_seq + 1)
         m.d.sync += outstanding.eq(outstanding + iss.en - rel.en)
 
-        m.d.sync += [self.hdr_free.eq(self.cpl_space[:8] == 0),
-                     self.dat_free.eq(self.cpl_space[8:20] == 0),
-                     self.room_hdr.eq(lim_hdr - used_hdr), self.room_dat.eq(lim_dat - used_dat)]
+        room = self.room
+        m.d.sync += [room.hdr_free.eq(self.cpl_space[:8] == 0),
+                     room.dat_free.eq(self.cpl_space[8:20] == 0),
+                     room.room_hdr.eq(lim_hdr - used_hdr), room.room_dat.eq(lim_dat - used_dat)]
 
         # Booking a read: its tag is the next in issue order, its rows the next free ones.
         tag_now = Mux(self.ext_tags, issue_seq[:8], issue_seq[:5])
@@ -159,9 +180,9 @@ class Booking(wiring.Component):
         # into the skid when the output is held this cycle (the crossbar gave N to another
         # source), so a read held for a cycle or two costs no planner action.  At one read per
         # two cycles the planner matches the wire rate of 8-byte writes and could never win a
-        # lost slot back.  The planner only looks at ``rd_busy`` (a register).
+        # lost slot back.  The planner only looks at ``room.rd_busy`` (a register).
         rd = self.o_rd
-        rd_skid_v = self.rd_busy
+        rd_skid_v = self.room.rd_busy
         rd_skid = Signal(TLPHeader)
         rd_new = iss.en
         rd_held = rd.valid & ~rd.ready

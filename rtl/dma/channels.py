@@ -93,7 +93,7 @@ def control(m, pl, ch):
     # (the writer's output stage, registered there).
     for c in range(NC):
         inc = ch.pq_en & (ch.pq_chan == c)
-        dec = pl.retire.en & (pl.retire.chan == c)
+        dec = pl.report.retire.en & (pl.report.retire.chan == c)
         m.d.sync += ch.pending[c].eq(ch.pending[c] + inc - dec)
 
     # Status outputs.
@@ -146,18 +146,18 @@ def control(m, pl, ch):
 
 
 def reports(m, pl, ch):
-    """What the writer reports (``pl.fail``, ``pl.fail_route``, ``pl.count``): after the
+    """What the writer reports (``pl.report``: ``fail``, ``fail_route``, ``count``): after the
     control writes and the planner, so its updates win."""
     NC = N_DMA_CHANNELS
     for c in range(NC):
-        with m.If(pl.fail.en & (pl.fail.chan == c)):
-            fail(m, ch, c, pl.fail.code, pl.fail.desc)
+        with m.If(pl.report.fail.en & (pl.report.fail.chan == c)):
+            fail(m, ch, c, pl.report.fail.code, pl.report.fail.desc)
     for c in range(NC):
-        with m.If(pl.fail_route.en & (pl.fail_route.chan == c)):
-            fail(m, ch, c, pl.fail_route.code, pl.fail_route.desc)
+        with m.If(pl.report.fail_route.en & (pl.report.fail_route.chan == c)):
+            fail(m, ch, c, pl.report.fail_route.code, pl.report.fail_route.desc)
             m.d.sync += ch.unroutable[c].eq(1)
     m.d.sync += pl.msi_req.eq(0)
-    cnt = pl.count
+    cnt = pl.report.count
     with m.If(cnt.en):
         for c in range(NC):
             with m.If(cnt.chan == c):

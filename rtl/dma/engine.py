@@ -190,11 +190,6 @@ class DMA(wiring.Component):
         # -- planner ------------------------------------------------------------------------
         m.d.comb += [
             pl.mrrs_m1.eq(mrrs_m1), pl.min_mask.eq(min_mask), pl.ext_tags.eq(ext_tags),
-            pl.outstanding.eq(bk.outstanding), pl.free_rows.eq(bk.free_rows),
-            pl.room_hdr.eq(bk.room_hdr), pl.room_dat.eq(bk.room_dat),
-            pl.hdr_free.eq(bk.hdr_free), pl.dat_free.eq(bk.dat_free), pl.rd_busy.eq(bk.rd_busy),
-            pl.retire.eq(wr.retire), pl.fail.eq(wr.fail), pl.fail_route.eq(wr.fail_route),
-            pl.count.eq(wr.count), pl.nxt.eq(rx.nxt), pl.nxt_valid.eq(rx.nxt_valid),
             pl.ch_head_lo.eq(self.ch_head_lo), pl.ch_head_hi.eq(self.ch_head_hi),
             pl.ch_ctrl_stb.eq(self.ch_ctrl_stb), pl.ch_ctrl_data.eq(self.ch_ctrl_data),
             pl.slots.eq(self.slots),
@@ -211,15 +206,16 @@ class DMA(wiring.Component):
             bk.tag_addr.eq(rx.tag_addr),
         ]
         wiring.connect(m, bk.o_rd, wiring.flipped(self.o_rd))
+        wiring.connect(m, bk.room, pl.room)
 
         # -- completion receiver (always ready: brief section 3) ----------------------------
         m.d.comb += [
             rx.i_cpl.valid.eq(self.i_cpl.valid), rx.i_cpl.p.eq(self.i_cpl.p),
             self.i_cpl.ready.eq(1),
             rx.ext_tags.eq(ext_tags), rx.head_seq.eq(bk.head_seq),
-            rx.outstanding.eq(bk.outstanding), rx.tag_info.eq(bk.tag_info),
+            rx.outstanding.eq(bk.room.outstanding), rx.tag_info.eq(bk.tag_info),
             rx.clear_en.eq(pl.issue.en), rx.clear_tag.eq(bk.next_tag),
-            rx.abort.eq(pl.abort), rx.nxt_clear.eq(pl.nxt_clear),
+            rx.abort.eq(pl.abort),
             self.unexpected_cpl.eq(rx.unexpected_cpl), self.poisoned_cpl.eq(rx.poisoned_cpl),
         ]
 
@@ -232,4 +228,6 @@ class DMA(wiring.Component):
             self.o_wr_dest.eq(wr.o_wr_dest),
         ]
         wiring.connect(m, wr.o_wr, wiring.flipped(self.o_wr))
+        wiring.connect(m, wr.report, pl.report)
+        wiring.connect(m, rx.prefetch, pl.prefetch)
         return m

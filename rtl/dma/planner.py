@@ -13,12 +13,13 @@ from amaranth.lib.wiring import In, Out
 
 from ..params import N_DMA_CHANNELS, N_DMA_SLOTS
 from ..util import not_below
-from .booking import issue_layout
+from .booking import RoomSignature, issue_layout
 from .channels import channel_registers, control, reports
 from .common import Act, Chan, Kind, bits, ceil_log2, entry_layout, select
 from .descriptor import Descriptor
 from .load import clear_prefetch, load, load_checks
-from .writer import count_layout, fail_layout, retire_layout
+from .receiver import PrefetchSignature
+from .writer import ReportSignature
 
 __all__ = ["Planner"]
 
@@ -75,17 +76,17 @@ class Planner(wiring.Component):
         The max read request size less 1; min(MPS, MRRS) less 1.
     ext_tags : In(1)
         8-bit tags (else 32 reads outstanding at most).
-    outstanding, free_rows, room_hdr, room_dat, hdr_free, dat_free, rd_busy
-        :class:`~peach2.dma.booking.Booking`'s outputs of the same names.
+    room : In(RoomSignature)
+        The room for the next read (:class:`~peach2.dma.booking.Booking`'s).
     issue : Out(issue_layout)
         The read decided in ACT (registered), to book.
     o_entry : Out(stream.Signature(entry_layout, always_ready=True))
         The in-order queue's entries (registered; the planner keeps room in the queue itself,
         from ``queue_level``).  ``tag`` and ``base`` are the booking's to fill in.
     queue_level : In(range(2 * n_tags + 1))
-    retire : In(retire_layout) ; fail, fail_route : In(fail_layout) ; count : In(count_layout)
+    report : In(ReportSignature)
         The writer's reports (:class:`~peach2.dma.writer.Writer`).
-    nxt : In(ArrayLayout(Descriptor, 4)) ; nxt_valid : In(4) ; nxt_clear : Out(4)
+    prefetch : In(PrefetchSignature)
         The receiver's prefetch buffers, and their restart.
     abort, unroutable : Out(4)
         Per channel: stopped by a fault; a write of it found no route.
@@ -103,44 +104,30 @@ class Planner(wiring.Component):
             "mrrs_m1":         In(10),
             "min_mask":        In(10),
             "ext_tags":        In(1),
-            "outstanding":     In(range(n_tags + 1)),
-            "free_rows":       In(rb + 1),
-            "room_hdr":        In(signed(10)),
-            "room_dat":        In(signed(14)),
-            "hdr_free":        In(1),
-            "dat_free":        In(1),
-            "rd_busy":         In(1),
+            "room":            In(RoomSignature(n_tags=n_tags, rows=rows)),
             "issue":           Out(issue_layout(rb)),
             "o_entry":         Out(stream.Signature(entry_layout(tb, rb), always_ready=True)),
             "queue_level":     In(range(2 * n_tags + 1)),
-            "retire":          In(retire_layout),
-            "fail":            In(fail_layout),
-            "fail_route":      In(fail_layout),
-            "count":           In(count_layout),
-            "nxt":             In(data.ArrayLayout(Descriptor, nc)),
-            "nxt_valid":       In(nc),
-            "nxt_clear":       Out(nc),
+            "report":          In(ReportSignature()),
+            "prefetch":        In(PrefetchSignature()),
             "abort":           Out(nc),
             "unroutable":      Out(nc),
-            "ch_head_lo":      In(arr),
-            "ch_head_hi":      In(arr),
+            # The DMA's ports toward the register block, passed through.
             "ch_ctrl_stb":     In(data.ArrayLayout(1, nc)),
             "ch_ctrl_data":    In(32),
             "slots":           In(data.ArrayLayout(Descriptor, nc * N_DMA_SLOTS)),
-            "ch_status":       Out(arr),
-            "ch_desc_done":    Out(arr),
-            "ch_bytes_lo":     Out(arr),
-            "ch_bytes_hi":     Out(arr),
-            "ch_desc_addr_lo": Out(arr),
-            "ch_desc_addr_hi": Out(arr),
             "msi_req":         Out(nc),
+            **{name: In(arr) for name in ("ch_head_lo", "ch_head_hi")},
+            **{name: Out(arr) for name in ("ch_status", "ch_desc_done", "ch_bytes_lo",
+                                           "ch_bytes_hi", "ch_desc_addr_lo",
+                                           "ch_desc_addr_hi")},
         })
 
     def elaborate(self, platform):
         m = Module()
         NC = N_DMA_CHANNELS
-        ch = channel_registers(self.nxt, self.nxt_valid)
-        m.d.comb += [self.nxt_clear.eq(ch.nxt_clear), self.abort.eq(Cat(*ch.abort)),
+        ch = channel_registers(self.prefetch.nxt, self.prefetch.nxt_valid)
+        m.d.comb += [self.prefetch.nxt_clear.eq(ch.nxt_clear), self.abort.eq(Cat(*ch.abort)),
                      self.unroutable.eq(Cat(*ch.unroutable))]
         m.d.sync += self.issue.en.eq(0)
         control(m, self, ch)
@@ -205,7 +192,7 @@ class Planner(wiring.Component):
         RB = ceil_log2(self.rows)
         k = SimpleNamespace(sel=Signal(range(NC), name="sel"),
                             last_sel=Signal(range(NC), name="last_sel"))
-        sel = k.sel
+        sel, room = k.sel, self.room
         c_src, c_dst, c_brem_m1 = ch.cur_src[sel], ch.cur_dst[sel], ch.brem_m1[sel]
         # Chunk of the current burst (CALC): at most MRRS, within the source 4 KiB page, ending
         # on a destination min(MPS, MRRS) boundary where it can: the least of four candidates,
@@ -272,11 +259,11 @@ class Planner(wiring.Component):
         k.unbooked = self.issue.en | d_iss_q
         # ACT issues a read only with room for it everywhere: queue, tag, read-request skid,
         # buffer rows, completion credits (the last three from this cycle's counters).
-        k.go_read = (k.qroom & k.tags & ~self.rd_busy & not_below(self.free_rows, k.rows)
-                     & (self.hdr_free | fits(k.hdr, k.room_hdr))
-                     & (self.dat_free | fits(k.dat, k.room_dat)))
+        k.go_read = (k.qroom & k.tags & ~room.rd_busy & not_below(room.free_rows, k.rows)
+                     & (room.hdr_free | fits(k.hdr, k.room_hdr))
+                     & (room.dat_free | fits(k.dat, k.room_dat)))
         # A descriptor fetch: its credits checked against 4 data credits either way, no rows.
-        k.go_fetch = k.fetch_ok & ~self.rd_busy
+        k.go_fetch = k.fetch_ok & ~room.rd_busy
         return k
 
     def _calc(self, m, ch, k):
@@ -284,7 +271,7 @@ class Planner(wiring.Component):
         the channel's own ACT changes its registers; an abort is looked at here).  The next
         descriptor is prefetched before the current one's reads (002 section 3.4)."""
         NC = N_DMA_CHANNELS
-        sel, cand, iss = k.sel, k.cand, self.issue
+        sel, cand, iss, room = k.sel, k.cand, self.issue, self.room
         c_src, c_brem_m1, c_cur = ch.cur_src[sel], ch.brem_m1[sel], ch.cur[sel]
 
         def pick_of(values):
@@ -318,11 +305,11 @@ class Planner(wiring.Component):
         m.d.sync += [v.eq(act == a) for a, v in k.do.items()]
         last_now = ch.last_pre[sel]
         tag_limit = Mux(self.ext_tags, self.n_tags, min(self.n_tags, 32))
-        tags_now = Mux(iss.en, self.outstanding + 1 < tag_limit, self.outstanding < tag_limit)
+        tags_now = Mux(iss.en, room.outstanding + 1 < tag_limit, room.outstanding < tag_limit)
         room_hdr_now = Signal(signed(11))
         room_dat_now = Signal(signed(15))
-        m.d.comb += [room_hdr_now.eq(self.room_hdr - Mux(k.unbooked, iss.hdr, 0)),
-                     room_dat_now.eq(self.room_dat - Mux(k.unbooked, iss.dat, 0))]
+        m.d.comb += [room_hdr_now.eq(room.room_hdr - Mux(k.unbooked, iss.hdr, 0)),
+                     room_dat_now.eq(room.room_dat - Mux(k.unbooked, iss.dat, 0))]
         # Every candidate's sums are made at once and picked with the winner's index: no
         # adder after the compares.
         cand1 = [v + 1 for v in cand]
@@ -345,8 +332,8 @@ class Planner(wiring.Component):
             k.qroom.eq(k.q_room),
             # The fetch's room (all but the read-request skid, looked at in ACT).
             k.fetch_ok.eq(k.q_room & tags_now
-                          & (self.hdr_free | fits(Const(1, 5), room_hdr_now))
-                          & (self.dat_free | fits(Const(4, 7), room_dat_now))),
+                          & (room.hdr_free | fits(Const(1, 5), room_hdr_now))
+                          & (room.dat_free | fits(Const(4, 7), room_dat_now))),
             k.tags.eq(tags_now),
             k.room_hdr.eq(room_hdr_now),
             k.room_dat.eq(room_dat_now),

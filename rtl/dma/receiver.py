@@ -18,7 +18,7 @@ from ..util import not_below
 from .common import ceil_log2, select, tag_info_layout
 from .descriptor import Descriptor
 
-__all__ = ["Receiver"]
+__all__ = ["Receiver", "PrefetchSignature"]
 
 
 def _regs(prefix, beat, **shapes):
@@ -34,6 +34,28 @@ def _regs(prefix, beat, **shapes):
 def bank_write_layout(row_bits):
     """One 32-bit bank's write port (a DW of a buffer row)."""
     return data.StructLayout({"addr": row_bits, "data": 32, "en": 1})
+
+
+class PrefetchSignature(wiring.Signature):
+    """The channels' prefetch buffers, filled by the receiver, loaded by the planner (from the
+    receiver's side).
+
+    Members
+    -------
+    nxt : Out(ArrayLayout(Descriptor, 4)) ; nxt_valid : Out(4)
+        Per channel: the prefetch buffer and whether it holds a whole descriptor.
+    nxt_clear : In(4)
+        Per channel: the planner consumed or restarted its prefetch buffer (``nxt_valid`` falls;
+        a fetch's last DW landing in the same cycle wins).
+    """
+
+    def __init__(self):
+        nc = N_DMA_CHANNELS
+        super().__init__({
+            "nxt":       Out(data.ArrayLayout(Descriptor, nc)),
+            "nxt_valid": Out(nc),
+            "nxt_clear": In(nc),
+        })
 
 
 class Receiver(wiring.Component):
@@ -76,11 +98,8 @@ class Receiver(wiring.Component):
         The write ports of the buffer's four banks.
     abort : In(4)
         Per channel: stopped (a fetch's data then leaves its prefetch buffer invalid).
-    nxt_clear : In(4)
-        Per channel: the planner consumed or restarted its prefetch buffer (``nxt_valid`` falls;
-        a fetch's last DW landing in the same cycle wins).
-    nxt : Out(ArrayLayout(Descriptor, 4)) ; nxt_valid : Out(4)
-        Per channel: the prefetch buffer and whether it holds a whole descriptor.
+    prefetch : Out(PrefetchSignature)
+        The channels' prefetch buffers, to the planner.
     unexpected_cpl, poisoned_cpl : Out(1)
         One-cycle strobes, as the DMA's ports of the same names.
     """
@@ -104,9 +123,7 @@ class Receiver(wiring.Component):
             "err":            Out(data.ArrayLayout(4, n_tags)),
             "o_bank":         Out(data.ArrayLayout(bank_write_layout(rb), 4)),
             "abort":          In(nc),
-            "nxt_clear":      In(nc),
-            "nxt":            Out(data.ArrayLayout(Descriptor, nc)),
-            "nxt_valid":      Out(nc),
+            "prefetch":       Out(PrefetchSignature()),
             "unexpected_cpl": Out(1),
             "poisoned_cpl":   Out(1),
         })
@@ -126,14 +143,14 @@ class Receiver(wiring.Component):
         nxt_valid = Array([Signal(name=f"ch{c}_nxt_valid") for c in range(NC)])
         m.d.comb += [self.done.eq(done), self.bad.eq(tbad)]
         m.d.comb += [self.err[t].eq(terr[t]) for t in range(NT)]
-        m.d.comb += [self.nxt[c].eq(nxt[c]) for c in range(NC)]
-        m.d.comb += [self.nxt_valid[c].eq(nxt_valid[c]) for c in range(NC)]
+        m.d.comb += [self.prefetch.nxt[c].eq(nxt[c]) for c in range(NC)]
+        m.d.comb += [self.prefetch.nxt_valid[c].eq(nxt_valid[c]) for c in range(NC)]
         # An issue restarts its tag's state (before this block's own updates: theirs win).
         for t in range(NT):
             with m.If(self.clear_en & (self.clear_tag == t)):
                 m.d.sync += [done[t].eq(0), terr[t].eq(0), tbad[t].eq(0), rcv[t].eq(0)]
         for c in range(NC):
-            with m.If(self.nxt_clear[c]):
+            with m.If(self.prefetch.nxt_clear[c]):
                 m.d.sync += nxt_valid[c].eq(0)
         ext_tags, head_seq, outstanding = self.ext_tags, self.head_seq, self.outstanding
 

@@ -18,7 +18,8 @@ from ..tlp.stream import TLPStream
 from ..util import not_below
 from .common import Item, Kind, ceil_log2, end_mask, entry_layout, mem_header, select
 
-__all__ = ["Writer", "fail_layout", "count_layout", "release_layout", "retire_layout"]
+__all__ = ["Writer", "ReportSignature", "fail_layout", "count_layout", "release_layout",
+           "retire_layout"]
 
 #: A channel stopped with an error code, blaming a descriptor.
 fail_layout = data.StructLayout({"en": 1, "chan": 2, "code": 4, "desc": 64})
@@ -26,6 +27,31 @@ fail_layout = data.StructLayout({"en": 1, "chan": 2, "code": 4, "desc": 64})
 count_layout = data.StructLayout({"en": 1, "chan": 2, "nbytes": 10, "mark": 1, "irq": 1})
 #: A queue entry retired (its channel's ``pending`` count falls).
 retire_layout = data.StructLayout({"en": 1, "chan": 2})
+
+
+class ReportSignature(wiring.Signature):
+    """What the writer reports to the planner, which owns the channel registers (from the
+    writer's side).
+
+    Members
+    -------
+    fail : Out(fail_layout)
+        Stage A1 stops a channel: a failed or timed-out read, or a FAULT entry.
+    fail_route : Out(fail_layout)
+        Stage A' stops a channel: a write with no route (the channel becomes ``unroutable``).
+    count : Out(count_layout)
+        An entry left the output register (the channel's counters and MSI).
+    retire : Out(retire_layout)
+        Registered: a queue entry retired.
+    """
+
+    def __init__(self):
+        super().__init__({
+            "fail":       Out(fail_layout),
+            "fail_route": Out(fail_layout),
+            "count":      Out(count_layout),
+            "retire":     Out(retire_layout),
+        })
 
 
 def release_layout(row_bits):
@@ -76,14 +102,10 @@ class Writer(wiring.Component):
         The DMA's ports of the same names.
     o_wr : Out(TLPStream()) ; o_wr_dest : Out(6)
         As the DMA's.
-    fail : Out(fail_layout)
-        A1 stops a channel: a failed or timed-out read, or a FAULT entry.
-    fail_route : Out(fail_layout)
-        A' stops a channel: a write with no route (the channel becomes ``unroutable``).
-    count : Out(count_layout)
-        An entry left the output register (the channel's counters and MSI).
-    release : Out(release_layout) ; retire : Out(retire_layout)
-        Registered: a read's tag, rows and credits come back; a queue entry retired.
+    report : Out(ReportSignature)
+        Faults, counters and retired entries, to the planner.
+    release : Out(release_layout)
+        Registered: a read's tag, rows and credits come back.
     """
 
     ITEMS_DEPTH = 4
@@ -110,11 +132,8 @@ class Writer(wiring.Component):
             "requester_id": In(16),
             "o_wr":         Out(TLPStream()),
             "o_wr_dest":    Out(6),
-            "fail":         Out(fail_layout),
-            "fail_route":   Out(fail_layout),
-            "count":        Out(count_layout),
+            "report":       Out(ReportSignature()),
             "release":      Out(release_layout(rb)),
-            "retire":       Out(retire_layout),
         })
 
     def elaborate(self, platform):
@@ -219,8 +238,8 @@ class Writer(wiring.Component):
                 m.d.comb += getattr(it_w, k).eq(v)
 
         def fail():
-            m.d.comb += [self.fail.en.eq(1), self.fail.chan.eq(e.chan),
-                         self.fail.code.eq(e.code), self.fail.desc.eq(e.desc)]
+            f = self.report.fail
+            m.d.comb += [f.en.eq(1), f.chan.eq(e.chan), f.code.eq(e.code), f.desc.eq(e.desc)]
 
         with m.If(go):
             with m.Switch(e.kind):
@@ -340,9 +359,9 @@ class Writer(wiring.Component):
         dropping = self.unroutable.bit_select(i1.chan, 1)
         with m.If(p_valid & items2.w_rdy):
             with m.If(is_write & ~hit & ~dropping):
-                m.d.comb += [self.fail_route.en.eq(1), self.fail_route.chan.eq(i1.chan),
-                             self.fail_route.code.eq(DmaError.DST_UNROUTABLE),
-                             self.fail_route.desc.eq(i1.desc)]
+                f = self.report.fail_route
+                m.d.comb += [f.en.eq(1), f.chan.eq(i1.chan), f.code.eq(DmaError.DST_UNROUTABLE),
+                             f.desc.eq(i1.desc)]
             with m.If(is_write & (~hit | dropping)):
                 m.d.comb += i2w.it.kind.eq(Item.NOP)
             with m.If((is_write & ~hit) | dropping):
@@ -441,7 +460,7 @@ class Writer(wiring.Component):
         with m.Elif(leave):
             m.d.sync += [x_full.eq(0), x_send.eq(0)]
         # Retired a cycle later (registered, off the crossbar's ready).
-        m.d.sync += [self.retire.en.eq(leave & x.retire), self.retire.chan.eq(x.chan)]
-        m.d.comb += [self.count.en.eq(leave), self.count.chan.eq(x.chan),
-                     self.count.nbytes.eq(x.nbytes), self.count.mark.eq(x.mark),
-                     self.count.irq.eq(x.irq)]
+        ret, cnt = self.report.retire, self.report.count
+        m.d.sync += [ret.en.eq(leave & x.retire), ret.chan.eq(x.chan)]
+        m.d.comb += [cnt.en.eq(leave), cnt.chan.eq(x.chan), cnt.nbytes.eq(x.nbytes),
+                     cnt.mark.eq(x.mark), cnt.irq.eq(x.irq)]
