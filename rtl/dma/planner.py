@@ -8,20 +8,25 @@ transfer" (002 section 3.4).  ``docs/dma.md`` draws the channel state machine an
 from types import SimpleNamespace
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..params import N_DMA_CHANNELS, N_DMA_SLOTS
+from ..params import N_DMA_CHANNELS
+from ..signatures import DmaControlSignature
 from ..util import not_below
 from .booking import RoomSignature, issue_layout
 from .channels import channel_registers, control, reports
 from .common import Act, Chan, Kind, bits, ceil_log2, entry_layout, select
-from .descriptor import Descriptor
 from .load import clear_prefetch, load, load_checks
 from .receiver import PrefetchSignature
 from .writer import ReportSignature
 
 __all__ = ["Planner"]
+
+#: The members of :class:`~peach2.signatures.DmaControlSignature` the planner takes.
+_CSR_MEMBERS = ("ch_head_lo", "ch_head_hi", "ch_ctrl_stb", "ch_ctrl_data", "slots", "ch_status",
+                "ch_desc_done", "ch_bytes_lo", "ch_bytes_hi", "ch_desc_addr_lo",
+                "ch_desc_addr_hi")
 
 
 def cpl_credits(raddr, nbytes_m1):
@@ -99,7 +104,7 @@ class Planner(wiring.Component):
         self.n_tags, self.rows = n_tags, rows
         tb, rb = ceil_log2(n_tags), ceil_log2(rows)
         nc = N_DMA_CHANNELS
-        arr = data.ArrayLayout(32, nc)
+        csr = DmaControlSignature().flip().members
         super().__init__({
             "mrrs_m1":         In(10),
             "min_mask":        In(10),
@@ -112,15 +117,10 @@ class Planner(wiring.Component):
             "prefetch":        In(PrefetchSignature()),
             "abort":           Out(nc),
             "unroutable":      Out(nc),
-            # The DMA's ports toward the register block, passed through.
-            "ch_ctrl_stb":     In(data.ArrayLayout(1, nc)),
-            "ch_ctrl_data":    In(32),
-            "slots":           In(data.ArrayLayout(Descriptor, nc * N_DMA_SLOTS)),
+            # The DMA's members toward the register block that the channels use, passed
+            # through (DmaControlSignature, from the DMA's side).
+            **{name: csr[name] for name in _CSR_MEMBERS},
             "msi_req":         Out(nc),
-            **{name: In(arr) for name in ("ch_head_lo", "ch_head_hi")},
-            **{name: Out(arr) for name in ("ch_status", "ch_desc_done", "ch_bytes_lo",
-                                           "ch_bytes_hi", "ch_desc_addr_lo",
-                                           "ch_desc_addr_hi")},
         })
 
     def elaborate(self, platform):
