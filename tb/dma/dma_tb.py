@@ -21,6 +21,7 @@ next descriptor's fetch landing on every cycle around the close of the current o
 ``PEACH2_PARAMS``: ``rounds``, ``max_len``, ``ns``.
 """
 
+import os
 import random
 
 import cocotb
@@ -34,6 +35,25 @@ from peach2.sim.dma import PLANES, Chain, halo_transfer, memcpy
 from peach2.sim.probe import HandshakeProbe
 
 N_CH = 4
+
+
+#: Set to a file name, ``halo_planes`` records there the time of every beat of each chip's DMA
+#: streams ``o_rd``, ``o_wr`` and ``i_cpl`` (``tb/dma/dma_trace.py`` compares such traces).
+TRACE_ENV = "PEACH2_DMA_TRACE"
+
+
+def dma_trace_probe(dut, n_chips):
+    """Return a started :class:`HandshakeProbe` of every chip's DMA streams if ``TRACE_ENV`` is
+    set, else ``None``."""
+    if not os.environ.get(TRACE_ENV):
+        return None
+    probe = HandshakeProbe(dut.clk)
+    for c in range(n_chips):
+        dma = getattr(dut, f"c{c}").dma
+        for member in ("o_rd", "o_wr", "i_cpl"):
+            probe.add_stream(f"c{c}.{member}", dma, member)
+    probe.start()
+    return probe
 
 
 def random_jobs(bench, rng, max_len, nodes=None, channels=range(N_CH), reg_share=0.3):
@@ -150,6 +170,7 @@ async def halo_planes(dut):
     """Halo exchange of N^3 arrays both ways: jk block, ik block-stride, ij 8-byte stride."""
     bench = DmaBench(dut, 2)
     await bench.start()
+    trace = dma_trace_probe(dut, 2)
     for n in PARAMS.get("ns", [3, 8, 16]):
         size = n ** 3 * 8
         space = 1 << max(18, (2 * size + 4096).bit_length())
@@ -173,6 +194,9 @@ async def halo_planes(dut):
         finish(bench, jobs, dont_care=shared)
         dut._log.info("N=%d: %d planes of %d bytes each way; %d bytes written by two or three "
                       "planes", n, 4, n * n * 8, len(shared))
+    if trace:
+        trace.stop()
+        trace.save(os.environ[TRACE_ENV])
     bench.check_hosts()
 
 

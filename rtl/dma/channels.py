@@ -1,0 +1,168 @@
+"""The four DMA channels' registers and what writes them besides the planner's ACT: the
+control writes (start, register-mode start, abort; 002 section 3.4), the faults, the status
+registers and the counters.
+
+Functions of :class:`~peach2.dma.planner.Planner`'s ``elaborate`` (the channel registers belong
+to it: its ACT writes them too).  The order of the calls is the order of priority of their
+updates of a register in one cycle: the later wins.
+"""
+
+from types import SimpleNamespace
+
+from amaranth.hdl import Array, Cat, Mux, Signal
+
+from ..params import N_DMA_CHANNELS, N_DMA_SLOTS, DmaError
+from .common import CH_CTRL, CH_STATUS, Chan, bits, field
+from .descriptor import Descriptor
+
+__all__ = ["channel_registers", "control", "reports"]
+
+
+def channel_registers(nxt, nxt_valid):
+    """Return the per-channel registers (``Array`` of one ``Signal`` per channel, by name).
+
+    ``nxt``, ``nxt_valid``: the receiver's prefetch buffers (read here, written there).
+    """
+    NC = N_DMA_CHANNELS
+
+    def per_chan(name, shape, **kw):
+        return Array([Signal(shape, name=f"ch{c}_{name}", **kw) for c in range(NC)])
+
+    return SimpleNamespace(
+        st=per_chan("state", Chan),
+        ch_err=per_chan("err", 4),
+        abort=per_chan("abort", 1),
+        ignored=per_chan("ignored", 1),
+        cur=per_chan("cur", Descriptor),
+        cur_addr=per_chan("cur_addr", 64),
+        cur_src=per_chan("src", 64),
+        cur_dst=per_chan("dst", 64),
+        brem_m1=per_chan("brem_m1", 32),    # bytes left in the current burst, minus 1
+        bbig=per_chan("bbig", 1),           # brem_m1 >= 4096 (kept with it: no wide OR in CALC)
+        lbig=per_chan("lbig", 1),           # the descriptor's length - 1 >= 4096
+        # Whether the current descriptor is the chain's last (the end bit, or the last
+        # register-mode slot), registered: it is looked at by a mark, two cycles or more after
+        # the load or the start that changed it.
+        last_pre=per_chan("last_pre", 1),
+        sgap1=per_chan("sgap1", 33),        # the source and destination gaps, plus 1
+        dgap1=per_chan("dgap1", 33),
+        bleft=per_chan("bleft", 32),        # bursts left, the current one included
+        blnz=per_chan("blnz", 1),           # bleft != 0 (kept with it: no wide OR in CALC)
+        nxt=Array([nxt[c] for c in range(NC)]),
+        nxt_valid=Array([nxt_valid[c] for c in range(NC)]),
+        nxt_clear=Signal(NC),   # the prefetch buffer restarts (the receiver's set wins)
+        nxt_ptr=per_chan("nxt_ptr", 64),    # pointer the prefetch buffer was (is) fetched from
+        fetched=per_chan("fetched", 1),     # the next descriptor's fetch was issued
+        regmode=per_chan("regmode", 1),
+        slot=per_chan("slot", 3),
+        nslots=per_chan("nslots", 3),
+        pending=per_chan("pending", 8),     # queue entries not yet retired
+        desc_done=per_chan("desc_done", 32),
+        nbytes=per_chan("bytes", 64),
+        fault_addr=per_chan("fault_addr", 64),
+        unroutable=per_chan("unroutable", 1),   # the writer dropped a write: drop the rest
+        # A fault stops its channel at once (``abort``); its code and descriptor are recorded
+        # a cycle later from registers (the first error wins), so no fault's conditions reach
+        # the status registers in the same cycle.
+        f_en=per_chan("f_en", 1),
+        f_code=per_chan("f_code", 4),
+        f_addr=per_chan("f_addr", 64),
+        # The planner's queue entry enters the queue now (``pq_en``), of this channel:
+        pq_en=Signal(),
+        pq_chan=Signal(2),
+    )
+
+
+def fail(m, ch, c, code, addr):
+    """Stop channel ``c`` with ``code``, blaming descriptor ``addr``."""
+    m.d.sync += [ch.abort[c].eq(1), ch.f_en[c].eq(1), ch.f_code[c].eq(code),
+                 ch.f_addr[c].eq(addr)]
+
+
+def control(m, pl, ch):
+    """The fault records, ``pending``, the status outputs and the control writes of the
+    planner ``pl`` (its ports ``ch_*``, ``retire``)."""
+    NC = N_DMA_CHANNELS
+    st, ch_err, cur_addr, fault_addr = ch.st, ch.ch_err, ch.cur_addr, ch.fault_addr
+    for c in range(NC):
+        m.d.sync += ch.f_en[c].eq(0)
+        with m.If(ch.f_en[c] & (ch_err[c] == 0)):
+            m.d.sync += [ch_err[c].eq(ch.f_code[c]), fault_addr[c].eq(ch.f_addr[c])]
+
+    # Pending: +1 per entry pushed (planner, as it enters the queue), -1 per entry retired
+    # (the writer's output stage, registered there).
+    for c in range(NC):
+        inc = ch.pq_en & (ch.pq_chan == c)
+        dec = pl.report.retire.en & (pl.report.retire.chan == c)
+        m.d.sync += ch.pending[c].eq(ch.pending[c] + inc - dec)
+
+    # Status outputs.
+    for c in range(NC):
+        status = Signal(32)
+        desc_addr = Mux(ch_err[c] != 0, fault_addr[c], cur_addr[c])
+        m.d.comb += [
+            status[CH_STATUS["busy"].lsb].eq(st[c] != Chan.IDLE),
+            status[CH_STATUS["start_ignored"].lsb].eq(ch.ignored[c]),
+            status[CH_STATUS["error"].lsb:][:4].eq(ch_err[c]),
+            pl.ch_status[c].eq(status),
+            pl.ch_desc_done[c].eq(ch.desc_done[c]),
+            pl.ch_bytes_lo[c].eq(ch.nbytes[c][:32]),
+            pl.ch_bytes_hi[c].eq(ch.nbytes[c][32:]),
+            pl.ch_desc_addr_lo[c].eq(desc_addr[:32]),
+            pl.ch_desc_addr_hi[c].eq(desc_addr[32:]),
+        ]
+
+    # Control writes: start, register-mode start, abort.
+    for c in range(NC):
+        m.d.sync += ch.last_pre[c].eq(Mux(ch.regmode[c], ch.slot[c] + 1 >= ch.nslots[c],
+                                          bits(ch.cur[c].control, "end")))
+    ctrl = pl.ch_ctrl_data
+    for c in range(NC):
+        with m.If(pl.ch_ctrl_stb[c]):
+            start = field(ctrl, "start", CH_CTRL)
+            rstart = field(ctrl, "reg_start", CH_CTRL)
+            n = field(ctrl, "slots", CH_CTRL)
+            with m.If(field(ctrl, "abort", CH_CTRL) & (st[c] != Chan.IDLE)):
+                fail(m, ch, c, DmaError.ABORTED, cur_addr[c])
+            with m.Elif((start | rstart) & (st[c] != Chan.IDLE)):
+                m.d.sync += ch.ignored[c].eq(1)
+            with m.Elif(start | rstart):
+                head = Cat(pl.ch_head_lo[c], pl.ch_head_hi[c])
+                m.d.sync += [
+                    ch.ignored[c].eq(0), ch_err[c].eq(0), ch.abort[c].eq(0),
+                    ch.unroutable[c].eq(0), ch.desc_done[c].eq(0), ch.nbytes[c].eq(0),
+                    ch.regmode[c].eq(~start), ch.slot[c].eq(0), ch.nslots[c].eq(n),
+                    ch.nxt_ptr[c].eq(head), cur_addr[c].eq(head & ~0x1f),
+                    ch.fetched[c].eq(0),
+                ]
+                m.d.comb += ch.nxt_clear[c].eq(1)
+                with m.If(start):
+                    m.d.sync += st[c].eq(Chan.HEAD)
+                with m.Elif((n == 0) | (n > N_DMA_SLOTS)):
+                    m.d.sync += [st[c].eq(Chan.DRAIN), ch_err[c].eq(DmaError.DESC_MALFORMED),
+                                 ch.abort[c].eq(1), cur_addr[c].eq(0), fault_addr[c].eq(0)]
+                with m.Else():
+                    m.d.sync += [st[c].eq(Chan.WAIT), cur_addr[c].eq(0)]
+
+
+def reports(m, pl, ch):
+    """What the writer reports (``pl.report``: ``fail``, ``fail_route``, ``count``): after the
+    control writes and the planner, so its updates win."""
+    NC = N_DMA_CHANNELS
+    for c in range(NC):
+        with m.If(pl.report.fail.en & (pl.report.fail.chan == c)):
+            fail(m, ch, c, pl.report.fail.code, pl.report.fail.desc)
+    for c in range(NC):
+        with m.If(pl.report.fail_route.en & (pl.report.fail_route.chan == c)):
+            fail(m, ch, c, pl.report.fail_route.code, pl.report.fail_route.desc)
+            m.d.sync += ch.unroutable[c].eq(1)
+    m.d.sync += pl.msi_req.eq(0)
+    cnt = pl.report.count
+    with m.If(cnt.en):
+        for c in range(NC):
+            with m.If(cnt.chan == c):
+                m.d.sync += ch.nbytes[c].eq(ch.nbytes[c] + cnt.nbytes)
+                with m.If(cnt.mark):
+                    m.d.sync += ch.desc_done[c].eq(ch.desc_done[c] + 1)
+                    with m.If(cnt.irq):
+                        m.d.sync += pl.msi_req[c].eq(1)

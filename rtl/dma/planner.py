@@ -1,0 +1,425 @@
+"""The DMA's planner: the channels' state machines, round robin, CALC/ACT, chunking (002 3.4).
+
+"Registering the head address runs the DMAs one after the other ... a few DMAs can also be
+issued lightly by setting control registers.  Each DMA request can ask for a block-stride
+transfer" (002 section 3.4).  ``docs/dma.md`` draws the channel state machine and the pipeline.
+"""
+
+from types import SimpleNamespace
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..params import N_DMA_CHANNELS
+from ..signatures import DmaControlSignature
+from ..util import not_below
+from .booking import RoomSignature, issue_layout
+from .channels import channel_registers, control, reports
+from .common import Act, Chan, Kind, bits, ceil_log2, entry_layout, select
+from .load import clear_prefetch, load, load_checks
+from .receiver import PrefetchSignature
+from .writer import ReportSignature
+
+__all__ = ["Planner"]
+
+#: The members of :class:`~peach2.signatures.DmaControlSignature` the planner takes.
+_CSR_MEMBERS = ("ch_head_lo", "ch_head_hi", "ch_ctrl_stb", "ch_ctrl_data", "slots", "ch_status",
+                "ch_desc_done", "ch_bytes_lo", "ch_bytes_hi", "ch_desc_addr_lo",
+                "ch_desc_addr_hi")
+
+
+def cpl_credits(raddr, nbytes_m1):
+    """Return the completion headers and data credits of a read of ``nbytes_m1 + 1`` bytes at
+    ``raddr`` at its worst split."""
+    hdrs = (Cat(raddr[:6], Const(1, 1)) + nbytes_m1) >> 6
+    # Completions are split at 64-byte (hence 16-byte) aligned addresses, so their data
+    # credits add up to at most the 16-byte blocks the read touches.
+    dats = (Cat(raddr[:4], Const(1, 1)) + nbytes_m1) >> 4
+    return hdrs[:5], dats[:7]
+
+
+def fetch_credits(ptr):
+    """A descriptor fetch reads 32 or 64 aligned bytes: one completion, 2 or 4 data credits."""
+    return Const(1, 5), Mux(ptr[0], 4, 2)
+
+
+def rows_for(lo, nb_m1):
+    """Return the buffer rows of a read of ``nb_m1 + 1`` bytes from byte ``lo`` of a DW."""
+    return (Cat(lo, Const(0, 2), Const(1, 1)) + nb_m1) >> 4
+
+
+def fits(need, room):
+    """``need <= room``, ``room`` signed (a negative room fits nothing)."""
+    return ~room[-1] & not_below(room[:-1], need)
+
+
+class Planner(wiring.Component):
+    """Round robin over the channels; per action (two cycles, CALC then ACT): fetch a
+    descriptor, load the next descriptor (from the prefetch buffer, or from the register-mode
+    slots) and check it, cut the next read off the current burst, or close a descriptor (a
+    *mark*: completion write, MSI, counters).
+
+    CALC works out the action (from each channel's own registers, then the selected one's), the
+    chunk (the least of four candidates, as a 2-bit index from six carry-chain compares), its
+    credits, the rest of the burst after it and the channel's next state, all into registers
+    (``k_*``); ACT only adds and enables: the read's and the entry's fields are written whatever
+    the room checks say, which decide only whether they count.  Every read needs room for its
+    tag, rows and credits (:class:`~peach2.dma.booking.Booking`'s counters) and every action
+    pushes one entry into the in-order queue.  Faults stop a channel at once and are recorded a
+    cycle later.  The channels' registers, control writes and status are in
+    :mod:`peach2.dma.channels`, the descriptor load in :mod:`peach2.dma.load`.
+
+    Parameters
+    ----------
+    n_tags, rows : int
+        As :class:`~peach2.dma.booking.Booking`'s.
+
+    Members
+    -------
+    mrrs_m1, min_mask : In(10)
+        The max read request size less 1; min(MPS, MRRS) less 1.
+    ext_tags : In(1)
+        8-bit tags (else 32 reads outstanding at most).
+    room : In(RoomSignature)
+        The room for the next read (:class:`~peach2.dma.booking.Booking`'s).
+    issue : Out(issue_layout)
+        The read decided in ACT (registered), to book.
+    o_entry : Out(stream.Signature(entry_layout, always_ready=True))
+        The in-order queue's entries (registered; the planner keeps room in the queue itself,
+        from ``queue_level``).  ``tag`` and ``base`` are the booking's to fill in.
+    queue_level : In(range(2 * n_tags + 1))
+    report : In(ReportSignature)
+        The writer's reports (:class:`~peach2.dma.writer.Writer`).
+    prefetch : In(PrefetchSignature)
+        The receiver's prefetch buffers, and their restart.
+    abort, unroutable : Out(4)
+        Per channel: stopped by a fault; a write of it found no route.
+    ch_head_lo, ch_head_hi, ch_ctrl_stb, ch_ctrl_data, slots, ch_status, ch_desc_done,
+    ch_bytes_lo, ch_bytes_hi, ch_desc_addr_lo, ch_desc_addr_hi, msi_req
+        As :class:`~peach2.dma.engine.DMA`'s.
+    """
+
+    def __init__(self, *, n_tags, rows):
+        self.n_tags, self.rows = n_tags, rows
+        tb, rb = ceil_log2(n_tags), ceil_log2(rows)
+        nc = N_DMA_CHANNELS
+        csr = DmaControlSignature().flip().members
+        super().__init__({
+            "mrrs_m1":         In(10),
+            "min_mask":        In(10),
+            "ext_tags":        In(1),
+            "room":            In(RoomSignature(n_tags=n_tags, rows=rows)),
+            "issue":           Out(issue_layout(rb)),
+            "o_entry":         Out(stream.Signature(entry_layout(tb, rb), always_ready=True)),
+            "queue_level":     In(range(2 * n_tags + 1)),
+            "report":          In(ReportSignature()),
+            "prefetch":        In(PrefetchSignature()),
+            "abort":           Out(nc),
+            "unroutable":      Out(nc),
+            # The DMA's members toward the register block that the channels use, passed
+            # through (DmaControlSignature, from the DMA's side).
+            **{name: csr[name] for name in _CSR_MEMBERS},
+            "msi_req":         Out(nc),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        NC = N_DMA_CHANNELS
+        ch = channel_registers(self.prefetch.nxt, self.prefetch.nxt_valid)
+        m.d.comb += [self.prefetch.nxt_clear.eq(ch.nxt_clear), self.abort.eq(Cat(*ch.abort)),
+                     self.unroutable.eq(Cat(*ch.unroutable))]
+        m.d.sync += self.issue.en.eq(0)
+        control(m, self, ch)
+        # The entry decided in ACT (registered; fields its kind does not use keep older
+        # values) enters the queue in the next cycle.
+        m.d.sync += ch.pq_en.eq(0)
+        m.d.comb += [ch.pq_chan.eq(self.o_entry.payload.chan),
+                     self.o_entry.valid.eq(ch.pq_en)]
+
+        # Channel wants: anything but IDLE; DRAIN finishes by itself below.
+        st, pq_en, pq_chan = ch.st, ch.pq_en, ch.pq_chan
+        wants = Signal(NC)
+        drained = Signal(NC)
+        for c in range(NC):
+            m.d.comb += wants[c].eq((st[c] == Chan.HEAD) | (st[c] == Chan.RUN) |
+                                    ((st[c] == Chan.WAIT) & (ch.nxt_valid[c] | ch.regmode[c])))
+            # Done draining: nothing of the channel in the queue a cycle ago, nothing entering
+            # it then (so nothing is in it now), and nothing entering it now.
+            m.d.sync += drained[c].eq((ch.pending[c] == 0) & ~(pq_en & (pq_chan == c)))
+            with m.If((st[c] == Chan.DRAIN) & drained[c] & ~(pq_en & (pq_chan == c))):
+                m.d.sync += st[c].eq(Chan.IDLE)
+            with m.If(ch.abort[c] & (st[c] != Chan.IDLE) & (st[c] != Chan.DRAIN)):
+                m.d.sync += st[c].eq(Chan.DRAIN)
+
+        k = self._calc_registers(m, ch)
+        # Round robin: the first wanting channel after the last one served.
+        found = Const(0, 1)
+        pick = Signal(range(NC))
+        for i in reversed(range(2 * NC)):
+            c = i % NC
+            cond = wants[c] & ((i >= NC) | (c > k.last_sel))
+            with m.If(cond):
+                m.d.comb += pick.eq(c)
+            found = found | cond
+        k.ld = load_checks(m, self.slots, ch, k.sel)
+
+        with m.FSM(name="planner"):
+            with m.State("SEL"):
+                with m.If(found):
+                    m.d.sync += [k.sel.eq(pick), k.last_sel.eq(pick)]
+                    m.next = "CALC"
+            with m.State("CALC"):
+                self._calc(m, ch, k)
+                m.next = "ACT"
+            with m.State("ACT"):
+                # The next channel is chosen now (from this cycle's wants), so an action takes
+                # two cycles: CALC, ACT.  A channel this action stops wanting may be picked once
+                # more; its next ACT does nothing.
+                with m.If(found):
+                    m.d.sync += [k.sel.eq(pick), k.last_sel.eq(pick)]
+                    m.next = "CALC"
+                with m.Else():
+                    m.next = "SEL"
+                self._act(m, ch, k)
+        reports(m, self, ch)
+        return m
+
+    def _calc_registers(self, m, ch):
+        """Return the selected channel, the chunk's candidates and what CALC registers for ACT
+        (``k_*``), with ACT's room checks ``go_read`` and ``go_fetch``."""
+        NC = N_DMA_CHANNELS
+        RB = ceil_log2(self.rows)
+        k = SimpleNamespace(sel=Signal(range(NC), name="sel"),
+                            last_sel=Signal(range(NC), name="last_sel"))
+        sel, room = k.sel, self.room
+        c_src, c_dst, c_brem_m1 = ch.cur_src[sel], ch.cur_dst[sel], ch.brem_m1[sel]
+        # Chunk of the current burst (CALC): at most MRRS, within the source 4 KiB page, ending
+        # on a destination min(MPS, MRRS) boundary where it can: the least of four candidates,
+        # found by comparing every pair at once.  Each is held minus one, which needs no adder:
+        # MRRS counts whole DWs (a read starting at source byte 1..3 of a DW is shorter), so
+        # min(mrrs - (dst & min_mask), mrrs - src[:2]) - 1 is (mrrs - 1) ^ either (both below
+        # mrrs); 4096 - src[:12] - 1 is ~src[:12]; and the burst's rest is kept minus one.
+        cand = [Signal(12, name=n) for n in ("c_lim_dst", "c_lim_dw", "c_lim_src", "c_rem")]
+        m.d.comb += [
+            cand[0].eq(self.mrrs_m1 ^ (c_dst[:10] & self.min_mask)),
+            cand[1].eq(self.mrrs_m1 ^ c_src[:2]),
+            cand[2].eq(~c_src[:12]),
+            cand[3].eq(c_brem_m1[:12]),
+        ]
+        # The six compares, kept as nets (the mapping otherwise spreads them over the picks
+        # below and adds levels).  The rest >= 4 KiB loses every compare (``bbig``).
+        le = {}
+        for i, j in ((0, 1), (0, 2), (1, 2), (3, 0), (3, 1), (3, 2)):
+            le[i, j] = Signal(name=f"c_le{i}{j}", attrs={"keep": 1})
+            if i == 3:      # the rest, with bbig as its 13th bit: one chain
+                m.d.comb += le[i, j].eq(not_below(Cat(cand[j], Const(0, 1)),
+                                                  Cat(cand[3], ch.bbig[sel])))
+            else:
+                m.d.comb += le[i, j].eq(not_below(cand[j], cand[i]))
+        # The winner as a 2-bit index (0..2: the candidates above, 3: the rest of the burst,
+        # which wins ties, so the chunk then ends the burst).  Each index bit is a function of
+        # the six compares (one LUT), and each pick a 4:1 multiplexer (one more).
+        win_r = le[3, 0] & le[3, 1] & le[3, 2]
+        win_a = ~win_r & le[0, 1] & le[0, 2]
+        win_b = ~win_r & ~win_a & le[1, 2]
+        w_idx = Signal(2, attrs={"keep": 1})
+        m.d.comb += w_idx.eq(Cat(win_r | win_b, win_r | (~win_a & ~win_b)))
+        k.cand, k.win_r, k.w_idx = cand, win_r, w_idx
+
+        def reg(name, shape=1):
+            return Signal(shape, name=f"k_{name}")
+        # What CALC registers for ACT: the chunk, whether it ends the burst, how far the
+        # source and destination move after it (with the gaps at a burst's end: the position
+        # update is then one two-input add), its rows and credits, the descriptor's burst
+        # length less 1 (and whether it is 4096 or more), the rest of the burst less 1 after
+        # the chunk, whether this burst is the last, the room for a fetch (but the read-request
+        # skid), the channel's next state (``st_en``: ACT changes it, if its fetch is issued
+        # when ``st_go``), the room for a queue entry and a tag, the credits left.
+        for name, shape in (("chunk", 13), ("end", 1), ("src_step", 33), ("dst_step", 33),
+                            ("rows", RB + 1), ("hdr", 5), ("dat", 7), ("len_m1", 32),
+                            ("brem_next", 32), ("bbig", 1), ("bl_one", 1), ("fetch_ok", 1),
+                            ("st_en", 1), ("st_go", 1), ("st_new", Chan), ("qroom", 1),
+                            ("tags", 1), ("room_hdr", signed(11)), ("room_dat", signed(15))):
+            setattr(k, name, reg(name, shape))
+        # What ACT does, one-hot, registered in CALC and held for ACT only (a channel stopped
+        # by then does its action anyway: what it issues or pushes is dropped in the writer).
+        k.do = {a: Signal(name=f"k_do_{a.name.lower()}") for a in Act if a != Act.NONE}
+        m.d.sync += [v.eq(0) for v in k.do.values()]
+        # Room in the queue for the entries of the next two actions, registered (the level
+        # rises by at most one a cycle, so a cycle old it is one entry more conservative).
+        k.q_room = Signal(name="q_room")
+        m.d.sync += k.q_room.eq(self.queue_level < 2 * self.n_tags - 6)
+        m.d.sync += [k.st_en.eq(0), k.st_go.eq(0)]
+        # The credits left, as ACT will see them: registered in CALC from ``room_*`` (the
+        # counters a cycle ago), less the issue booked in the last cycle or in this one (issues
+        # are booked at most every other cycle, and the issue's credits hold until the next).
+        d_iss_q = Signal(name="d_iss_q")
+        m.d.sync += d_iss_q.eq(self.issue.en)
+        k.unbooked = self.issue.en | d_iss_q
+        # ACT issues a read only with room for it everywhere: queue, tag, read-request skid,
+        # buffer rows, completion credits (the last three from this cycle's counters).
+        k.go_read = (k.qroom & k.tags & ~room.rd_busy & not_below(room.free_rows, k.rows)
+                     & (room.hdr_free | fits(k.hdr, k.room_hdr))
+                     & (room.dat_free | fits(k.dat, k.room_dat)))
+        # A descriptor fetch: its credits checked against 4 data credits either way, no rows.
+        k.go_fetch = k.fetch_ok & ~room.rd_busy
+        return k
+
+    def _calc(self, m, ch, k):
+        """CALC: what ACT will do, and everything it needs that does not change meanwhile (only
+        the channel's own ACT changes its registers; an abort is looked at here).  The next
+        descriptor is prefetched before the current one's reads (002 section 3.4)."""
+        NC = N_DMA_CHANNELS
+        sel, cand, iss, room = k.sel, k.cand, self.issue, self.room
+        c_src, c_brem_m1, c_cur = ch.cur_src[sel], ch.brem_m1[sel], ch.cur[sel]
+
+        def pick_of(values):
+            return select(values, k.w_idx)
+        d_hdrs, d_dats = zip(*[cpl_credits(c_src, v) for v in cand])
+        # Each channel's action from its own registers, then the selected one's (so the
+        # channel multiplexer comes last).
+        acts = []
+        for c in range(NC):
+            need_pf = ~bits(ch.cur[c].control, "end") & ~ch.fetched[c] & ~ch.regmode[c]
+            act_c = Signal(Act, name=f"ch{c}_act")
+            with m.Switch(ch.st[c]):
+                with m.Case(Chan.HEAD):
+                    m.d.comb += act_c.eq(Act.HEAD)
+                with m.Case(Chan.WAIT):
+                    m.d.comb += act_c.eq(Act.LOAD)
+                with m.Case(Chan.RUN):
+                    with m.If(need_pf):
+                        m.d.comb += act_c.eq(Act.PF)
+                    with m.Elif(ch.blnz[c]):
+                        m.d.comb += act_c.eq(Act.DATA)
+                    with m.Else():
+                        m.d.comb += act_c.eq(Act.MARK)
+                with m.Default():
+                    m.d.comb += act_c.eq(Act.NONE)
+            act_g = Signal(Act, name=f"ch{c}_act_go", attrs={"keep": 1})
+            m.d.comb += act_g.eq(Mux(ch.abort[c], Act.NONE, act_c))
+            acts.append(act_g)
+        act = Signal(Act)
+        m.d.comb += act.eq(select(acts, sel))
+        m.d.sync += [v.eq(act == a) for a, v in k.do.items()]
+        last_now = ch.last_pre[sel]
+        tag_limit = Mux(self.ext_tags, self.n_tags, min(self.n_tags, 32))
+        tags_now = Mux(iss.en, room.outstanding + 1 < tag_limit, room.outstanding < tag_limit)
+        room_hdr_now = Signal(signed(11))
+        room_dat_now = Signal(signed(15))
+        m.d.comb += [room_hdr_now.eq(room.room_hdr - Mux(k.unbooked, iss.hdr, 0)),
+                     room_dat_now.eq(room.room_dat - Mux(k.unbooked, iss.dat, 0))]
+        # Every candidate's sums are made at once and picked with the winner's index: no
+        # adder after the compares.
+        cand1 = [v + 1 for v in cand]
+        m.d.sync += [
+            k.chunk.eq(pick_of(cand1)), k.end.eq(k.win_r),
+            k.len_m1.eq(c_cur.length - 1),
+            k.bl_one.eq(ch.bleft[sel] == 1),
+            k.bbig.eq(ch.lbig[sel]),
+            # The rest after each candidate: brem_m1 - (cand + 1) is brem_m1 + ~cand in
+            # 32 bits, one two-input add.
+            k.brem_next.eq(pick_of([(c_brem_m1 + Cat(~v, Const(0xFFFFF, 20)))[:32]
+                                    for v in cand[:3]] + [0])),
+            # At a burst's end the rest is the chunk: step over it and the gap.
+            k.src_step.eq(pick_of(cand1[:3] + [c_brem_m1 + ch.sgap1[sel]])),
+            k.dst_step.eq(pick_of(cand1[:3] + [c_brem_m1 + ch.dgap1[sel]])),
+            # A data read's rows and credits (a fetch has constants of its own).
+            k.rows.eq(pick_of([rows_for(c_src[:2], v) for v in cand])),
+            k.hdr.eq(pick_of(d_hdrs)),
+            k.dat.eq(pick_of(d_dats)),
+            k.qroom.eq(k.q_room),
+            # The fetch's room (all but the read-request skid, looked at in ACT).
+            k.fetch_ok.eq(k.q_room & tags_now
+                          & (room.hdr_free | fits(Const(1, 5), room_hdr_now))
+                          & (room.dat_free | fits(Const(4, 7), room_dat_now))),
+            k.tags.eq(tags_now),
+            k.room_hdr.eq(room_hdr_now),
+            k.room_dat.eq(room_dat_now),
+        ]
+        # The channel's next state, if ACT does its action: a load (of a whole descriptor)
+        # runs it, or stops it at a malformed one (with room to report it); a mark closes the
+        # descriptor; a head fetch waits for the descriptor.
+        with m.Switch(act):         # (a stopped channel's act is NONE)
+            with m.Case(Act.HEAD):
+                m.d.sync += [k.st_en.eq(1), k.st_go.eq(1)]
+            with m.Case(Act.LOAD):
+                m.d.sync += k.st_en.eq(k.ld.ok_now & (~k.ld.bad_now | k.q_room))
+            with m.Case(Act.MARK):
+                m.d.sync += k.st_en.eq(k.q_room)
+        # The state it would change to, from the state alone (HEAD: the head fetch, WAIT: the
+        # load, RUN: the mark; st_en says whether it changes).
+        c_st = ch.st[sel]
+        m.d.sync += k.st_new.eq(
+            Mux(c_st == Chan.WAIT, Mux(k.ld.bad_now, Chan.DRAIN, Chan.RUN),
+                Mux((c_st == Chan.RUN) & last_now, Chan.DRAIN, Chan.WAIT)))
+
+    def _act(self, m, ch, k):
+        """ACT: do what CALC decided.  The read's and the entry's fields are written whenever
+        ACT does the action (they depend on the action and the channel's registers only);
+        whether the read is issued and the entry enters the queue (``when``) is the only part
+        that waits for the room checks.  Fields a kind does not use are left as they were: the
+        writer does not look at them (and the issue's credits change only in ACT, so the
+        credits CALC takes off for an unbooked issue are still that issue's)."""
+        sel, d, pq = k.sel, self.issue, self.o_entry.payload
+        c_cur, c_src, c_dst = ch.cur[sel], ch.cur_src[sel], ch.cur_dst[sel]
+        go_read, go_fetch = k.go_read, k.go_fetch
+
+        def push(kind, when, **fields):
+            """Decide a queue entry of channel ``sel`` (it enters the queue next cycle)."""
+            fields.setdefault("desc", ch.cur_addr[sel])
+            m.d.sync += [pq.kind.eq(kind), pq.chan.eq(sel)]
+            for name, v in fields.items():
+                m.d.sync += getattr(pq, name).eq(v)
+            with m.If(when):
+                m.d.sync += ch.pq_en.eq(1)
+
+        def issue_read(raddr, nbytes_, rows, kind, credits, when, **extra):
+            """Decide a read (booked next cycle) and push its queue entry."""
+            hdrs, dats = credits
+            m.d.sync += [d.raddr.eq(raddr), d.nbytes.eq(nbytes_),
+                         d.fetch.eq(kind == Kind.FETCH), d.chan.eq(sel), d.rows.eq(rows),
+                         d.hdr.eq(hdrs), d.dat.eq(dats)]
+            with m.If(when):
+                m.d.sync += d.en.eq(1)
+            push(kind, when, rows=rows, src_lo=raddr[:2], nbytes=nbytes_[:10], chdr=hdrs,
+                 cdat=dats, **extra)
+
+        with m.If(k.st_en & (~k.st_go | go_fetch)):
+            m.d.sync += ch.st[sel].eq(k.st_new)
+        with m.If(k.do[Act.HEAD]):
+            ptr = ch.nxt_ptr[sel]
+            issue_read(Cat(Const(0, 5), ptr[5:]), Mux(ptr[0], 64, 32), 0,
+                       Kind.FETCH, credits=fetch_credits(ptr), when=go_fetch,
+                       desc=Cat(Const(0, 5), ptr[5:]))
+            with m.If(go_fetch):
+                m.d.sync += ch.fetched[sel].eq(1)
+        with m.If(k.do[Act.LOAD]):
+            load(m, ch, sel, k.ld, push, k.qroom)
+        with m.If(k.do[Act.PF]):
+            ptr = c_cur.next
+            issue_read(Cat(Const(0, 5), ptr[5:]), Mux(ptr[0], 64, 32), 0,
+                       Kind.FETCH, credits=fetch_credits(ptr), when=go_fetch,
+                       desc=Cat(Const(0, 5), ptr[5:]))
+            with m.If(go_fetch):
+                m.d.sync += [ch.fetched[sel].eq(1), ch.nxt_ptr[sel].eq(ptr)]
+                clear_prefetch(m, ch, sel)
+        with m.If(k.do[Act.DATA]):
+            issue_read(c_src, k.chunk, k.rows, Kind.DATA, credits=(k.hdr, k.dat),
+                       when=go_read, addr=c_dst)
+            with m.If(go_read):
+                m.d.sync += [
+                    ch.cur_src[sel].eq(c_src + k.src_step),
+                    ch.cur_dst[sel].eq(c_dst + k.dst_step),
+                    ch.brem_m1[sel].eq(Mux(k.end, k.len_m1, k.brem_next)),
+                    ch.bbig[sel].eq(Mux(k.end, k.bbig, k.brem_next[12:].any())),
+                    ch.bleft[sel].eq(ch.bleft[sel] - k.end),
+                    ch.blnz[sel].eq(~(k.end & k.bl_one)),
+                ]
+        with m.If(k.do[Act.MARK]):
+            ctl = c_cur.control
+            push(Kind.MARK, k.qroom, addr=c_cur.seq_addr, value=c_cur.seq_value,
+                 seq=bits(ctl, "seq"), irq=bits(ctl, "irq"))
+        with m.If(k.do[Act.MARK] & k.qroom):
+            m.d.sync += ch.slot[sel].eq(ch.slot[sel] + 1)
