@@ -10,7 +10,7 @@ and collect two things:
 
 ``end_times.json``
     The simulation time (ns) at which each cocotb test of each run ended, from the run's
-    ``sim_build/<run>/results.xml`` (cocotb's ``sim_time_stop``).
+    ``build/sim/<run>/results.xml`` (cocotb's ``sim_time_stop``).
 ``halo_trace.json``
     The time of every beat (``valid`` and ``ready`` high at a rising clock edge) on each chip's
     DMA streams ``o_rd``, ``o_wr`` and ``i_cpl`` during ``halo_planes`` (recorded by the test
@@ -31,6 +31,8 @@ import tempfile
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
+
+from peach2.sim.runner import SIM_BUILD
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -64,7 +66,7 @@ def run_tests(out_dir, workers):
     return collect(out_dir, started)
 
 
-def collect(out_dir, started=0.0, build=ROOT / "sim_build"):
+def collect(out_dir, started=0.0, build=SIM_BUILD):
     """Read the end times of the runs' results under ``build`` (written after ``started``, a
     ``time.time()``) and the raw halo trace in ``out_dir``; write both files in their saved
     form there and return them."""
