@@ -1,4 +1,4 @@
-"""cocotb tests of the Stratix IV hard-IP adapters, looped back RX -> TX (``loopback_top.py``).
+"""cocotb tests of the Stratix IV hard-IP adapters, looped back RX -> TX (``peach2.sim.loopback_top``).
 
 ::
 
@@ -14,8 +14,6 @@ violation fails the test).  Parameters come from ``PEACH2_PARAMS``; the seed is 
 """
 
 import itertools
-import json
-import os
 import random
 
 import cocotb
@@ -24,13 +22,13 @@ from cocotb.triggers import ClockCycles, Timer
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId
 
+from peach2.sim.cocotb_env import run_inputs
 from peach2.sim.hardip import HardIP, damage, tlp_to_beats as avalon_beats
 from peach2.sim.link import terminate
 from peach2.sim.probe import HandshakeProbe
 from peach2.sim.tlpstream import StreamMonitor, compare_packet, tlp_to_beats
 
-PARAMS = json.loads(os.environ.get("PEACH2_PARAMS", "{}"))
-SEED = int(os.environ.get("PEACH2_SEED", "0"))
+PARAMS, SEED = run_inputs()
 MON_FIELDS = ("valid", "ready", "hdr", "data", "dw_en", "first", "last", "err", "bar")
 
 

@@ -17,7 +17,6 @@
 """
 
 import json
-import os
 import random
 
 import cocotb
@@ -25,13 +24,13 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, Timer
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 
+from peach2.sim.cocotb_env import run_inputs
 from peach2.sim.hardip import HardIP
 from peach2.sim.host import Host
 from peach2.sim.throughput import ThroughputMeter, ThroughputReport, writes_only
 from peach2.sim.tlpstream import StreamMonitor
 
-PARAMS = json.loads(os.environ.get("PEACH2_PARAMS", "{}"))
-SEED = int(os.environ.get("PEACH2_SEED", "0"))
+PARAMS, SEED = run_inputs()
 MON_FIELDS = ("valid", "ready", "hdr", "data", "dw_en", "first", "last", "err", "bar")
 
 
