@@ -1,14 +1,15 @@
 """Avalon-ST codec of the Stratix IV hard IP for PCI Express: TLP <-> 128-bit beats.
 
 Framing (both directions, brief section 3), as pure functions the device model
-(:mod:`peach2.sim.hardip`) and the tests use: :func:`tlp_to_beats` and :func:`beats_to_tlp`.
+(:mod:`peach2.sim.hardip`) and the tests use: :func:`tlp_to_avalon_beats` and
+:func:`avalon_beats_to_tlp` (not the internal stream's ``peach2.sim.tlpstream.tlp_to_beats``).
 A beat carries 4 DW lanes, lane ``i`` in data bits ``[32i+31:32i]``; header DWs start at lane 0
 of the SOP beat (header byte 0 in bits [31:24] of its DW); payload DWs are little-endian and quad-
 word aligned: the first payload DW sits at stream DW position ``s`` = 3 or 4 (3-DW header,
 address bit 2 = 1 or 0) or 4 or 5 (4-DW header, bit 2 = 0 or 1); completions use bit 2 of the
 lower address.  ``empty`` = 1 on the EOP beat when only bits [63:0] are valid.
 
-:func:`beats_to_tlp` raises :class:`FramingError` on a broken packet; :func:`damage` breaks a
+:func:`avalon_beats_to_tlp` raises :class:`FramingError` on a broken packet; :func:`damage` breaks a
 packet's beats on purpose (for the bad-input tests).  No simulator is needed: everything here is
 plain Python on cocotbext-pcie :class:`Tlp` objects.
 """
@@ -17,9 +18,9 @@ from typing import NamedTuple
 
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 
-__all__ = ["Beat", "FramingError", "DAMAGE", "damage", "payload_offset", "tlp_to_beats",
-           "beats_to_tlp", "unpack_word", "stream_layout", "describe", "M32", "MEM_REQ", "IO_REQ",
-           "CPL"]
+__all__ = ["AvalonBeat", "FramingError", "DAMAGE", "damage", "payload_offset",
+           "tlp_to_avalon_beats", "avalon_beats_to_tlp", "unpack_word", "stream_layout", "describe",
+           "M32", "MEM_REQ", "IO_REQ", "CPL"]
 
 M32 = 0xFFFF_FFFF
 M128 = (1 << 128) - 1
@@ -29,7 +30,7 @@ IO_REQ = {TlpType.IO_READ, TlpType.IO_WRITE}
 CPL = {TlpType.CPL, TlpType.CPL_DATA, TlpType.CPL_LOCKED, TlpType.CPL_LOCKED_DATA}
 
 
-class Beat(NamedTuple):
+class AvalonBeat(NamedTuple):
     """One 128-bit Avalon-ST beat (``empty``/``bardec``/``be`` as the model drives them)."""
     data: int
     sop: bool
@@ -92,7 +93,7 @@ def _be_word(tlp, s, ndw):
     return be
 
 
-def tlp_to_beats(tlp, bardec=0, rng=None):
+def tlp_to_avalon_beats(tlp, bardec=0, rng=None):
     """Frame ``tlp`` into Stratix IV 128-bit beats.
 
     Parameters
@@ -107,7 +108,7 @@ def tlp_to_beats(tlp, bardec=0, rng=None):
 
     Returns
     -------
-    list of Beat
+    list of AvalonBeat
     """
     hdr = tlp.pack_header()
     h = len(hdr) // 4
@@ -134,7 +135,7 @@ def tlp_to_beats(tlp, bardec=0, rng=None):
     for k in range(nbeats):
         last = k == nbeats - 1
         e = empty if last else (rng.getrandbits(1) if rng is not None else 0)
-        beats.append(Beat((word >> 128 * k) & M128, k == 0, last, e,
+        beats.append(AvalonBeat((word >> 128 * k) & M128, k == 0, last, e,
                           bardec if k == 0 else 0, (be >> 16 * k) & 0xFFFF))
     return beats
 
@@ -171,7 +172,7 @@ def damage(rng, beats, how):
 
     ``how`` is one of :data:`DAMAGE`: ``rx_st_err`` on the first or the last beat, one beat
     short (eop early), one beat too many, the wrong ``empty``, no eop at all, or a lone beat
-    without sop.  For :meth:`HardIP.inject_beats`.
+    without sop.  For :meth:`HardIPModel.inject_beats`.
     """
     beats = list(beats)
     if how == "err_sop":
@@ -183,19 +184,19 @@ def damage(rng, beats, how):
         beats[-1] = beats[-1]._replace(eop=True)
     elif how == "long":
         beats[-1] = beats[-1]._replace(eop=False)
-        beats.append(Beat(rng.getrandbits(128), False, True))
+        beats.append(AvalonBeat(rng.getrandbits(128), False, True))
     elif how == "empty":
         beats[-1] = beats[-1]._replace(empty=1 - beats[-1].empty)
     elif how == "no_eop":
         beats[-1] = beats[-1]._replace(eop=False)
     elif how == "stray":
-        beats = [Beat(rng.getrandbits(128), False, True)]
+        beats = [AvalonBeat(rng.getrandbits(128), False, True)]
     else:
         raise ValueError(f"unknown damage {how!r}; one of {DAMAGE}")
     return beats
 
 
-def beats_to_tlp(beats):
+def avalon_beats_to_tlp(beats):
     """Check the framing of one packet's beats and return its :class:`Tlp`.
 
     Raises :class:`FramingError` (``rule`` in ``sop``, ``eop``, ``length``, ``empty``,

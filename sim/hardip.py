@@ -6,14 +6,14 @@ time, ACK/NAK, flow control), its application side drives and checks the IP Comp
 Express pins ``{prefix}rx_st_*`` / ``{prefix}tx_st_*`` of the DUT, one beat per 250 MHz cycle.
 
 Framing (beats <-> TLP, both directions, brief section 3) lives in :mod:`peach2.sim.avalon_codec`;
-its public names (:func:`tlp_to_beats`, :func:`beats_to_tlp`, :class:`Beat`, :class:`FramingError`,
-:func:`damage`, ...) stay importable from here.
+its public names (:func:`tlp_to_avalon_beats`, :func:`avalon_beats_to_tlp`, :class:`AvalonBeat`,
+:class:`FramingError`, :func:`damage`, ...) stay importable from here.
 
 Simplifications versus the real hard IP
 ---------------------------------------
 - No link training, LTSSM, power management, ``tl_cfg_*``, MSI pins, ``ko_cpl_spc_vc0`` or
   ``cpl_err``: the link is up from time zero; config space lives in the model and is never
-  passed to the DUT.  The DUT does not learn its bus number: read :attr:`HardIP.pcie_id` after
+  passed to the DUT.  The DUT does not learn its bus number: read :attr:`HardIPModel.pcie_id` after
   enumeration and give it to the DUT by other means.
 - ``rx_st_be`` is 0xF per payload DW lane, except the first/last payload DW of memory and I/O
   requests, which carry ``first_be``/``last_be``; header and pad lanes are 0.
@@ -46,15 +46,15 @@ from cocotbext.pcie.core.caps import MsiCapability
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId
 
-from .avalon_codec import (CPL, DAMAGE, IO_REQ, M32, MEM_REQ, Beat, FramingError, beats_to_tlp,
-                           damage, describe, payload_offset, stream_layout, tlp_to_beats,
-                           unpack_word)
+from .avalon_codec import (CPL, DAMAGE, IO_REQ, M32, MEM_REQ, AvalonBeat, FramingError,
+                           avalon_beats_to_tlp, damage, describe, payload_offset, stream_layout,
+                           tlp_to_avalon_beats, unpack_word)
 from .ticker import EdgeTicker
 from .tlpstream import bit_value, resolve_unknown
 
-__all__ = ["Beat", "FramingError", "Violation", "HardIP", "HardIPFunction", "DAMAGE", "damage",
-           "payload_offset", "tlp_to_beats", "beats_to_tlp", "describe", "quiet_pcie_loggers",
-           "edge_shows_update"]
+__all__ = ["AvalonBeat", "FramingError", "Violation", "HardIPModel", "HardIPFunction", "DAMAGE",
+           "damage", "payload_offset", "tlp_to_avalon_beats", "avalon_beats_to_tlp", "describe",
+           "quiet_pcie_loggers", "edge_shows_update"]
 
 
 class Violation(NamedTuple):
@@ -159,7 +159,7 @@ class _TxPacket:
         self.start, self.bad = start, False
 
 
-class HardIP(Device):
+class HardIPModel(Device):
     """Stratix IV GX hard IP for PCI Express, endpoint, Gen2 x8, 128-bit Avalon-ST, as a model.
 
     Parameters
@@ -399,7 +399,7 @@ class HardIP(Device):
         self._rx_enqueue(tlp, bardec, from_link=False)
 
     def inject_beats(self, beats):
-        """Queue raw :class:`Beat` s toward the DUT, framing errors and ``err`` flags included.
+        """Queue raw :class:`AvalonBeat` s toward the DUT, framing errors and ``err`` included.
 
         For testing how the DUT treats what the real hard IP would only send on a fault
         (``rx_st_err``) or never (malformed framing).  Beats keep their order with the TLPs
@@ -623,7 +623,7 @@ class HardIP(Device):
                 return
             _, tlp, bardec, beats = entry
             if beats is None:
-                beats = tlp_to_beats(tlp, bardec, self._rng)
+                beats = tlp_to_avalon_beats(tlp, bardec, self._rng)
             self._rx_cur, self._rx_idx = (tlp, bardec, beats), 0
         if allowed:
             gen = self._idle_gen

@@ -1,7 +1,7 @@
 """Harness for one PEACH2 chip under cocotb: bring-up, TLP builders, delivery checks.
 
 The chip (top ``peach2``) sits among four hard-IP models and a host on N
-(:class:`peach2.sim.chip.Chip`); :func:`setup` clocks, resets and enumerates it and returns
+(:class:`peach2.sim.chip.ChipHarness`); :func:`setup` clocks, resets and enumerates it and returns
 ``(chip, driver, bars)``.  :func:`mwr`/:func:`mrd` build requests, :func:`node_write` a write
 into one node's region with a sequence number in its first DW, :func:`program_nodes` routes node
 regions to ports and returns the matching :class:`~peach2.sim.router_model.RouterState`;
@@ -18,7 +18,7 @@ from cocotb.triggers import ClockCycles
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId
 
-from .chip import PORTS, TCA_BAR, Chip
+from .chip import PORTS, TCA_BAR, ChipHarness
 from .cocotb_env import run_inputs
 from .driver import Driver
 from .router_model import RouteEntry, RouterState, route
@@ -37,13 +37,13 @@ MASK64 = (1 << 64) - 1
 
 
 async def setup(dut, *, pauses=True, seed=None, **chip_options):
-    """Clock, reset, a :class:`Chip` (``chip_options`` go to it), enumeration; return
+    """Clock, reset, a :class:`ChipHarness` (``chip_options`` go to it), enumeration; return
     ``(chip, driver, bars)``.  With ``pauses``, seeded idles and backpressure on every port.
     ``seed`` defaults to the run's seed (:func:`peach2.sim.cocotb_env.run_inputs`)."""
     if seed is None:
         seed = run_inputs()[1]
     Clock(dut.clk, 4, unit="ns", impl="gpi").start()
-    chip = Chip(dut, seed=seed, **chip_options)
+    chip = ChipHarness(dut, seed=seed, **chip_options)
     rng = random.Random(seed)
     dut._log.info("seed %d", seed)
     dut.rst.value = 1

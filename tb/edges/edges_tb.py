@@ -17,7 +17,7 @@ CLOCK = run_inputs()[0].get("clock")
 @cocotb.test()
 async def edge_values(dut):
     """Read the counter at rising edges and again once the time step settles: equal values mean
-    the edge showed the registers after its update.  ``edge_shows_update`` (what ``HardIP``
+    the edge showed the registers after its update.  ``edge_shows_update`` (what ``HardIPModel``
     goes by, given ``hdl_clock``) must say the same."""
     if CLOCK == "cocotb":
         Clock(dut.clk, 4, unit="ns").start()

@@ -11,7 +11,7 @@ from cocotbext.pcie.core.tlp import TlpType
 
 from peach2.sim.chip import CSR_BAR, PORTS, TCA_BAR
 from peach2.sim.cocotb_env import run_inputs
-from peach2.sim.hardip import damage, tlp_to_beats
+from peach2.sim.hardip import damage, tlp_to_avalon_beats
 from peach2.sim.router_harness import (
     HOST_ID, NODE_SIZE, REASONS, check_delivered, decide, mrd, mwr, node_write, program_nodes,
     setup, wait_quiet,
@@ -159,8 +159,8 @@ async def late_errors(dut):
              (poisoned, "long", "MALFORMED")]
     want = Counter()
     for tlp, how, reason in cases:
-        assert len(tlp_to_beats(tlp)) >= 2
-        chip.models["e"].inject_beats(damage(rng, tlp_to_beats(tlp, 0, rng), how))
+        assert len(tlp_to_avalon_beats(tlp)) >= 2
+        chip.models["e"].inject_beats(damage(rng, tlp_to_avalon_beats(tlp, 0, rng), how))
         want[reason] += 1
         dut._log.info("E <- %s %s: expect %s only", tlp.fmt_type.name, how, reason)
     good = node_write(rng, 4, base, 3, length=4)

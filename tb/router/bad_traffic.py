@@ -13,7 +13,7 @@ from cocotbext.pcie.core.tlp import CplStatus, Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId
 
 from peach2.sim.chip import PORTS, TCA_BAR
-from peach2.sim.hardip import damage, tlp_to_beats
+from peach2.sim.hardip import damage, tlp_to_avalon_beats
 from peach2.sim.router_harness import (
     HOST_ID, NODE_SIZE, REASONS, check_delivered, decide, mrd, mwr, node_write, requests_sent,
     seq_of, wait_until,
@@ -21,7 +21,7 @@ from peach2.sim.router_harness import (
 from peach2.sim.router_model import translate
 
 #: Requester IDs of the injected requests: never the host's 00:00.0, so that completions toward N
-#: stay in the captures instead of going to the host (see Chip._default_pass).
+#: stay in the captures instead of going to the host (see ChipHarness._default_pass).
 REQUESTER = PcieId(0x41, 0, 0)
 REG_READER = PcieId(0x42, 0, 0)
 
@@ -84,7 +84,7 @@ def message(rng, *, data=None):
     tlp.tag = rng.randrange(256)
     # Framed like a 4-DW request whose address has bit 2 clear: payload from stream DW 4.
     carrier = mwr(1 << 32, data) if data else mrd(1 << 32, 4)
-    beats = tlp_to_beats(carrier, 0, rng)
+    beats = tlp_to_avalon_beats(carrier, 0, rng)
     length = len(data) // 4 if data else 0
     dw0 = (0b011 if data else 0b001) << 29 | 0x14 << 24 | length
     dw1 = int(tlp.requester_id) << 16 | tlp.tag << 8 | 0x7F        # Vendor_Defined Type 1
@@ -268,7 +268,7 @@ def add_framing_errors(t, port, bardec, times=1):
     def broken(kind, how, reason, then_good=False):
         def fn():
             tlp, bd = victim(kind)
-            beats = tlp_to_beats(tlp, bd, rng)
+            beats = tlp_to_avalon_beats(tlp, bd, rng)
             assert len(beats) == {"mrd": 1, "cpl": 1, "cfg_rd0": 1, "mwr1": 1}.get(kind, 2) \
                 or kind == "mwr", (kind, len(beats))
             t.add(port, tlp, bd, damage(rng, beats, how), reason)

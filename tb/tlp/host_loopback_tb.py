@@ -25,7 +25,7 @@ from cocotb.triggers import ClockCycles, Timer
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 
 from peach2.sim.cocotb_env import run_inputs
-from peach2.sim.hardip import HardIP
+from peach2.sim.hardip import HardIPModel
 from peach2.sim.host import Host
 from peach2.sim.throughput import ThroughputMeter, ThroughputReport, writes_only
 from peach2.sim.tlpstream import StreamMonitor
@@ -35,7 +35,7 @@ MON_FIELDS = ("valid", "ready", "hdr", "data", "dw_en", "first", "last", "err", 
 
 
 async def setup(dut, *, mps=256, dirty=True):
-    model = HardIP(dut, bars=[(1 << 20, False, False)], max_payload_size=mps, dirty=dirty,
+    model = HardIPModel(dut, bars=[(1 << 20, False, False)], max_payload_size=mps, dirty=dirty,
                    seed=SEED)
     host = Host(model, max_payload_size=mps, read_completion_boundary=64)
     Clock(dut.clk, 4, unit="ns", impl="gpi").start()
