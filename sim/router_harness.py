@@ -60,20 +60,25 @@ async def setup(dut, *, pauses=True, seed=None, **chip_options):
     return chip, Driver(bars[0], bars[TCA_BAR]), bars
 
 
-def mwr(address, data, requester=PcieId(0x40, 0, 0), tag=0):
+def _memory_request(address, read_or_write, requester, tag):
+    """Return a memory request with a 3-DW header below 4 GiB and a 4-DW one above."""
     tlp = Tlp()
-    tlp.fmt_type = TlpType.MEM_WRITE if address < 1 << 32 else TlpType.MEM_WRITE_64
+    tlp.fmt_type = read_or_write[address >= 1 << 32]
     tlp.requester_id = requester
     tlp.tag = tag
+    return tlp
+
+
+def mwr(address, data, requester=PcieId(0x40, 0, 0), tag=0):
+    """Return a memory write of ``data`` (bytes) to ``address``."""
+    tlp = _memory_request(address, (TlpType.MEM_WRITE, TlpType.MEM_WRITE_64), requester, tag)
     tlp.set_addr_be_data(address, data)
     return tlp
 
 
 def mrd(address, length, requester=PcieId(0x41, 0, 0), tag=0):
-    tlp = Tlp()
-    tlp.fmt_type = TlpType.MEM_READ if address < 1 << 32 else TlpType.MEM_READ_64
-    tlp.requester_id = requester
-    tlp.tag = tag
+    """Return a memory read of ``length`` bytes at ``address``."""
+    tlp = _memory_request(address, (TlpType.MEM_READ, TlpType.MEM_READ_64), requester, tag)
     tlp.set_addr_be(address, length)
     return tlp
 
