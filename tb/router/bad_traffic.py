@@ -41,7 +41,7 @@ def random_request(rng, fmt_type, *, address=0, data=None, tag=None, requester=R
     return tlp
 
 
-def unforwardedrandom_request(rng, kind):
+def unforwarded_request(rng, kind):
     """Return a non-posted request of a type the chip never forwards (config, I/O, atomics)."""
     if kind in ("cfg_rd0", "cfg_wr0", "cfg_rd1", "cfg_wr1"):
         ft = {"cfg_rd0": TlpType.CFG_READ_0, "cfg_wr0": TlpType.CFG_WRITE_0,
@@ -251,14 +251,14 @@ def add_framing_errors(t, port, bardec, times=1):
         if kind == "cpl":
             return completion(rng), 0
         if kind == "cfg_rd0":
-            return unforwardedrandom_request(rng, "cfg_rd0"), 0
+            return unforwarded_request(rng, "cfg_rd0"), 0
         if kind in ("mwr1", "mwr_2beat"):
             # A 3-DW header (below 4 GiB, no route there): one beat with address bit 2 set, two
             # with it clear.  Its framing error shows on the first beat.
             address = 8 * rng.randrange(1 << 28) + (4 if kind == "mwr1" else 0)
             return mwr(address, t.next_seq().to_bytes(4, "little")), bardec
         if kind == "cfg_wr0_2beat":
-            tlp = unforwardedrandom_request(rng, "cfg_wr0")
+            tlp = unforwarded_request(rng, "cfg_wr0")
             tlp.address &= ~4
             return tlp, 0
         node = rng.randrange(4)
