@@ -7,7 +7,7 @@
                                           |                        +-- W model -- partner/link
                                           +------------------------+-- S model -- partner/link
 
-:class:`Chip` is what router testbenches (and later multi-node assemblies) are built from.  Each
+:class:`ChipHarness` is what router testbenches (and multi-node assemblies) are built from.  Each
 port's model captures the TLPs the chip sends (``sent[port]``); requests are kept off the link
 by default so a test can inject arbitrary traffic without a real far end having to accept it.
 Ports named in ``linked`` are left for the caller to cable to another chip's model
@@ -21,11 +21,11 @@ from cocotb.triggers import ClockCycles
 from cocotbext.pcie.core.utils import PcieId
 
 from ..platform.hardip import KO_CPL_SPC_VC0
-from .hardip import HardIP
+from .hardip import HardIPModel
 from .host import Host
 from .link import terminate
 
-__all__ = ["Chip", "PORTS", "CSR_BAR", "TCA_BAR", "TCA_SIZE", "LTSSM_L0"]
+__all__ = ["ChipHarness", "PORTS", "CSR_BAR", "TCA_BAR", "TCA_SIZE", "LTSSM_L0"]
 
 PORTS = ("n", "e", "w", "s")
 CSR_BAR = 0
@@ -35,7 +35,7 @@ TCA_SIZE = 1 << 36
 LTSSM_L0 = 0x0F
 
 
-class Chip:
+class ChipHarness:
     """The hard-IP models and host around one ``peach2`` instance.
 
     Parameters
@@ -62,7 +62,7 @@ class Chip:
         Ports that get a hard-IP model (default all four; a cluster top whose cables are in
         HDL brings out N only).
     sleep_when_idle : bool
-        Models run only when there is traffic (:class:`~peach2.sim.hardip.HardIP`).
+        Models run only when there is traffic (:class:`~peach2.sim.hardip.HardIPModel`).
     hdl_clock : bool
         The clock is made in the HDL top (:func:`~peach2.sim.hardip.edge_shows_update`).
     pipeline_ns : float
@@ -72,7 +72,7 @@ class Chip:
 
     Members
     -------
-    models : dict of HardIP
+    models : dict of HardIPModel
     host : Host or None
     sent : dict of list of Tlp
         Every TLP the chip sent, per port, in order.
@@ -101,10 +101,10 @@ class Chip:
                 continue
             if p == "n":
                 bars = [(4096, False, False), None, (TCA_SIZE, True, True)]
-                self.models[p] = HardIP(dut, prefix=f"{prefix}{p}_", bars=bars, seed=seed,
+                self.models[p] = HardIPModel(dut, prefix=f"{prefix}{p}_", bars=bars, seed=seed,
                                         **common)
             else:
-                self.models[p] = HardIP(dut, prefix=f"{prefix}{p}_", accept_all=True,
+                self.models[p] = HardIPModel(dut, prefix=f"{prefix}{p}_", accept_all=True,
                                         seed=seed + k, **common)
         self.host = Host(self.models["n"], max_payload_size=mps) if host else None
         self.partners = {}

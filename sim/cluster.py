@@ -9,7 +9,7 @@
     E model ====== Gen2 x8 cable ====== W model                      (cables per the Topology)
     W, S models: terminate()            E, S models: terminate()     (ports without a cable)
 
-:class:`Cluster` builds one :class:`~peach2.sim.chip.Chip` per node of a
+:class:`Cluster` builds one :class:`~peach2.sim.chip.ChipHarness` per node of a
 :class:`~peach2.sim.driver.Topology` on a top holding every chip's pins (``c<i>_<pin>``, e.g.
 ``tb/system/chips_top.py``), cables each topology link as a timed Gen2 x8 link between the two
 hard-IP models (:func:`~peach2.sim.link.connect`: wire time of every TLP and DLLP, 10 ns port
@@ -33,7 +33,7 @@ from cocotb.triggers import ClockCycles
 from cocotb.utils import get_sim_time
 from cocotbext.pcie.core.tlp import TlpType
 
-from .chip import PORTS, TCA_BAR, TCA_SIZE, Chip
+from .chip import PORTS, TCA_BAR, TCA_SIZE, ChipHarness
 from .driver import AddressMap, Driver
 from .link import connect
 from .routes import RouteSet
@@ -129,7 +129,7 @@ class Cluster:
 
     Members
     -------
-    chips : list of Chip
+    chips : list of ChipHarness
     cables : list of (int, str, int, str, Link)
         ``(a, port_a, b, port_b, link)``: ``link.a`` sends from ``a`` to ``b``.
     drivers : list of Driver
@@ -163,12 +163,13 @@ class Cluster:
         ticker = EdgeTicker(dut.clk) if hdl_cables else None
         for i in range(n):
             ports = frozenset(linked[i])
-            self.chips.append(Chip(dut, prefixes[i], seed=seed + 16 * i, mps=mps, dirty=dirty,
-                                   linked=ports, pass_to_link=self._passer(ports),
-                                   ports=("n",) if hdl_cables else PORTS,
-                                   sleep_when_idle=hdl_cables,
-                                   pipeline_ns=hardip_pipeline_ns,
-                                   hdl_clock=hdl_cables, ticker=ticker))
+            self.chips.append(ChipHarness(dut, prefixes[i], seed=seed + 16 * i, mps=mps,
+                                          dirty=dirty, linked=ports,
+                                          pass_to_link=self._passer(ports),
+                                          ports=("n",) if hdl_cables else PORTS,
+                                          sleep_when_idle=hdl_cables,
+                                          pipeline_ns=hardip_pipeline_ns,
+                                          hdl_clock=hdl_cables, ticker=ticker))
         # Cable before simulation time advances (an unconnected SimPort fails at once).
         self.cables = []
         for a, pa, b, pb in plan:

@@ -5,19 +5,15 @@ The model is a cocotbext-pcie :class:`~cocotbext.pcie.core.Device` (shaped like
 time, ACK/NAK, flow control), its application side drives and checks the IP Compiler for PCI
 Express pins ``{prefix}rx_st_*`` / ``{prefix}tx_st_*`` of the DUT, one beat per 250 MHz cycle.
 
-Framing (both directions, brief section 3), as pure functions the tests also use:
-:func:`tlp_to_beats` and :func:`beats_to_tlp`.  A beat carries 4 DW lanes, lane ``i`` in data bits
-``[32i+31:32i]``; header DWs start at lane 0 of the SOP beat (header byte 0 in bits [31:24] of its
-DW); payload DWs are little-endian and quad-word aligned: the first payload DW sits at stream DW
-position ``s`` = 3 or 4 (3-DW header, address bit 2 = 1 or 0) or 4 or 5 (4-DW header, bit 2 = 0 or
-1); completions use bit 2 of the lower address.  ``empty`` = 1 on the EOP beat when only bits
-[63:0] are valid.
+Framing (beats <-> TLP, both directions, brief section 3) lives in :mod:`peach2.sim.avalon_codec`;
+its public names (:func:`tlp_to_avalon_beats`, :func:`avalon_beats_to_tlp`, :class:`AvalonBeat`,
+:class:`FramingError`, :func:`damage`, ...) stay importable from here.
 
 Simplifications versus the real hard IP
 ---------------------------------------
 - No link training, LTSSM, power management, ``tl_cfg_*``, MSI pins, ``ko_cpl_spc_vc0`` or
   ``cpl_err``: the link is up from time zero; config space lives in the model and is never
-  passed to the DUT.  The DUT does not learn its bus number: read :attr:`HardIP.pcie_id` after
+  passed to the DUT.  The DUT does not learn its bus number: read :attr:`HardIPModel.pcie_id` after
   enumeration and give it to the DUT by other means.
 - ``rx_st_be`` is 0xF per payload DW lane, except the first/last payload DW of memory and I/O
   requests, which carry ``first_be``/``last_be``; header and pad lanes are 0.
@@ -50,36 +46,15 @@ from cocotbext.pcie.core.caps import MsiCapability
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId
 
+from .avalon_codec import (CPL, DAMAGE, IO_REQ, M32, MEM_REQ, AvalonBeat, FramingError,
+                           avalon_beats_to_tlp, damage, describe, payload_offset, stream_layout,
+                           tlp_to_avalon_beats, unpack_word)
 from .ticker import EdgeTicker
 from .tlpstream import bit_value, resolve_unknown
 
-__all__ = ["Beat", "FramingError", "Violation", "HardIP", "HardIPFunction",
-           "payload_offset", "tlp_to_beats", "beats_to_tlp", "describe", "quiet_pcie_loggers"]
-
-M32 = 0xFFFF_FFFF
-M128 = (1 << 128) - 1
-_CPL_TYPES = (0x0A, 0x0B)
-_MEM_REQ = {TlpType.MEM_READ, TlpType.MEM_READ_64, TlpType.MEM_WRITE, TlpType.MEM_WRITE_64}
-_IO_REQ = {TlpType.IO_READ, TlpType.IO_WRITE}
-_CPL = {TlpType.CPL, TlpType.CPL_DATA, TlpType.CPL_LOCKED, TlpType.CPL_LOCKED_DATA}
-
-
-class Beat(NamedTuple):
-    """One 128-bit Avalon-ST beat (``empty``/``bardec``/``be`` as the model drives them)."""
-    data: int
-    sop: bool
-    eop: bool
-    empty: int = 0
-    bardec: int = 0
-    be: int = 0
-    err: bool = False
-
-
-class FramingError(ValueError):
-    """A beat sequence breaks a Stratix IV framing rule; ``rule`` names it."""
-    def __init__(self, rule, message):
-        self.rule = rule
-        super().__init__(f"{rule}: {message}")
+__all__ = ["AvalonBeat", "FramingError", "Violation", "HardIPModel", "HardIPFunction", "DAMAGE",
+           "damage", "payload_offset", "tlp_to_avalon_beats", "avalon_beats_to_tlp", "describe",
+           "quiet_pcie_loggers", "edge_shows_update"]
 
 
 class Violation(NamedTuple):
@@ -108,173 +83,6 @@ def edge_shows_update(hdl_clock):
 def quiet_pcie_loggers(level=logging.WARNING):
     """Set the cocotbext-pcie loggers (``cocotb.pcie.*``) to ``level``."""
     logging.getLogger("cocotb.pcie").setLevel(level)
-
-
-def describe(tlp):
-    """One-line summary of a TLP (type, address or IDs, length), for messages."""
-    ft = tlp.fmt_type
-    if ft in _CPL:
-        where = (f"req {tlp.requester_id} cpl {tlp.completer_id} tag {tlp.tag} "
-                 f"lower_addr {tlp.lower_address:#x} byte_count {tlp.byte_count}")
-    else:
-        where = f"addr {tlp.address:#x} req {tlp.requester_id} tag {tlp.tag}"
-    return f"{ft.name} {where} length {tlp.length} DW be {tlp.first_be:x}/{tlp.last_be:x}"
-
-
-def _layout(dw0, dw2, dw3):
-    """Return ``(header DWs, first payload DW position, stream DWs, payload DWs)`` of a TLP."""
-    fmt, typ = dw0 >> 29, (dw0 >> 24) & 0x1F
-    h = 4 if fmt & 1 else 3
-    if not fmt & 2:
-        return h, h, h, 0
-    length = (dw0 & 0x3FF) or 1024
-    if typ in _CPL_TYPES:
-        bit2 = (dw2 >> 2) & 1
-    else:
-        bit2 = ((dw3 if h == 4 else dw2) >> 2) & 1
-    s = h if (h == 3) == bool(bit2) else h + 1
-    return h, s, s + length, length
-
-
-def payload_offset(tlp):
-    """Return the stream DW position of the first payload DW of ``tlp`` (3, 4 or 5)."""
-    hdr = tlp.pack_header()
-    dws = [int.from_bytes(hdr[i:i + 4], "big") for i in range(0, len(hdr), 4)] + [0]
-    return _layout(dws[0], dws[2], dws[3])[1]
-
-
-def _be_word(tlp, s, ndw):
-    """Return ``rx_st_be`` bits for the whole stream (4 bits per DW position)."""
-    be = ((1 << 4 * ndw) - 1) << 4 * s
-    if tlp.fmt_type in _MEM_REQ or tlp.fmt_type in _IO_REQ:
-        be &= ~(0xF << 4 * s)
-        be |= (tlp.first_be & 0xF) << 4 * s
-        if ndw > 1:
-            last = s + ndw - 1
-            be = (be & ~(0xF << 4 * last)) | ((tlp.last_be & 0xF) << 4 * last)
-    return be
-
-
-def tlp_to_beats(tlp, bardec=0, rng=None):
-    """Frame ``tlp`` into Stratix IV 128-bit beats.
-
-    Parameters
-    ----------
-    tlp : Tlp
-        The TLP; its ``data`` must hold ``length`` DWs when it has a payload.
-    bardec : int
-        One-hot BAR hit, put on the SOP beat.
-    rng : random.Random or None
-        "Dirty" mode: fill don't-care DW positions (alignment pad, unused lanes of the EOP
-        beat) and ``empty`` of non-EOP beats with random bits instead of zeros.
-
-    Returns
-    -------
-    list of Beat
-    """
-    hdr = tlp.pack_header()
-    h = len(hdr) // 4
-    word = 0
-    for i in range(h):
-        word |= int.from_bytes(hdr[4 * i:4 * i + 4], "big") << 32 * i
-    n, be = h, 0
-    if tlp.has_data():
-        data = bytes(tlp.get_data())
-        ndw = len(data) // 4
-        hdr_dws = [(word >> 32 * i) & M32 for i in range(4)]
-        s = _layout(hdr_dws[0], hdr_dws[2], hdr_dws[3])[1]
-        word |= int.from_bytes(data, "little") << 32 * s
-        if rng is not None and s > h:
-            word |= rng.getrandbits(32) << 32 * h
-        n = s + ndw
-        be = _be_word(tlp, s, ndw)
-    nbeats = (n + 3) // 4
-    tail = 4 * nbeats - n
-    if rng is not None and tail:
-        word |= rng.getrandbits(32 * tail) << 32 * n
-    empty = 1 if n - 4 * (nbeats - 1) <= 2 else 0
-    beats = []
-    for k in range(nbeats):
-        last = k == nbeats - 1
-        e = empty if last else (rng.getrandbits(1) if rng is not None else 0)
-        beats.append(Beat((word >> 128 * k) & M128, k == 0, last, e,
-                          bardec if k == 0 else 0, (be >> 16 * k) & 0xFFFF))
-    return beats
-
-
-def _unpack(word, nbeats, empty):
-    """Check beat count / ``empty`` of a whole packet (``word``: beats concatenated) and unpack."""
-    dw0, dw2, dw3 = word & M32, (word >> 64) & M32, (word >> 96) & M32
-    h, s, n, length = _layout(dw0, dw2, dw3)
-    want = (n + 3) // 4
-    if nbeats != want:
-        raise FramingError("length", f"{h}-DW header, length field {length} DW, payload from "
-                           f"stream DW {s}: expected {want} beats, got {nbeats}")
-    want_empty = 1 if n - 4 * (nbeats - 1) <= 2 else 0
-    if empty != want_empty:
-        raise FramingError("empty", f"EOP beat uses {n - 4 * (nbeats - 1)} DW lanes: "
-                           f"expected empty={want_empty}, got {empty}")
-    hdr = b"".join(((word >> 32 * i) & M32).to_bytes(4, "big") for i in range(h))
-    try:
-        tlp = Tlp.unpack_header(hdr)
-    except Exception as exc:  # unknown fmt/type: cocotbext raises plain Exception/ValueError
-        raise FramingError("header", f"cannot decode header {hdr.hex()}: {exc}") from None
-    if length:
-        tlp.data = bytearray(((word >> 32 * s) & ((1 << 32 * length) - 1))
-                             .to_bytes(4 * length, "little"))
-    return tlp
-
-
-#: The ways :func:`damage` can break a TLP's beats.
-DAMAGE = ("err_sop", "err_late", "short", "long", "empty", "no_eop", "stray")
-
-
-def damage(rng, beats, how):
-    """Return ``beats`` broken in one of the ways the hard IP would only produce on a fault.
-
-    ``how`` is one of :data:`DAMAGE`: ``rx_st_err`` on the first or the last beat, one beat
-    short (eop early), one beat too many, the wrong ``empty``, no eop at all, or a lone beat
-    without sop.  For :meth:`HardIP.inject_beats`.
-    """
-    beats = list(beats)
-    if how == "err_sop":
-        beats[0] = beats[0]._replace(err=True)
-    elif how == "err_late":
-        beats[-1] = beats[-1]._replace(err=True)
-    elif how == "short":
-        beats = beats[:-1]
-        beats[-1] = beats[-1]._replace(eop=True)
-    elif how == "long":
-        beats[-1] = beats[-1]._replace(eop=False)
-        beats.append(Beat(rng.getrandbits(128), False, True))
-    elif how == "empty":
-        beats[-1] = beats[-1]._replace(empty=1 - beats[-1].empty)
-    elif how == "no_eop":
-        beats[-1] = beats[-1]._replace(eop=False)
-    elif how == "stray":
-        beats = [Beat(rng.getrandbits(128), False, True)]
-    else:
-        raise ValueError(f"unknown damage {how!r}; one of {DAMAGE}")
-    return beats
-
-
-def beats_to_tlp(beats):
-    """Check the framing of one packet's beats and return its :class:`Tlp`.
-
-    Raises :class:`FramingError` (``rule`` in ``sop``, ``eop``, ``length``, ``empty``,
-    ``header``) when the beats break a rule.  Don't-care DW positions are ignored.
-    """
-    if not beats:
-        raise FramingError("length", "no beats")
-    for k, b in enumerate(beats):
-        if b.sop != (k == 0):
-            raise FramingError("sop", f"beat {k}: sop={int(b.sop)}")
-        if b.eop != (k == len(beats) - 1):
-            raise FramingError("eop", f"beat {k}: eop={int(b.eop)}")
-    word = 0
-    for k, b in enumerate(beats):
-        word |= b.data << 128 * k
-    return _unpack(word, len(beats), beats[-1].empty)
 
 
 class HardIPFunction(Endpoint):
@@ -351,7 +159,7 @@ class _TxPacket:
         self.start, self.bad = start, False
 
 
-class HardIP(Device):
+class HardIPModel(Device):
     """Stratix IV GX hard IP for PCI Express, endpoint, Gen2 x8, 128-bit Avalon-ST, as a model.
 
     Parameters
@@ -591,7 +399,7 @@ class HardIP(Device):
         self._rx_enqueue(tlp, bardec, from_link=False)
 
     def inject_beats(self, beats):
-        """Queue raw :class:`Beat` s toward the DUT, framing errors and ``err`` flags included.
+        """Queue raw :class:`AvalonBeat` s toward the DUT, framing errors and ``err`` included.
 
         For testing how the DUT treats what the real hard IP would only send on a fault
         (``rx_st_err``) or never (malformed framing).  Beats keep their order with the TLPs
@@ -625,7 +433,7 @@ class HardIP(Device):
                 if f.function_num == tlp.completer_id.function:
                     await f.upstream_recv(tlp)
                     return
-        elif ft in _CPL:
+        elif ft in CPL:
             if self.accept_all or any(f.pcie_id == tlp.requester_id for f in self.functions):
                 self._rx_enqueue(tlp, 0)
             else:
@@ -633,9 +441,9 @@ class HardIP(Device):
                 self.unexpected_cpl += 1
                 self.log.warning("Unexpected completion dropped: %s", describe(tlp))
             return
-        elif ft in _MEM_REQ or ft in _IO_REQ:
+        elif ft in MEM_REQ or ft in IO_REQ:
             for f in self.functions:
-                bar = f.match_bar(tlp.address, ft in _IO_REQ)
+                bar = f.match_bar(tlp.address, ft in IO_REQ)
                 if bar:
                     self._rx_enqueue(tlp, 1 << bar[0])
                     return
@@ -815,7 +623,7 @@ class HardIP(Device):
                 return
             _, tlp, bardec, beats = entry
             if beats is None:
-                beats = tlp_to_beats(tlp, bardec, self._rng)
+                beats = tlp_to_avalon_beats(tlp, bardec, self._rng)
             self._rx_cur, self._rx_idx = (tlp, bardec, beats), 0
         if allowed:
             gen = self._idle_gen
@@ -877,7 +685,7 @@ class HardIP(Device):
             if pkt is not None:
                 self._violate("tx-sop-in-packet",
                               f"sop while the packet started at cycle {pkt.start} has no eop")
-            n = _layout(data & M32, (data >> 64) & M32, (data >> 96) & M32)[2]
+            n = stream_layout(data & M32, (data >> 64) & M32, (data >> 96) & M32)[2]
             pkt = self._tx_pkt = _TxPacket(data, (n + 3) // 4, err, self.cycle)
         elif pkt is None:
             self._violate("tx-outside-packet", "valid beat without sop outside a packet")
@@ -892,7 +700,7 @@ class HardIP(Device):
                 self.nullified += 1
             elif not pkt.bad:
                 try:
-                    tlp = _unpack(pkt.word, pkt.beats, bit_value(self._tx_empty))
+                    tlp = unpack_word(pkt.word, pkt.beats, bit_value(self._tx_empty))
                 except FramingError as exc:
                     self._violate(f"tx-{exc.rule}", f"{exc} (packet started at cycle "
                                   f"{pkt.start})")
@@ -920,7 +728,7 @@ class HardIP(Device):
         ft = tlp.fmt_type
         if tlp.has_data() and tlp.get_payload_size() > self.mps:
             yield "tx-mps", f"payload {tlp.get_payload_size()} B > max payload size {self.mps} B"
-        if ft in _MEM_REQ:
+        if ft in MEM_REQ:
             if (tlp.address & 0xFFF) + 4 * tlp.length > 0x1000:
                 yield "tx-4k", "memory request crosses a 4 KiB boundary"
             if ft in (TlpType.MEM_READ, TlpType.MEM_READ_64) and 4 * tlp.length > self.mrrs:

@@ -315,7 +315,7 @@ class Host:
     Parameters
     ----------
     device : cocotbext.pcie.core.Device
-        The device model (e.g. :class:`~peach2.sim.hardip.HardIP`); its upstream port must be
+        The device model (e.g. :class:`~peach2.sim.hardip.HardIPModel`); its upstream port must be
         free.
     max_payload_size, max_read_request_size : int
         Bytes.  Enumeration gives the device ``min(max_payload_size, what it supports)``.

@@ -1,6 +1,7 @@
 """``peach2.sim.cable.Cable`` on its own (Amaranth simulator, no cocotb).
 
-The bench plays both chips: it frames cocotbext-pcie TLPs with ``hardip.tlp_to_beats`` (dirty
+The harness plays both chips: it frames cocotbext-pcie TLPs with
+``hardip.tlp_to_avalon_beats`` (dirty
 don't-care lanes, so "bit-identical" covers every bit), offers them on ``<s>_tx_st_*`` obeying
 ready latency 2 as aggressively as allowed (a beat in every cycle t where ready was 1 in t-2),
 and collects ``<s>_rx_st_*``, checking the RX ready latency and that valid never drops inside a
@@ -20,7 +21,7 @@ from cocotbext.pcie.core.tlp import Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId
 
 from peach2.sim.cable import Cable, default_update_latency
-from peach2.sim.hardip import Beat, beats_to_tlp, tlp_to_beats
+from peach2.sim.hardip import AvalonBeat, avalon_beats_to_tlp, tlp_to_avalon_beats
 
 SIDES = ("a", "b")
 OTHER = {"a": "b", "b": "a"}
@@ -83,9 +84,9 @@ def wire_cycles(tlp):
     return -(-tlp.get_wire_size() // 16)
 
 
-# ---------------------------------------------------------------------------------- bench
+# -------------------------------------------------------------------------------- harness
 class Side:
-    """One chip as seen by the bench: what it sends (TX) and what it receives (RX)."""
+    """One chip as seen by the harness: what it sends (TX) and what it receives (RX)."""
 
     def __init__(self, name):
         self.name = name
@@ -102,7 +103,7 @@ class Side:
         self.rx_ready_p = 1.0         # probability of rx_st_ready (when no rx_ready_fn)
 
     def push(self, tlp, err_at=None, rng=None):
-        beats = tlp_to_beats(tlp, rng=rng)
+        beats = tlp_to_avalon_beats(tlp, rng=rng)
         if err_at is not None:
             beats[err_at] = beats[err_at]._replace(err=True)
         self.queue.append((tlp, beats, err_at))
@@ -112,13 +113,13 @@ class Side:
         return self.cur is None and not self.queue
 
 
-class Bench:
+class CableHarness:
     def __init__(self, cable, seed=0):
         self.dut, self.rng = cable, random.Random(seed)
         self.sides = {s: Side(s) for s in SIDES}
         self.t = 0
         self.up_fn = lambda b: 1
-        self.rx_ready_fn = None       # (bench, side) -> 0/1
+        self.rx_ready_fn = None       # (harness, side) -> 0/1
         self.mask_fn = None
         self.stop_fn = None
         self.watch = {}               # name -> signal, sampled every cycle into self.trace
@@ -170,7 +171,7 @@ class Bench:
             allowed = t >= 2 and side.rx_ready[t - 2]
             if ctx.get(self.sig(s, "rx_st_valid")):
                 assert allowed, f"{s}_rx_st_valid at cycle {t}, rx_st_ready was 0 at {t - 2}"
-                b = Beat(*(ctx.get(self.sig(s, f"rx_st_{n}"))
+                b = AvalonBeat(*(ctx.get(self.sig(s, f"rx_st_{n}"))
                            for n in ("data", "sop", "eop", "empty")))
                 b = b._replace(sop=bool(b.sop), eop=bool(b.eop))
                 assert (ctx.get(self.sig(s, "rx_st_err")), ctx.get(self.sig(s, "rx_st_bardec")),
@@ -188,7 +189,7 @@ class Bench:
             self.trace.setdefault(name, []).append(ctx.get(sig))
 
     def run(self, max_cycles, until_delivered=True):
-        async def bench(ctx):
+        async def testbench(ctx):
             try:
                 await loop(ctx)
             finally:
@@ -211,7 +212,7 @@ class Bench:
                                                  for s, x in self.sides.items()))
         sim = Simulator(self.dut)
         sim.add_clock(4e-9)
-        sim.add_testbench(bench)
+        sim.add_testbench(testbench)
         sim.run()
 
     def expected(self, s):
@@ -230,7 +231,7 @@ class Bench:
         sent = [x for x in self.sides[OTHER[s]].sent if not x["err"]]
         for k, (g, w, x) in enumerate(zip(got, want, sent)):
             assert g == norm(w), f"{s}: TLP {k} differs"
-            tlp = beats_to_tlp(g)
+            tlp = avalon_beats_to_tlp(g)
             assert tlp.pack_header() == x["tlp"].pack_header()
             assert bytes(tlp.get_data()) == bytes(x["tlp"].get_data())
 
@@ -289,13 +290,13 @@ def test_random_traffic_both_directions(seed, small):
               update_latency=11, latency=5) if small else dict(latency=4, tx_pipeline=2,
                                                                rx_pipeline=1)
     cable = Cable(**kw)
-    b = Bench(cable, seed)
+    b = CableHarness(cable, seed)
     for s in SIDES:
         side = b.sides[s]
         side.pause, side.rx_ready_p = rng.choice([0.0, 0.3, 0.6]), rng.choice([0.4, 0.8, 1.0])
         for _ in range(120):
             side.push(random_tlp(rng), rng=rng)
-    b.mask_fn = lambda bench, s: int(bench.t % 97 < 20)      # holds non-posted now and then
+    b.mask_fn = lambda harness, s: int(harness.t % 97 < 20)      # holds non-posted now and then
     b.run(40000)
     for s in SIDES:
         b.check_delivery(s)
@@ -318,17 +319,17 @@ def test_lone_tlp_arrival_time(latency, tx_pipe, rx_pipe):
     tlps = [mwr(rng, 64, True, 1), mwr(rng, 1, False, 0), mrd(rng, 32), cpl(rng, 5),
             mwr(rng, 37, True, 0)]
     cable = Cable(latency=latency, tx_pipeline=tx_pipe, rx_pipeline=rx_pipe)
-    b = Bench(cable)
+    b = CableHarness(cable)
     b.watch = {"a2b_tlps": cable.a2b_tlps, "b2a_tlps": cable.b2a_tlps}
     gap = 400                                   # far apart: each TLP is alone on the cable
     b.sides["a"].queue = deque()
     sched = {0: ("a", 0), gap: ("b", 1), 2 * gap: ("a", 2), 3 * gap: ("b", 3), 4 * gap: ("a", 4)}
 
-    def stop(bench):
-        if bench.t in sched:
-            s, k = sched[bench.t]
-            bench.sides[s].push(tlps[k], rng=rng)
-        return bench.t > 5 * gap
+    def stop(harness):
+        if harness.t in sched:
+            s, k = sched[harness.t]
+            harness.sides[s].push(tlps[k], rng=rng)
+        return harness.t > 5 * gap
     b.stop_fn = stop
     b.run(6 * gap)
     for s in SIDES:
@@ -354,7 +355,7 @@ def test_throughput_256B_writes(both):
     rng = random.Random(11)
     cable = Cable()
     n, k0, k1 = 260, 40, 240
-    b = Bench(cable)
+    b = CableHarness(cable)
     stream(b.sides["a"], rng, n)
     if both:
         stream(b.sides["b"], rng, n)
@@ -386,14 +387,14 @@ def test_sender_stops_at_advertised_credits(ndw, credits, limit):
     rng = random.Random(3)
     nbuf = 8
     cable = Cable(rx_credits=credits, tx_buffer_tlps=nbuf)
-    b = Bench(cable)
+    b = CableHarness(cable)
     a = b.sides["a"]
     for _ in range(30):
         a.push(mwr(rng, ndw, False, 0), rng=rng)      # 3-DW header, payload from DW 4
     nbeats = len(a.queue[0][1])
     hold = 800
-    b.rx_ready_fn = lambda bench, s: int(bench.t >= hold)
-    b.stop_fn = lambda bench: bench.t > hold and bench.delivered()
+    b.rx_ready_fn = lambda harness, s: int(harness.t >= hold)
+    b.stop_fn = lambda harness: harness.t > hold and harness.delivered()
     b.watch = {"tlps": cable.a2b_tlps, "bytes": cable.a2b_bytes, "cred": cable.a_tx_cred,
                "stall": cable.a2b_stall}
     b.run(20000)
@@ -422,19 +423,19 @@ def test_tx_err_nullifies():
     """(f): err on the first, a middle or the last beat drops the TLP; the others pass."""
     rng = random.Random(5)
     cable = Cable(rx_credits=(4, 64, 4, 4))
-    b = Bench(cable)
+    b = CableHarness(cable)
     a = b.sides["a"]
     bad = {}
     for k in range(24):
         tlp = mwr(rng, rng.choice([1, 3, 16, 64]), rng.random() < 0.5, rng.randrange(2))
-        nb = len(tlp_to_beats(tlp))
+        nb = len(tlp_to_avalon_beats(tlp))
         err_at = [None, 0, nb // 2, nb - 1][k % 4]
         a.push(tlp, err_at=err_at, rng=rng)
         if err_at is not None:
             bad[k] = tlp
     b.watch = {"tlps": cable.a2b_tlps, "bytes": cable.a2b_bytes, "cred": cable.a_tx_cred}
     U = cable.update_latency          # run on until the last credits are back at A
-    b.stop_fn = lambda bench: bench.delivered() and bench.t > bench.sides["b"].got[-1][2] + U + 20
+    b.stop_fn = lambda h: h.delivered() and h.t > h.sides["b"].got[-1][2] + U + 20
     b.run(20000)
     b.check_delivery("b")
     good = [x for x in a.sent if not x["err"]]
@@ -451,7 +452,7 @@ def test_credit_return_after_updatefc_latency(U, latency):
     rng = random.Random(9)
     cable = Cable(rx_credits=(1, 64, 1, 1), update_latency=U, latency=latency)
     U = cable.update_latency
-    b = Bench(cable)
+    b = CableHarness(cable)
     for _ in range(4):
         b.sides["a"].push(mwr(rng, 16), rng=rng)
     b.watch = {"tlps": cable.a2b_tlps}
@@ -469,13 +470,13 @@ def test_credit_return_after_updatefc_latency(U, latency):
 def test_rx_mask_holds_nonposted_in_order():
     rng = random.Random(4)
     cable = Cable()
-    b = Bench(cable)
+    b = CableHarness(cable)
     a = b.sides["a"]
     a.push(mwr(rng, 4), rng=rng)
     a.push(mrd(rng, 8), rng=rng)
     a.push(mwr(rng, 8), rng=rng)        # held behind the masked read (in-order queue)
     release = 500
-    b.mask_fn = lambda bench, s: int(bench.t < release)
+    b.mask_fn = lambda harness, s: int(harness.t < release)
     b.watch = {"tlps": cable.a2b_tlps}
     b.run(3000)
     got = b.sides["b"].got
@@ -490,30 +491,30 @@ def test_link_down_drops_and_recovers():
     rng = random.Random(8)
     ph = 2
     cable = Cable(rx_credits=(ph, 64, 2, 2))
-    b = Bench(cable)
+    b = CableHarness(cable)
     a = b.sides["a"]
     for _ in range(60):
         a.push(mwr(rng, 16, False, 0), rng=rng)
     t_ready, t_hold2 = 300, 160
     ev = {}
 
-    def up_fn(bench):
-        t = bench.t
-        if "down" not in ev and t > t_ready and bench.sides["b"].rx_in:
+    def up_fn(harness):
+        t = harness.t
+        if "down" not in ev and t > t_ready and harness.sides["b"].rx_in:
             ev["down"] = t                       # B's chip is inside a TLP: pull the cable
         if "down" in ev and "up" not in ev and t >= ev["down"] + 50:
             ev["up"] = t
         return int("down" not in ev or "up" in ev)
 
-    def rx_ready_fn(bench, s):
+    def rx_ready_fn(harness, s):
         if s == "a":
             return 1
-        if bench.t < t_ready:
+        if harness.t < t_ready:
             return 0
-        return int("up" not in ev or bench.t >= ev["up"] + t_hold2)
+        return int("up" not in ev or harness.t >= ev["up"] + t_hold2)
     b.up_fn, b.rx_ready_fn = up_fn, rx_ready_fn
     b.watch = {"tlps": cable.a2b_tlps, "cred": cable.a_tx_cred}
-    b.stop_fn = lambda bench: "up" in ev and bench.t > ev["up"] + t_hold2 + 2000
+    b.stop_fn = lambda harness: "up" in ev and harness.t > ev["up"] + t_hold2 + 2000
     b.run(6000)
     down, up = ev["down"], ev["up"]
     tr = b.trace["tlps"]

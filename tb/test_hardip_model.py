@@ -1,7 +1,7 @@
 """Pure-Python tests of the Stratix IV 128-bit framing in :mod:`peach2.sim.hardip`.
 
-No simulator: ``tlp_to_beats`` / ``beats_to_tlp`` are checked against the framing rules of the
-brief (section 3) and against each other, for every TLP kind the chip moves.
+No simulator: ``tlp_to_avalon_beats`` / ``avalon_beats_to_tlp`` are checked against the framing
+rules of the brief (section 3) and against each other, for every TLP kind the chip moves.
 """
 
 import random
@@ -10,7 +10,9 @@ import pytest
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId
 
-from peach2.sim.hardip import Beat, FramingError, beats_to_tlp, payload_offset, tlp_to_beats
+from peach2.sim.hardip import (
+    AvalonBeat, FramingError, avalon_beats_to_tlp, payload_offset, tlp_to_avalon_beats,
+)
 
 LENGTHS = sorted({1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 255,
                   256, 511, 1023, 1024} | set(random.Random(1).sample(range(1, 1025), 12)))
@@ -65,8 +67,8 @@ def lanes(beats):
 
 
 def roundtrip(tlp, **kw):
-    beats = tlp_to_beats(tlp, **kw)
-    back = beats_to_tlp(beats)
+    beats = tlp_to_avalon_beats(tlp, **kw)
+    back = avalon_beats_to_tlp(beats)
     assert bytes(back.pack()) == bytes(tlp.pack())
     assert back == tlp
     return beats
@@ -104,7 +106,7 @@ def test_mwr(is64, bit2, ndw):
                                                (True, 0, 17), (True, 1, 18)])
 def test_256_byte_mwr_beats(is64, bit2, n_beats):
     addr = (0x2_0000_0000 if is64 else 0x1000) + 4 * bit2
-    beats = tlp_to_beats(mwr(addr, 64, is64))
+    beats = tlp_to_avalon_beats(mwr(addr, 64, is64))
     assert len(beats) == n_beats
 
 
@@ -150,29 +152,29 @@ def test_partial_byte_enables():
 @pytest.mark.parametrize("is64,bit2", [(False, 0), (False, 1), (True, 0), (True, 1)])
 def test_dirty_pad_roundtrip(is64, bit2):
     tlp = mwr((0x5_0000_0000 if is64 else 0x2000) + 4 * bit2, 6, is64)
-    clean = tlp_to_beats(tlp)
+    clean = tlp_to_avalon_beats(tlp)
     dirty = roundtrip(tlp, rng=random.Random(7))
     assert len(dirty) == len(clean)
     assert any(c.data != d.data for c, d in zip(clean, dirty))  # pad or tail filled
 
 
 def test_framing_errors():
-    beats = tlp_to_beats(mwr(0x1000, 8, False))
+    beats = tlp_to_avalon_beats(mwr(0x1000, 8, False))
     with pytest.raises(FramingError) as e:
-        beats_to_tlp(beats[:-1])
+        avalon_beats_to_tlp(beats[:-1])
     assert e.value.rule == "eop"
     cut = beats[:-2] + [beats[-2]._replace(eop=True)]
     with pytest.raises(FramingError) as e:
-        beats_to_tlp(cut)
+        avalon_beats_to_tlp(cut)
     assert e.value.rule == "length"
     bad_empty = beats[:-1] + [beats[-1]._replace(empty=1 - beats[-1].empty)]
     with pytest.raises(FramingError) as e:
-        beats_to_tlp(bad_empty)
+        avalon_beats_to_tlp(bad_empty)
     assert e.value.rule == "empty"
     with pytest.raises(FramingError) as e:
-        beats_to_tlp([beats[0]._replace(sop=False)] + beats[1:])
+        avalon_beats_to_tlp([beats[0]._replace(sop=False)] + beats[1:])
     assert e.value.rule == "sop"
-    extra = beats[:-1] + [beats[-1]._replace(eop=False), Beat(0, False, True, 1)]
+    extra = beats[:-1] + [beats[-1]._replace(eop=False), AvalonBeat(0, False, True, 1)]
     with pytest.raises(FramingError) as e:
-        beats_to_tlp(extra)
+        avalon_beats_to_tlp(extra)
     assert e.value.rule == "length"

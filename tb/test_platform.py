@@ -206,7 +206,7 @@ def test_config_sampler():
     sim.add_clock(4e-9)
     seen = []
 
-    async def bench(ctx):
+    async def testbench(ctx):
         async def present(add, ctl, cycles=8):
             ctx.set(dut.tl_cfg_add, add)
             ctx.set(dut.tl_cfg_ctl, ctl)
@@ -226,7 +226,7 @@ def test_config_sampler():
         await present(0x0, 0)                       # another register: ID kept
         assert ctx.get(dut.pcie_id) == (bus << 8) | (dev << 3)
 
-    sim.add_testbench(bench)
+    sim.add_testbench(testbench)
     sim.run()
 
 

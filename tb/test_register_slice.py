@@ -29,7 +29,7 @@ def test_order_and_no_loss_under_random_stalls(seed):
     p_valid, p_ready = rng.choice([0.3, 0.7, 1.0]), rng.choice([0.3, 0.7, 1.0])
 
     def factory(dut):
-        async def bench(ctx):
+        async def testbench(ctx):
             pending = list(sent)
             for _ in range(20000):
                 if not pending and len(got) == len(sent):
@@ -47,7 +47,7 @@ def test_order_and_no_loss_under_random_stalls(seed):
                 await ctx.tick()
             else:
                 raise AssertionError(f"slice stalled: {len(got)} of {len(sent)} beats out")
-        return bench
+        return testbench
 
     _run(factory)
     assert got == sent
@@ -57,7 +57,7 @@ def test_ready_does_not_follow_output_ready():
     seen = []
 
     def factory(dut):
-        async def bench(ctx):
+        async def testbench(ctx):
             rng = random.Random(7)
             for _ in range(300):
                 ctx.set(dut.i.valid, rng.random() < 0.8)
@@ -69,7 +69,7 @@ def test_ready_does_not_follow_output_ready():
                 seen.append((low, high))
                 ctx.set(dut.o.ready, rng.random() < 0.5)
                 await ctx.tick()
-        return bench
+        return testbench
 
     _run(factory)
     assert all(low == high for low, high in seen)
@@ -80,7 +80,7 @@ def test_full_rate_and_no_bubble_after_stall():
     cycles = []
 
     def factory(dut):
-        async def bench(ctx):
+        async def testbench(ctx):
             ctx.set(dut.i.valid, 1)
             value = 0
             for cycle in range(60):
@@ -92,7 +92,7 @@ def test_full_rate_and_no_bubble_after_stall():
                 if ctx.get(dut.o.valid) and ctx.get(dut.o.ready):
                     cycles.append((cycle, ctx.get(dut.o.p)))
                 await ctx.tick()
-        return bench
+        return testbench
 
     _run(factory)
     beats = [v for _, v in cycles]

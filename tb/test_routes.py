@@ -9,19 +9,16 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent / "csr"))
-
-from test_driver import ModelBar  # noqa: E402  (BAR 0 backed by the register model)
-
-import peach2.sim.driver as driver_module  # noqa: E402
-import peach2.sim.topology as topology_module  # noqa: E402
-from peach2.cli import main  # noqa: E402
-from peach2.sim.cluster_layout import AddressMap, Topology, default_address_map  # noqa: E402
-from peach2.sim.driver import Driver  # noqa: E402
-from peach2.sim.route_tables import (  # noqa: E402
+import peach2.sim.driver as driver_module
+import peach2.sim.topology as topology_module
+from peach2.cli import main
+from peach2.sim.cluster_layout import AddressMap, Topology, default_address_map
+from peach2.sim.csr_harness import ModelBar  # BAR 0 backed by the register model
+from peach2.sim.driver import Driver
+from peach2.sim.route_tables import (
     RouteTableFull, RoutingError, match_route, routes_for,
 )
-from peach2.sim.routes import RouteSet, cost_table  # noqa: E402
+from peach2.sim.routes import RouteSet, cost_table
 
 AMAP = default_address_map()
 RINGS = [f"ring:{k}" for k in range(2, 17)]

@@ -30,7 +30,6 @@ the Python side's CPU time over ``all_to_all_pio``'s traffic window, read with `
 
 import cProfile
 import json
-import os
 import random
 import time
 
@@ -42,11 +41,11 @@ from peach2.sim import dma_model
 from peach2.sim.calibration import PER_HOP_NS, PIO_NEIGHBOUR_NS
 from peach2.sim.cluster import Cluster, default_address_map, write_tlps
 from peach2.sim.cluster_layout import Topology
+from peach2.sim.cocotb_env import run_inputs
 from peach2.sim.dma import Chain
 from peach2.sim.route_tables import match_route
 
-PARAMS = json.loads(os.environ.get("PEACH2_PARAMS", "{}"))
-SEED = int(os.environ.get("PEACH2_SEED", "0"))
+PARAMS, SEED = run_inputs()
 DROPS = ("UNROUTABLE", "WINDOW_CLOSED", "UNSUPPORTED", "READ_REJECTED", "MALFORMED",
          "POISONED", "RX_ERR", "UNEXPECTED_CPL", "UR_SENT")
 PORT_NAMES = "NEWS"

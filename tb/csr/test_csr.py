@@ -8,29 +8,26 @@
 
 Every stream test runs with no pauses, a fixed pause pattern and seeded random pauses on both
 ``i_req`` (idle gaps) and ``o_cpl`` (backpressure); the seed is in every assertion message.
-Expected values come from :class:`csr_bench.RegModel` (the register description) and the PCIe
-rules in ``csr_bench``, never from the gateware.
+Expected values come from :class:`peach2.sim.csr_harness.RegModel` (the register description)
+and the PCIe rules in :mod:`peach2.sim.csr_harness`, never from the gateware.
 """
 
 import random
-import sys
 from pathlib import Path
 
 import pytest
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from csr_bench import (  # noqa: E402
-    Bench, RegModel, SimBar, expected_byte_count, expected_lower_address, make_read, make_write,
+from peach2.csr import CSR, REGMAP, Access, CountReason, Port, RouteEntry
+from peach2.csr.regmap import N_REASONS, VERSION_MAJOR, VERSION_MINOR, peach2_regmap
+from peach2.sim.csr_harness import (
+    CsrHarness, RegModel, SimBar, expected_byte_count, expected_lower_address, make_read,
+    make_write,
 )
-
-from peach2.csr import CSR, REGMAP, Access, CountReason, Port, RouteEntry  # noqa: E402
-from peach2.csr.regmap import N_REASONS, VERSION_MAJOR, VERSION_MINOR, peach2_regmap  # noqa: E402
-from peach2.sim.driver import AddressMap, Driver, Topology, routes_for  # noqa: E402
-from peach2.sim.tlpstream import Beat  # noqa: E402
-from peach2.tlp.layouts import header_from_bytes  # noqa: E402
+from peach2.sim.driver import AddressMap, Driver, Topology, routes_for
+from peach2.sim.tlpstream import Beat
+from peach2.tlp.layouts import header_from_bytes
 
 PAUSES = ["none", "fixed", "random"]
 COMPLETER = 0x2a08
@@ -54,12 +51,12 @@ def expected_cpl(req, data_dws=None):
     return cpl
 
 
-def check_cpl(bench, got_index, req, data_dws):
+def check_cpl(harness, got_index, req, data_dws):
     """Compare completion ``got_index`` with the expected one: header bits and data."""
     exp = expected_cpl(req, data_dws)
-    beats = bench.cpl_beats[got_index]
-    got = bench.completions[got_index]
-    where = f"{req!r} {bench.where()}"
+    beats = harness.cpl_beats[got_index]
+    got = harness.completions[got_index]
+    where = f"{req!r} {harness.where()}"
     assert len(beats) == 1, f"{len(beats)} beats {where}"
     assert beats[0].hdr == header_from_bytes(bytes(exp.pack_header())), \
         f"header\n got {got!r}\n exp {exp!r}\n {where}"
@@ -68,16 +65,16 @@ def check_cpl(bench, got_index, req, data_dws):
     assert got == exp, f"\n got {got!r}\n exp {exp!r}\n {where}"
 
 
-async def read_check(ctx, bench, model, req, counters=None):
-    n = len(bench.completions)
-    await bench.send(ctx, req)
-    await bench.wait_completions(ctx, n + 1)
+async def read_check(ctx, harness, model, req, counters=None):
+    n = len(harness.completions)
+    await harness.send(ctx, req)
+    await harness.wait_completions(ctx, n + 1)
     base = req.address & 0xfff
     if req.length in (1, 2) and base + 4 * req.length <= 0x1000:
         data = [model.read(base + 4 * k, counters) for k in range(req.length)]
     else:
         data = None
-    check_cpl(bench, n, req, data)
+    check_cpl(harness, n, req, data)
 
 
 def set_hw_inputs(ctx, dut, model, rng):
@@ -128,14 +125,14 @@ def test_registers_random(pauses):
     """Random 1-/2-DW reads and writes with byte enables, 3- and 4-DW headers, vs the model."""
     seed = 100 + PAUSES.index(pauses)
     dut = CSR()
-    bench = Bench(dut, seed=seed, idle=pauses, backpressure=pauses)
+    harness = CsrHarness(dut, seed=seed, idle=pauses, backpressure=pauses)
     model = RegModel(dut.regmap)
-    rng = bench.rng
+    rng = harness.rng
     rw = rw_offsets(dut.regmap)
     others = [0x000, 0x004, 0x008, 0x020, 0x02c, 0x030, 0x038, 0x0fc, 0x200, 0x7fc, 0x840,
               0xffc, 0xff8]
 
-    async def tb(ctx, bench):
+    async def tb(ctx, harness):
         set_hw_inputs(ctx, dut, model, rng)
         for _ in range(160):
             off = rng.choice(rw) if rng.random() < 0.75 else rng.choice(others)
@@ -148,20 +145,20 @@ def test_registers_random(pauses):
             if rng.random() < 0.6:
                 dws = [rng.getrandbits(32) for _ in range(length)]
                 req = make_write(high | off, dws, first_be, last_be, force_64=force_64)
-                await bench.send(ctx, req)
+                await harness.send(ctx, req)
                 model.apply_write_tlp(req)
             else:
                 req = make_read(high | off, length, first_be, last_be, force_64=force_64,
                                 requester_id=rng.getrandbits(16), tag=rng.randrange(256),
                                 tc=rng.randrange(8), attr=rng.randrange(4))
-                await read_check(ctx, bench, model, req)
-        await bench.settle(ctx)
-        check_ports(ctx, dut, model, bench.where())
+                await read_check(ctx, harness, model, req)
+        await harness.settle(ctx)
+        check_ports(ctx, dut, model, harness.where())
         for off in rw:
-            await read_check(ctx, bench, model, make_read(off))
-        assert bench.bad_count == 0, bench.where()
+            await read_check(ctx, harness, model, make_read(off))
+        assert harness.bad_count == 0, harness.where()
 
-    bench.run(tb)
+    harness.run(tb)
 
 
 @pytest.mark.parametrize("n_routes,buffer_beats,s_is_rc", [
@@ -170,13 +167,13 @@ def test_registers_random(pauses):
 def test_constants_and_inputs(n_routes, buffer_beats, s_is_rc):
     """ID, VERSION, CONFIG from the build parameters; PORT_STATUS/PCIE_ID from the inputs."""
     dut = CSR(n_routes=n_routes, buffer_beats=buffer_beats, s_is_rc=s_is_rc)
-    bench = Bench(dut, seed=7)
+    harness = CsrHarness(dut, seed=7)
     model = RegModel(dut.regmap)
     rm = dut.regmap
 
-    async def tb(ctx, bench):
-        set_hw_inputs(ctx, dut, model, bench.rng)
-        bar = SimBar(bench, ctx)
+    async def tb(ctx, harness):
+        set_hw_inputs(ctx, dut, model, harness.rng)
+        bar = SimBar(harness, ctx)
 
         async def rd(name, index=None):
             return int.from_bytes(await bar.read(rm[name].offset_of(index), 4), "little")
@@ -203,39 +200,39 @@ def test_constants_and_inputs(n_routes, buffer_beats, s_is_rc):
         assert ctx.get(dut.route[n_routes - 1]).port == 3
         assert ctx.get(dut.route[n_routes - 1]).enable == 1
 
-    bench.run(tb)
+    harness.run(tb)
 
 
 def test_whole_bar():
     """Fill every rw register with long writes (walking, multi-beat), then read all 4 KiB."""
     dut = CSR()
-    bench = Bench(dut, seed=17)
+    harness = CsrHarness(dut, seed=17)
     model = RegModel(dut.regmap)
-    rng = bench.rng
+    rng = harness.rng
 
-    async def tb(ctx, bench):
+    async def tb(ctx, harness):
         set_hw_inputs(ctx, dut, model, rng)
         # One 1024-DW write (length field 0) covers the BAR, actions included.
         dws = [rng.getrandbits(32) for _ in range(1024)]
         dws[REGMAP["COUNTER_CLEAR"].offset // 4] = 0
         dws[REGMAP["MSI"].offset // 4] = 0x1d
         req = make_write(0, dws)
-        await bench.send(ctx, req)
+        await harness.send(ctx, req)
         model.apply_write_tlp(req)
-        await bench.settle(ctx)
-        assert bench.msi == [0x1d], bench.where()
-        check_ports(ctx, dut, model, bench.where())
+        await harness.settle(ctx)
+        assert harness.msi == [0x1d], harness.where()
+        check_ports(ctx, dut, model, harness.where())
         for start, n in ((0x00c, 4), (0x100, 64), (0x200, 64)):
             req = make_write(start, [rng.getrandbits(32) for _ in range(n)])
-            await bench.send(ctx, req)
+            await harness.send(ctx, req)
             model.apply_write_tlp(req)
         for off in range(0, 0x1000, 8):
-            await read_check(ctx, bench, model, make_read(off, 2, 0xf, 0xf))
-        await bench.settle(ctx)
-        check_ports(ctx, dut, model, bench.where())
-        assert bench.bad_count == 0, bench.where()
+            await read_check(ctx, harness, model, make_read(off, 2, 0xf, 0xf))
+        await harness.settle(ctx)
+        check_ports(ctx, dut, model, harness.where())
+        assert harness.bad_count == 0, harness.where()
 
-    bench.run(tb)
+    harness.run(tb)
 
 
 @pytest.mark.parametrize("pauses", PAUSES)
@@ -244,11 +241,11 @@ def test_long_writes(pauses):
     end of the BAR is dropped and raises bad_req once."""
     seed = 200 + PAUSES.index(pauses)
     dut = CSR()
-    bench = Bench(dut, seed=seed, idle=pauses, backpressure=pauses)
+    harness = CsrHarness(dut, seed=seed, idle=pauses, backpressure=pauses)
     model = RegModel(dut.regmap)
-    rng = bench.rng
+    rng = harness.rng
 
-    async def tb(ctx, bench):
+    async def tb(ctx, harness):
         set_hw_inputs(ctx, dut, model, rng)
         bad = 0
         for _ in range(14):
@@ -260,16 +257,16 @@ def test_long_writes(pauses):
                 start = rng.choice([0x00c, 0x100, 0x104, 0x1f0, 0x2c0])
             first_be, last_be = rng.randrange(1, 16), rng.randrange(1, 16)
             req = make_write(start, [rng.getrandbits(32) for _ in range(n)], first_be, last_be)
-            await bench.send(ctx, req)
+            await harness.send(ctx, req)
             model.apply_write_tlp(req)
-        await bench.settle(ctx)
-        check_ports(ctx, dut, model, bench.where())
-        assert bench.bad_count == bad, f"bad_req {bench.bad_count}, expected {bad} " \
-                                       f"{bench.where()}"
+        await harness.settle(ctx)
+        check_ports(ctx, dut, model, harness.where())
+        assert harness.bad_count == bad, f"bad_req {harness.bad_count}, expected {bad} " \
+                                       f"{harness.where()}"
         for off in (0x00c, 0x010, 0x014, 0x018):
-            await read_check(ctx, bench, model, make_read(off))
+            await read_check(ctx, harness, model, make_read(off))
 
-    bench.run(tb)
+    harness.run(tb)
 
 
 @pytest.mark.parametrize("pauses", PAUSES)
@@ -278,37 +275,37 @@ def test_odd_reads(pauses):
     1 DW, byte count 1; every byte-enable pattern: PCIe byte count and lower address."""
     seed = 300 + PAUSES.index(pauses)
     dut = CSR()
-    bench = Bench(dut, seed=seed, idle=pauses, backpressure=pauses)
+    harness = CsrHarness(dut, seed=seed, idle=pauses, backpressure=pauses)
     model = RegModel(dut.regmap)
-    rng = bench.rng
+    rng = harness.rng
 
-    async def tb(ctx, bench):
+    async def tb(ctx, harness):
         set_hw_inputs(ctx, dut, model, rng)
         cas = [(0x000, 3), (0x100, 4), (0x104, 5), (0x800, 16), (0x010, 1023), (0x000, 1024),
                (0xffc, 2)]
         for off, length in cas:
             req = make_read(off, length, rng.randrange(1, 16), rng.randrange(1, 16),
                             tag=rng.randrange(256), requester_id=rng.getrandbits(16))
-            await read_check(ctx, bench, model, req)
-        assert bench.bad_count == len(cas), bench.where()
+            await read_check(ctx, harness, model, req)
+        assert harness.bad_count == len(cas), harness.where()
         for be in range(16):                          # 1 DW, every first_be (0: zero-length)
-            await read_check(ctx, bench, model, make_read(0x004 | rng.choice([0, 0x40]), 1, be))
+            await read_check(ctx, harness, model, make_read(0x004 | rng.choice([0, 0x40]), 1, be))
         for first_be in range(1, 16, 3):              # 2 DWs, also not QW-aligned
             for last_be in (1, 3, 8, 12, 15):
                 off = rng.choice([0x000, 0x00c, 0x014, 0x07c])
-                await read_check(ctx, bench, model, make_read(off, 2, first_be, last_be))
+                await read_check(ctx, harness, model, make_read(off, 2, first_be, last_be))
         # 10-bit tags, traffic class, attributes, 4-DW headers, any bar.
         for _ in range(12):
             req = make_read(rng.getrandbits(52) << 12 | 0x008, 1, 0xf, force_64=True,
                             requester_id=rng.getrandbits(16), tag=rng.randrange(1024),
                             tc=rng.randrange(8), attr=rng.randrange(8))
-            n = len(bench.completions)
-            await bench.send(ctx, req, bar=1 << rng.randrange(6))
-            await bench.wait_completions(ctx, n + 1)
-            check_cpl(bench, n, req, [model.read(0x008)])
-        assert bench.bad_count == len(cas), bench.where()
+            n = len(harness.completions)
+            await harness.send(ctx, req, bar=1 << rng.randrange(6))
+            await harness.wait_completions(ctx, n + 1)
+            check_cpl(harness, n, req, [model.read(0x008)])
+        assert harness.bad_count == len(cas), harness.where()
 
-    bench.run(tb)
+    harness.run(tb)
 
 
 @pytest.mark.parametrize("pauses", PAUSES)
@@ -317,7 +314,7 @@ def test_counters_while_running(pauses):
     running, and ignore reserved reasons."""
     seed = 400 + PAUSES.index(pauses)
     dut = CSR()
-    bench = Bench(dut, seed=seed, idle=pauses, backpressure=pauses)
+    harness = CsrHarness(dut, seed=seed, idle=pauses, backpressure=pauses)
     rng = random.Random(seed)
     counts = [0] * 64
     state = {"run": True, "cycle": 0}
@@ -334,11 +331,11 @@ def test_counters_while_running(pauses):
             for i in range(64):
                 counts[i] += v >> i & 1
 
-    bench.sim.add_testbench(strobes, background=True)
+    harness.sim.add_testbench(strobes, background=True)
 
-    async def tb(ctx, bench):
+    async def tb(ctx, harness):
         set_hw_inputs(ctx, dut, RegModel(REGMAP), rng)
-        bar = SimBar(bench, ctx)
+        bar = SimBar(harness, ctx)
 
         async def rd(flat):
             return int.from_bytes(await bar.read(reg.offset + 4 * flat, 4), "little")
@@ -349,7 +346,7 @@ def test_counters_while_running(pauses):
             got = await rd(flat)
             hi = 0 if flat in reg.reserved else counts[flat]
             assert lo <= got <= hi, f"COUNT flat {flat}: {got} not in [{lo}, {hi}] " \
-                                    f"{bench.where()}"
+                                    f"{harness.where()}"
         # Clear while running: afterwards each counter holds the strobes since the clear.
         before = list(counts)
         await bar.write(REGMAP["COUNTER_CLEAR"].offset, (1).to_bytes(4, "little"))
@@ -361,30 +358,30 @@ def test_counters_while_running(pauses):
         for flat in range(64):
             got = values[flat] = await rd(flat)
             if flat in reg.reserved:
-                assert got == 0, f"reserved COUNT flat {flat} reads {got} {bench.where()}"
+                assert got == 0, f"reserved COUNT flat {flat} reads {got} {harness.where()}"
             else:
                 assert counts[flat] - after[flat] <= got <= counts[flat] - before[flat], \
-                    f"COUNT flat {flat} after clear: {got} {bench.where()}"
+                    f"COUNT flat {flat} after clear: {got} {harness.where()}"
                 assert ctx.get(dut._counters[flat]) == got
         # Writes of 0, or with byte 0 disabled, do not clear.
         await bar.write(REGMAP["COUNTER_CLEAR"].offset, (0xfffffffe).to_bytes(4, "little"))
         await bar.write(REGMAP["COUNTER_CLEAR"].offset + 1, b"\xff")
         for flat in hw[::7]:
-            assert await rd(flat) == values[flat], f"COUNT flat {flat} {bench.where()}"
+            assert await rd(flat) == values[flat], f"COUNT flat {flat} {harness.where()}"
         assert await bar.read(REGMAP["COUNTER_CLEAR"].offset, 4) == bytes(4)
 
-    bench.run(tb)
+    harness.run(tb)
 
 
 def test_counter_saturation():
     """Counters stop at all-ones: narrow counters by strobing, 32-bit ones preloaded."""
     for width, preload in ((3, None), (32, 0xffff_fffc)):
         dut = CSR(counter_width=width)
-        bench = Bench(dut, seed=5)
+        harness = CsrHarness(dut, seed=5)
         reg = REGMAP["COUNT"]
         top = (1 << width) - 1
 
-        async def tb(ctx, bench):
+        async def tb(ctx, harness):
             ctx.set(dut.completer_id, COMPLETER)
             if preload is not None:
                 for c in dut._counters.values():
@@ -393,7 +390,7 @@ def test_counter_saturation():
                 ctx.set(dut.count_inc.as_value(), (1 << 64) - 1)
                 await ctx.tick()
             ctx.set(dut.count_inc.as_value(), 0)
-            bar = SimBar(bench, ctx)
+            bar = SimBar(harness, ctx)
             for flat in range(0, 64, 3):
                 got = int.from_bytes(await bar.read(reg.offset + 4 * flat, 4), "little")
                 assert got == (0 if flat in reg.reserved else top), \
@@ -402,42 +399,42 @@ def test_counter_saturation():
             for flat in range(0, 64, 5):
                 assert await bar.read(reg.offset + 4 * flat, 4) == bytes(4)
 
-        bench.run(tb)
+        harness.run(tb)
 
 
 def test_clear_in_event_cycle():
     """An event in the cycle of the clear counts as the first after it (no event is lost)."""
     dut = CSR()
-    bench = Bench(dut, seed=6)
+    harness = CsrHarness(dut, seed=6)
     seen = []
 
     async def watch(ctx):
         async for _, _, value in ctx.tick().sample(dut._counters[0]):
             seen.append(value)
 
-    bench.sim.add_testbench(watch, background=True)
+    harness.sim.add_testbench(watch, background=True)
 
-    async def tb(ctx, bench):
+    async def tb(ctx, harness):
         ctx.set(dut.completer_id, COMPLETER)
         ctx.set(dut.count_inc[0], 1)                    # an event every cycle
-        bar = SimBar(bench, ctx)
+        bar = SimBar(harness, ctx)
         await bar.write(REGMAP["COUNTER_CLEAR"].offset, b"\x01\x00\x00\x00")
-        await bench.settle(ctx)
+        await harness.settle(ctx)
         drops = [(a, b) for a, b in zip(seen, seen[1:]) if b <= a]
         assert len(drops) == 1 and drops[0][1] == 1, drops
         assert all(b == a + 1 for a, b in zip(seen, seen[1:]) if (a, b) not in drops)
 
-    bench.run(tb)
+    harness.run(tb)
 
 
 def test_counter_index():
     """Strobe element p*16 + r counts in COUNT[p][r] and nowhere else."""
     dut = CSR()
-    bench = Bench(dut, seed=9)
+    harness = CsrHarness(dut, seed=9)
 
-    async def tb(ctx, bench):
+    async def tb(ctx, harness):
         ctx.set(dut.completer_id, COMPLETER)
-        drv = Driver(SimBar(bench, ctx))
+        drv = Driver(SimBar(harness, ctx))
         for k, (p, r) in enumerate([(Port.E, CountReason.UR_SENT), (Port.S, CountReason.RX_TLPS),
                                     (Port.N, CountReason.POISONED)]):
             for _ in range(k + 1):
@@ -451,7 +448,7 @@ def test_counter_index():
         assert got == expect
         assert await drv.read_reg("COUNT", ("S", "RX_TLPS")) == 2
 
-    bench.run(tb)
+    harness.run(tb)
 
 
 @pytest.mark.parametrize("pauses", ["none", "random"])
@@ -460,9 +457,9 @@ def test_dropped_requests(pauses):
     no completion, change nothing, and never hang the block."""
     seed = 500 + ["none", "random"].index(pauses)
     dut = CSR()
-    bench = Bench(dut, seed=seed, idle=pauses, backpressure=pauses)
+    harness = CsrHarness(dut, seed=seed, idle=pauses, backpressure=pauses)
     model = RegModel(dut.regmap)
-    rng = bench.rng
+    rng = harness.rng
     node = REGMAP["NODE"].offset
 
     def tlp(fmt_type, **kw):
@@ -473,20 +470,20 @@ def test_dropped_requests(pauses):
             setattr(t, k, v)
         return t
 
-    async def tb(ctx, bench):
+    async def tb(ctx, harness):
         set_hw_inputs(ctx, dut, model, rng)
-        await bench.send(ctx, make_write(node, [0x5]))
+        await harness.send(ctx, make_write(node, [0x5]))
         model.apply_write_tlp(make_write(node, [0x5]))
         expect_bad = 0
         # Poisoned write; single-beat write ended with err; read ended with err.
-        await bench.send(ctx, make_write(node, [0xa], ep=1))
-        await bench.send(ctx, make_write(node, [0xb]), err=True)
-        await bench.send(ctx, make_read(node), err=True)
+        await harness.send(ctx, make_write(node, [0xa], ep=1))
+        await harness.send(ctx, make_write(node, [0xb]), err=True)
+        await harness.send(ctx, make_read(node), err=True)
         expect_bad += 3
         # A multi-beat write ended with err: the beats before the err beat are applied
         # (documented); the err beat is not.
         req = make_write(0x100, list(range(1, 9)))
-        await bench.send(ctx, req, err=True)
+        await harness.send(ctx, req, err=True)
         model.apply_write_tlp(make_write(0x100, list(range(1, 5))))
         expect_bad += 1
         # Non-memory TLPs.
@@ -499,42 +496,42 @@ def test_dropped_requests(pauses):
                 data=bytes(20)),
         ]
         for t in others:
-            await bench.send(ctx, t)
+            await harness.send(ctx, t)
         expect_bad += len(others)
         msg = (0b001 << 29 | 0b10000 << 24) << 0                       # Msg, 4-DW, no data
-        await bench.send_beats(ctx, [Beat(msg, 0, 0, 1, 1)])
-        await bench.send_beats(ctx, [Beat(0, 0x1234, 0b1, 0, 1)])       # stray beat
+        await harness.send_beats(ctx, [Beat(msg, 0, 0, 1, 1)])
+        await harness.send_beats(ctx, [Beat(0, 0x1234, 0b1, 0, 1)])       # stray beat
         expect_bad += 2
-        await bench.settle(ctx)
-        assert bench.completions == [], f"{bench.completions} {bench.where()}"
-        assert bench.bad_count == expect_bad, f"bad_req {bench.bad_count} != {expect_bad} " \
-                                              f"{bench.where()}"
-        check_ports(ctx, dut, model, bench.where())
-        await read_check(ctx, bench, model, make_read(node))
-        await read_check(ctx, bench, model, make_read(0x100, 2))
+        await harness.settle(ctx)
+        assert harness.completions == [], f"{harness.completions} {harness.where()}"
+        assert harness.bad_count == expect_bad, f"bad_req {harness.bad_count} != {expect_bad} " \
+                                              f"{harness.where()}"
+        check_ports(ctx, dut, model, harness.where())
+        await read_check(ctx, harness, model, make_read(node))
+        await read_check(ctx, harness, model, make_read(0x100, 2))
 
-    bench.run(tb)
+    harness.run(tb)
 
 
 def test_msi():
     """A write to MSI (byte 0 enabled) makes one msi_req strobe with the vector; reads 0."""
     dut = CSR()
-    bench = Bench(dut, seed=11, idle="random", backpressure="random")
+    harness = CsrHarness(dut, seed=11, idle="random", backpressure="random")
     off = REGMAP["MSI"].offset
 
-    async def tb(ctx, bench):
+    async def tb(ctx, harness):
         ctx.set(dut.completer_id, COMPLETER)
-        bar = SimBar(bench, ctx)
+        bar = SimBar(harness, ctx)
         vectors = [3, 31, 0, 17]
         for v in vectors:
             await bar.write(off, (0xffff_ffe0 | v).to_bytes(4, "little"))
         await bar.write(off + 1, b"\x07")                       # byte 0 disabled: no MSI
-        await bench.settle(ctx)
-        assert bench.msi == vectors, f"{bench.msi} {bench.where()}"
+        await harness.settle(ctx)
+        assert harness.msi == vectors, f"{harness.msi} {harness.where()}"
         assert await bar.read(off, 4) == bytes(4)
         assert ctx.get(dut.msi_num) == vectors[-1]
 
-    bench.run(tb)
+    harness.run(tb)
 
 
 def test_signature():
@@ -602,14 +599,14 @@ def test_icarus_outputs_defined():
 def test_driver_on_gateware():
     """The host driver model programs a 2x4 double ring node through the gateware."""
     dut = CSR()
-    bench = Bench(dut, seed=13, idle="random", backpressure="random")
+    harness = CsrHarness(dut, seed=13, idle="random", backpressure="random")
     topo = Topology.double_ring(4)
     amap = AddressMap(tca_base=0x40_0000_0000, node_size=1 << 32, host_size=1 << 30,
                       gpu_size=1 << 28, n_gpus=4)
 
-    async def tb(ctx, bench):
+    async def tb(ctx, harness):
         ctx.set(dut.completer_id, COMPLETER)
-        drv = Driver(SimBar(bench, ctx))
+        drv = Driver(SimBar(harness, ctx))
         assert await drv.id_check() == (VERSION_MAJOR, VERSION_MINOR)
         assert (await drv.config())["n_routes"] == 8
         entries = await drv.program(topo, amap, node=5, phys_base=0x1_0000_0000)
@@ -618,22 +615,22 @@ def test_driver_on_gateware():
         assert await drv.get_offset() == (amap.region(5)[0] - 0x1_0000_0000) % (1 << 64)
         assert await drv.read_fields("NODE") == {"node_id": 5}
         assert await drv.read_fields("CONTROL") == {"pio_enable": 1, "route_enable": 1}
-        await bench.settle(ctx)
+        await harness.settle(ctx)
         assert ctx.get(dut.node_offset) == await drv.get_offset()
         for i in range(8):
             e = ctx.get(dut.route[i])
             got = (e.mask, e.lower, e.upper, e.port) if e.enable else None
             assert got == (entries[i] if i < len(entries) else None), f"route[{i}]"
         await drv.enable(pio=False, route=True)
-        await bench.settle(ctx)
+        await harness.settle(ctx)
         assert (ctx.get(dut.pio_enable), ctx.get(dut.route_enable)) == (0, 1)
         await drv.msi(9)
-        await bench.settle(ctx)
-        assert bench.msi == [9]
+        await harness.settle(ctx)
+        assert harness.msi == [9]
         with pytest.raises(ValueError, match="cannot write"):
             await drv.write_reg("CONFIG", 0)
         with pytest.raises(IndexError):
             await drv.set_route(8, 0, 0, 0, "E")
-        assert bench.bad_count == 0
+        assert harness.bad_count == 0
 
-    bench.run(tb)
+    harness.run(tb)

@@ -5,46 +5,17 @@ without a simulator, so argument checks and the programming sequence are quick t
 """
 
 import asyncio
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from csr_bench import RegModel  # noqa: E402
-
-from peach2.csr.regmap import REGMAP, REGS, VERSION_MAJOR, VERSION_MINOR  # noqa: E402
-from peach2.sim.driver import (  # noqa: E402
+from peach2.csr.regmap import REGS, VERSION_MAJOR, VERSION_MINOR
+from peach2.sim.csr_harness import ModelBar
+from peach2.sim.driver import (
     AddressMap, Driver, DriverError, RouteTableFull, Topology, routes_for,
 )
 
 AMAP = AddressMap(tca_base=0x40_0000_0000, node_size=1 << 32, host_size=1 << 30,
                   gpu_size=1 << 28, n_gpus=4)
-
-
-class ModelBar:
-    """BAR 0 as the reference model; records accesses."""
-
-    def __init__(self, regmap=REGMAP):
-        self.model = RegModel(regmap)
-        self.log = []
-        self.counters = {}
-
-    async def read(self, addr, length):
-        assert addr % 4 + length <= 8, "driver reads 1 or 2 DWs"
-        self.log.append(("r", addr, length))
-        base = addr & ~3
-        raw = b"".join(self.model.read(base + 4 * k, self.counters).to_bytes(4, "little")
-                       for k in range((addr % 4 + length + 3) // 4))
-        return raw[addr % 4:addr % 4 + length]
-
-    async def write(self, addr, data):
-        self.log.append(("w", addr, bytes(data)))
-        assert addr % 4 == 0 and len(data) % 4 == 0
-        for k in range(len(data) // 4):
-            self.model.write(addr + 4 * k, int.from_bytes(data[4 * k:4 * k + 4], "little"),
-                             0xf)
 
 
 class RecordingBar:

@@ -1,25 +1,23 @@
 """cocotb side of ``test_edge_semantics.py``: what a ``RisingEdge`` callback sees, and how an
 ``EdgeTicker`` steps the models that share it."""
 
-import json
-import os
-
 import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 from cocotb.utils import get_sim_steps
 
+from peach2.sim.cocotb_env import run_inputs
 from peach2.sim.hardip import edge_shows_update
 from peach2.sim.ticker import EdgeTicker
 
 
-CLOCK = json.loads(os.environ.get("PEACH2_PARAMS", "{}")).get("clock")
+CLOCK = run_inputs()[0].get("clock")
 
 
 @cocotb.test()
 async def edge_values(dut):
     """Read the counter at rising edges and again once the time step settles: equal values mean
-    the edge showed the registers after its update.  ``edge_shows_update`` (what ``HardIP``
+    the edge showed the registers after its update.  ``edge_shows_update`` (what ``HardIPModel``
     goes by, given ``hdl_clock``) must say the same."""
     if CLOCK == "cocotb":
         Clock(dut.clk, 4, unit="ns").start()

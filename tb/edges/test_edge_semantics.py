@@ -1,6 +1,6 @@
 """What a ``RisingEdge`` callback sees, per simulator and clock source, against
-``peach2.sim.hardip.edge_shows_update`` (``HardIP(hdl_clock=...)`` counts its ready latencies by
-it).
+``peach2.sim.hardip.edge_shows_update`` (``HardIPModel(hdl_clock=...)`` counts its ready latencies
+by it).
 
 Icarus shows the registers before the edge's update, and so does Verilator when a cocotb
 ``Clock`` drives the clock; Verilator with the clock made in the HDL shows them after it

@@ -9,18 +9,16 @@ Results go to ``PARAMS["result_file"]`` as JSON when given (``tb/benchmarks.py``
 """
 
 import json
-import os
 
 import cocotb
 from cocotb.triggers import ClockCycles, RisingEdge, Timer
 
 from peach2.sim.chip import TCA_BAR
+from peach2.sim.cocotb_env import run_inputs
+from peach2.sim.router_harness import mwr, setup
 from peach2.sim.throughput import ThroughputMeter, ThroughputReport, writes_only
 
-from peach2_tb import mwr, setup
-
-PARAMS = json.loads(os.environ.get("PEACH2_PARAMS", "{}"))
-SEED = int(os.environ.get("PEACH2_SEED", "0"))
+PARAMS, SEED = run_inputs()
 NODE = 1 << 32                  # region size per destination in these benchmarks
 MASK = ~(NODE - 1) & (2**64 - 1)
 REGION = {"N": 0x10, "E": 0x11, "W": 0x12, "S": 0x13}    # region number -> output port

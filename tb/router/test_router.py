@@ -15,8 +15,9 @@ HERE = Path(__file__).parent
 SIMULATOR = "verilator"
 
 
-def run(name, testcase, seed=31, **params):
-    run_cocotb(component=PEACH2(), toplevel="peach2", test_module="peach2_tb", name=name,
+def run(name, testcase, seed=31, module="routing_tb", **params):
+    """Run ``testcase`` of cocotb module ``module`` (``routing_tb`` or ``bad_input_tb``)."""
+    run_cocotb(component=PEACH2(), toplevel="peach2", test_module=module, name=name,
                test_dir=HERE, testcase=testcase, params=params, seed=seed, simulator=SIMULATOR)
 
 
@@ -48,22 +49,22 @@ def test_all_ports_busy():
 
 
 def test_bad_input():
-    run("router-bad_input", "bad_input")
+    run("router-bad_input", "bad_input", module="bad_input_tb")
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("pauses", [True, False], ids=["random", "none"])
 def test_bad_input_soak(pauses):
     run(f"router-bad_input-soak-{'random' if pauses else 'none'}", "bad_input", seed=35,
-        times=4, good=80, pauses=pauses)
+        module="bad_input_tb", times=4, good=80, pauses=pauses)
 
 
 def test_late_errors():
-    run("router-late_errors", "late_errors")
+    run("router-late_errors", "late_errors", module="bad_input_tb")
 
 
 def test_locked_read():
-    run("router-locked_read", "locked_read")
+    run("router-locked_read", "locked_read", module="bad_input_tb")
 
 
 def test_four_ports_concurrent():

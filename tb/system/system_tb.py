@@ -7,7 +7,7 @@
     topology "line": the one cable above (the default);
     topology "ring": Topology.ring(2), a second cable c0.W == c1.E, so 1 -> 0 goes c1.E -> c0.W.
 
-Built by :class:`peach2.sim.cluster.Cluster` on ``chips_top.Chips(2)``: every host is
+Built by :class:`peach2.sim.cluster.Cluster` on ``peach2.sim.chips_top.Chips(2)``: every host is
 enumerated, every node's host window is mapped onto 1 MiB of its host's memory (above 4 GiB
 unless ``above_4g`` is false), every chip is programmed with the route table of the topology.
 Every hard-IP model runs strict (first protocol violation fails the test) with seeded random idle
@@ -26,7 +26,6 @@ Parameters (``PEACH2_PARAMS``): ``topology``, ``above_4g``, ``rounds`` of the st
 """
 
 import json
-import os
 import random
 import statistics
 
@@ -36,10 +35,10 @@ from cocotb.triggers import ClockCycles
 from cocotb.utils import get_sim_time
 
 from peach2.sim.cluster import Cluster, default_address_map, write_tlps
+from peach2.sim.cocotb_env import run_inputs
 from peach2.sim.driver import Topology
 
-PARAMS = json.loads(os.environ.get("PEACH2_PARAMS", "{}"))
-SEED = int(os.environ.get("PEACH2_SEED", "0"))
+PARAMS, SEED = run_inputs()
 DROPS = ("UNROUTABLE", "WINDOW_CLOSED", "UNSUPPORTED", "READ_REJECTED", "MALFORMED",
          "POISONED", "RX_ERR", "UNEXPECTED_CPL", "UR_SENT")
 CLOCK_NS = 4

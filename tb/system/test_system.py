@@ -7,17 +7,14 @@ wall time, so the tests share it).  The latency benchmark writes JSON when given
     run("system-latency", testcase="pio_latency", result_file="latency.json")
 """
 
-import sys
 from pathlib import Path
 
 import pytest
 
+from peach2.sim.chips_top import Chips
 from peach2.sim.runner import run_cocotb
 
 HERE = Path(__file__).parent
-sys.path.insert(0, str(HERE))
-
-from chips_top import Chips  # noqa: E402
 
 
 def run(name, testcase=None, seed=41, **params):

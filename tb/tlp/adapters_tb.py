@@ -1,4 +1,4 @@
-"""cocotb tests of the Stratix IV hard-IP adapters, looped back RX -> TX (``loopback_top.py``).
+"""cocotb tests of the Stratix IV hard-IP adapters, looped back RX -> TX (``peach2.sim.loopback_top``).
 
 ::
 
@@ -14,8 +14,6 @@ violation fails the test).  Parameters come from ``PEACH2_PARAMS``; the seed is 
 """
 
 import itertools
-import json
-import os
 import random
 
 import cocotb
@@ -24,13 +22,13 @@ from cocotb.triggers import ClockCycles, Timer
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId
 
-from peach2.sim.hardip import HardIP, damage, tlp_to_beats as avalon_beats
+from peach2.sim.cocotb_env import run_inputs
+from peach2.sim.hardip import HardIPModel, damage, tlp_to_avalon_beats
 from peach2.sim.link import terminate
 from peach2.sim.probe import HandshakeProbe
 from peach2.sim.tlpstream import StreamMonitor, compare_packet, tlp_to_beats
 
-PARAMS = json.loads(os.environ.get("PEACH2_PARAMS", "{}"))
-SEED = int(os.environ.get("PEACH2_SEED", "0"))
+PARAMS, SEED = run_inputs()
 MON_FIELDS = ("valid", "ready", "hdr", "data", "dw_en", "first", "last", "err", "bar")
 
 
@@ -53,7 +51,7 @@ class TB:
         self.dut = dut
         self.rng = random.Random(seed)
         dut._log.info("seed %d, pauses %s", seed, pauses)
-        self.model = HardIP(dut, bars=[(1 << 20, False, False)], max_payload_size=4096,
+        self.model = HardIPModel(dut, bars=[(1 << 20, False, False)], max_payload_size=4096,
                             accept_all=True, dirty=True, seed=seed, strict=strict,
                             idle_inside_packets=idle_inside)
         self.partner = terminate(self.model, max_payload_size=4096,
@@ -200,7 +198,7 @@ async def round_trip(dut):
 
 def corrupt(rng, tlp, how):
     """Return the Avalon beats of ``tlp`` damaged in one of the ways the RX adapter must catch."""
-    return damage(rng, avalon_beats(tlp, 0b1), how)
+    return damage(rng, tlp_to_avalon_beats(tlp, 0b1), how)
 
 
 BAD_KINDS = {

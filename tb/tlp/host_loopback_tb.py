@@ -17,7 +17,6 @@
 """
 
 import json
-import os
 import random
 
 import cocotb
@@ -25,18 +24,18 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, Timer
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 
-from peach2.sim.hardip import HardIP
+from peach2.sim.cocotb_env import run_inputs
+from peach2.sim.hardip import HardIPModel
 from peach2.sim.host import Host
 from peach2.sim.throughput import ThroughputMeter, ThroughputReport, writes_only
 from peach2.sim.tlpstream import StreamMonitor
 
-PARAMS = json.loads(os.environ.get("PEACH2_PARAMS", "{}"))
-SEED = int(os.environ.get("PEACH2_SEED", "0"))
+PARAMS, SEED = run_inputs()
 MON_FIELDS = ("valid", "ready", "hdr", "data", "dw_en", "first", "last", "err", "bar")
 
 
 async def setup(dut, *, mps=256, dirty=True):
-    model = HardIP(dut, bars=[(1 << 20, False, False)], max_payload_size=mps, dirty=dirty,
+    model = HardIPModel(dut, bars=[(1 << 20, False, False)], max_payload_size=mps, dirty=dirty,
                    seed=SEED)
     host = Host(model, max_payload_size=mps, read_completion_boundary=64)
     Clock(dut.clk, 4, unit="ns", impl="gpi").start()

@@ -6,17 +6,14 @@ simulators"; ``pytest --sim`` overrides).  Each test has its own ``build/sim/`` 
 ``pytest -n auto`` is safe.  Seeds are fixed per test and logged by the cocotb side for replay.
 """
 
-import sys
 from pathlib import Path
 
 import pytest
 
+from peach2.sim.loopback_top import Loopback
+from peach2.sim.runner import run_cocotb
+
 HERE = Path(__file__).parent
-sys.path.insert(0, str(HERE))
-
-from loopback_top import Loopback  # noqa: E402
-
-from peach2.sim.runner import run_cocotb  # noqa: E402
 
 FAST_LENGTHS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 63, 64, 65, 255, 256, 257, 1023, 1024]
 

@@ -12,7 +12,7 @@ from dataclasses import replace
 from amaranth.sim import Simulator
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 
-from peach2.sim.hardip import beats_to_tlp, Beat
+from peach2.sim.hardip import AvalonBeat, avalon_beats_to_tlp
 from peach2.sim.tlpstream import tlp_to_beats
 from peach2.tlp.avalon_tx import AvalonST128TX
 
@@ -68,7 +68,7 @@ def test_bad_internal_packets_dropped_unsent():
     good = [t for _, t in packets if t is not None]
     seen = _run_tx(dut, [beats for beats, _ in packets])
     assert not any(err for _, err in seen), "store-and-forward must never nullify"
-    sent = [beats_to_tlp(b) for b, _ in seen]
+    sent = [avalon_beats_to_tlp(b) for b, _ in seen]
     assert [bytes(t.pack()) for t in sent] == [bytes(t.pack()) for t in good]
 
 
@@ -81,7 +81,7 @@ def test_counters_for_bad_internal_packets():
     short = [replace(good[0], last=1)]
     result = {}
 
-    async def bench(ctx):
+    async def testbench(ctx):
         ctx.set(dut.tx_st_ready, 1)
         for beats in (good, with_err, short, good):
             await send(ctx, dut, beats)
@@ -91,7 +91,7 @@ def test_counters_for_bad_internal_packets():
 
     sim = Simulator(dut)
     sim.add_clock(4e-9)
-    sim.add_testbench(bench)
+    sim.add_testbench(testbench)
     sim.run()
     assert result == {"dropped": 1, "malformed": 1, "underrun": 0}, result
 
@@ -110,7 +110,7 @@ def _run_tx(dut, packets, cycles=3000):
         for _ in range(cycles):
             await ctx.tick()
             if ctx.get(dut.tx_st_valid):
-                cur.append(Beat(ctx.get(dut.tx_st_data), ctx.get(dut.tx_st_sop),
+                cur.append(AvalonBeat(ctx.get(dut.tx_st_data), ctx.get(dut.tx_st_sop),
                                 ctx.get(dut.tx_st_eop), ctx.get(dut.tx_st_empty)))
                 if cur[-1].eop:
                     seen.append((cur, ctx.get(dut.tx_st_err)))
@@ -136,7 +136,8 @@ def test_overlong_short_packet_beyond_fifo_is_dropped():
         + [replace(head, first=0, last=1, dw_en=0xF)]
     good = _mwr(rng, 8)
     seen = _run_tx(dut, [monster, tlp_to_beats(good)])
-    assert [bytes(beats_to_tlp(b).pack()) for b, err in seen if not err] == [bytes(good.pack())]
+    sent = [bytes(avalon_beats_to_tlp(b).pack()) for b, err in seen if not err]
+    assert sent == [bytes(good.pack())]
 
 
 def test_early_err_nullified_with_three_beats_at_least():
@@ -154,5 +155,5 @@ def test_early_err_nullified_with_three_beats_at_least():
             seen = _run_tx(dut, [cut, tlp_to_beats(t)], cycles=400)
             bad = [b for b, err in seen if err]
             assert len(bad) <= 1 and all(len(b) >= 3 for b in bad), [len(b) for b in bad]
-            assert [bytes(beats_to_tlp(b).pack()) for b, err in seen if not err] == [
+            assert [bytes(avalon_beats_to_tlp(b).pack()) for b, err in seen if not err] == [
                 bytes(t.pack())]

@@ -7,7 +7,6 @@ cannot find shows nothing.  The FST is read with ``pywellen`` (the package regis
 the wellen waveform library).
 """
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,6 @@ from peach2.sim.runner import SIM_ENV, SIMULATORS, WAVES, run_cocotb
 from peach2.util import RegisterSlice
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 
 
 def gtkw_traces(path):

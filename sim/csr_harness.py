@@ -1,4 +1,4 @@
-"""Amaranth-simulator bench for the register block, and its reference model.
+"""Amaranth-simulator harness for the register block, and its reference model.
 
 ::
 
@@ -7,7 +7,7 @@
                                                 │ CSR │
     count_inc, port_status, pcie_id ──────────> └─────┘ ──> rw ports, msi_req, bad_req (watched)
 
-:class:`Bench` owns the simulator, the idle and backpressure generators (seeded), a background
+:class:`CsrHarness` owns the simulator, the idle and backpressure generators (seeded), a background
 receiver of completions and a watcher of ``bad_req``/``msi_req``.  :class:`SimBar` gives it the
 async ``read``/``write`` of a cocotbext-pcie ``bar_window``, so :class:`peach2.sim.driver.Driver`
 runs on the gateware unchanged.  :class:`RegModel` is the reference: what each DW must read, from
@@ -23,10 +23,10 @@ from amaranth.sim import Simulator
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId
 
-from peach2.csr.regmap import Access
+from peach2.csr.regmap import REGMAP, Access
 from peach2.sim.tlpstream import Beat, beats_to_tlp, tlp_to_beats
 
-__all__ = ["Bench", "SimBar", "RegModel", "pauses", "expected_byte_count",
+__all__ = ["CsrHarness", "SimBar", "ModelBar", "RegModel", "pauses", "expected_byte_count",
            "expected_lower_address", "make_read", "make_write"]
 
 CLOCK = 4e-9        # 250 MHz
@@ -160,9 +160,9 @@ class RegModel:
             self.write((tlp.address & 0xfff) + 4 * k, value, be)
 
 
-# -- bench ------------------------------------------------------------------------------------
+# -- the harness --------------------------------------------------------------------------------
 
-class Bench:
+class CsrHarness:
     """Simulator, stream drivers and watchers around one :class:`~peach2.csr.CSR`.
 
     Parameters
@@ -209,7 +209,7 @@ class Bench:
         return f"(seed {self.seed}, cycle {self.cycle})"
 
     def run(self, testbench, *, vcd=None):
-        """Run ``async testbench(ctx, bench)`` to completion."""
+        """Run ``async testbench(ctx, harness)`` to completion."""
         async def main(ctx):
             await testbench(ctx, self)
         self.sim.add_testbench(main)
@@ -283,14 +283,14 @@ class Bench:
 
 
 class SimBar:
-    """A BAR-window-like object over :class:`Bench`: async ``read``/``write`` as cocotbext-pcie.
+    """A BAR-window-like object over :class:`CsrHarness`: async ``read``/``write`` as cocotbext-pcie.
 
     Reads split at 8 bytes (the block serves 1- and 2-DW reads); writes are sent as one MWr
     (split only at the 4 KiB boundary).  A completion that is not SC raises ``IOError``.
     """
 
-    def __init__(self, bench, ctx, *, requester_id=0x0100):
-        self.bench = bench
+    def __init__(self, harness, ctx, *, requester_id=0x0100):
+        self.harness = harness
         self.ctx = ctx
         self.requester_id = requester_id
         self._tag = 0
@@ -305,9 +305,9 @@ class SimBar:
             tlp.tag = self._tag
             self._tag = (self._tag + 1) % 256
             tlp.set_addr_be(addr, n)
-            cpl = await self.bench.read(self.ctx, tlp)
+            cpl = await self.harness.read(self.ctx, tlp)
             if cpl.status != 0 or cpl.tag != tlp.tag:
-                raise IOError(f"read {addr:#x}+{n}: {cpl!r} {self.bench.where()}")
+                raise IOError(f"read {addr:#x}+{n}: {cpl!r} {self.harness.where()}")
             la = cpl.lower_address & 3
             out += bytes(cpl.data)[la:la + cpl.byte_count]
             addr += n
@@ -322,6 +322,34 @@ class SimBar:
             tlp.fmt_type = TlpType.MEM_WRITE
             tlp.requester_id = PcieId.from_int(self.requester_id)
             tlp.set_addr_be_data(addr, data[:n])
-            await self.bench.send(self.ctx, tlp)
+            await self.harness.send(self.ctx, tlp)
             addr += n
             data = data[n:]
+
+
+class ModelBar:
+    """BAR 0 backed by :class:`RegModel` instead of a simulator; records every access in ``log``.
+
+    ``counters`` (name -> value) is what the COUNT registers read.  For driver tests without
+    gateware (``tb/csr/test_driver.py``, ``tb/test_routes.py``).
+    """
+
+    def __init__(self, regmap=REGMAP):
+        self.model = RegModel(regmap)
+        self.log = []
+        self.counters = {}
+
+    async def read(self, addr, length):
+        assert addr % 4 + length <= 8, "driver reads 1 or 2 DWs"
+        self.log.append(("r", addr, length))
+        base = addr & ~3
+        raw = b"".join(self.model.read(base + 4 * k, self.counters).to_bytes(4, "little")
+                       for k in range((addr % 4 + length + 3) // 4))
+        return raw[addr % 4:addr % 4 + length]
+
+    async def write(self, addr, data):
+        self.log.append(("w", addr, bytes(data)))
+        assert addr % 4 == 0 and len(data) % 4 == 0
+        for k in range(len(data) // 4):
+            self.model.write(addr + 4 * k, int.from_bytes(data[4 * k:4 * k + 4], "little"),
+                             0xf)
