@@ -165,5 +165,5 @@ def test_cluster_parts_from_earlier_runs_are_named(results):
         in body
     assert "earlier run, build" not in body
     assert bench_cluster.shortened(bench_cluster.quick_options()) == [
-        "speed on 1, 4 chip counts instead of 1, 4, 8, 16 (Verilator)",
-        "speed on 1 chip counts instead of 1, 4 (Icarus)"]
+        "speed on chip counts 1, 4 instead of 1, 4, 8, 16 (Verilator)",
+        "speed on chip counts 1 instead of 1, 4 (Icarus)"]

@@ -25,6 +25,7 @@ before each point.  ``peach2 bench cluster`` runs this too.
 
 import argparse
 import json
+import shlex
 import shutil
 import sys
 import tempfile
@@ -60,7 +61,7 @@ def shortened(options):
     out = []
     for key, simulator in (("nodes", "Verilator"), ("icarus_nodes", "Icarus")):
         if "speed" in options["only"] and set(options[key]) < set(full[key]):
-            out.append(f"speed on {', '.join(map(str, options[key])) or 'no'} chip counts "
+            out.append(f"speed on chip counts {', '.join(map(str, options[key])) or 'none'} "
                        f"instead of {', '.join(map(str, full[key]))} ({simulator})")
     return out
 
@@ -134,7 +135,8 @@ def speed(nodes, icarus_nodes, threads, results):
                "idle_cycles_per_s": idle["cycles_per_s"],
                "busy_cycles_per_s": busy and busy["cycles_per_s"],
                "busy_tlps": busy and busy["tlps"],
-               "busy_cpu_s": busy and busy["cpu_s"], "busy_wall_s": busy and busy["wall_s"]}
+               "busy_cpu_s": busy and busy["cpu_s"], "busy_wall_s": busy and busy["wall_s"],
+               "run": None}
         rows[:] = [r for r in rows if (r["simulator"], r["nodes"]) != (simulator, n)]
         rows.append(row)
         busy_text = "not measured" if busy is None else f"{busy['cycles_per_s']:8.0f}"
@@ -187,21 +189,22 @@ def section(results):
     lines = ["", "The HDL sub-cluster of `peach2.sim.cluster_top`: chips and cables in HDL, a "
              "Python host (root complex + N hard-IP model) per node. See [cluster](cluster.md).",
              ""]
+    this = _same_run(results.get("run"))
     older = {part: run for part, run in results.get("parts", {}).items()
-             if run != results.get("run")}
+             if _same_run(run) != this}
     for part, run in sorted(older.items()):
         lines += [f"Kept from an earlier run, {part}: {stamp(run)}", ""]
     if results.get("speed"):
         lines += ["| simulator | threads | chips | topology | idle cycles/s | "
-                  "all-to-all cycles/s |",
-                  "| --- | ---: | ---: | --- | ---: | ---: |"]
+                  "all-to-all cycles/s | measured |",
+                  "| --- | ---: | ---: | --- | ---: | ---: | --- |"]
         for r in sorted(results["speed"], key=lambda r: (r["simulator"] != "verilator",
                                                           r["nodes"])):
             busy = ("not measured" if r["busy_cycles_per_s"] is None
                     else f"{r['busy_cycles_per_s']:.0f}")
             lines.append(f"| {r['simulator']} | {r.get('threads', 1)} | {r['nodes']} | "
                          f"{r['topology']} | "
-                         f"{r['idle_cycles_per_s']:.0f} | {busy} |")
+                         f"{r['idle_cycles_per_s']:.0f} | {busy} | {_row_run(r)} |")
         lines += ["", "Idle: reset, then the clock alone (no host enumerated). All-to-all: every "
                   "host stores into every node at once (1 B .. 1 KiB stores), from the first "
                   "store to the last arrival, byte-exact. On Icarus, enumerating and "
@@ -226,6 +229,18 @@ def section(results):
     return "Sub-cluster: simulation speed, build time, PIO latency per hop", "\n".join(lines)
 
 
+def _same_run(run):
+    """What names a run (its command, commit and date), to tell the parts it measured."""
+    return run and (run.get("command"), run.get("commit"), run.get("date"))
+
+
+def _row_run(row):
+    """Where a speed row comes from (rows of one table may come from different runs)."""
+    run = row.get("run") or {}
+    text = f"{run.get('commit', '?')}, {run.get('date', '?')}"
+    return f"{text}, {run['conditions']}" if run.get("conditions") else text
+
+
 def measure(options, conditions=None, command="python tb/cluster/bench_cluster.py"):
     """Measure ``options["only"]`` (keeping the saved figures of the others) and save each
     part to ``docs/results/cluster.json`` as it finishes."""
@@ -237,6 +252,9 @@ def measure(options, conditions=None, command="python tb/cluster/bench_cluster.p
          "build": lambda: build(results), "latency": lambda: latency(results)}[name]()
         results["run"] = run_info(command, start, shortened(options), conditions)
         results.setdefault("parts", {})[name] = results["run"]
+        for row in results.get("speed", []) if name == "speed" else ():
+            if row.get("run", {}) is None:      # measured by this run
+                row["run"] = {k: results["run"].get(k) for k in ("commit", "date", "conditions")}
         save("cluster", results)
     return results
 
@@ -277,11 +295,11 @@ def main(argv=None):
     options = quick_options() if args.quick else defaults()
     options.update(only=args.only, threads=args.threads,
                    **{k: v for k, v in (("nodes", args.nodes),
-                                        ("icarus_nodes", args.icarus_nodes)) if v})
+                                        ("icarus_nodes", args.icarus_nodes)) if v is not None})
     if shortened(options):
         print("cluster: shortened: " + "; ".join(shortened(options)), flush=True)
     measure(options, args.conditions,
-            " ".join(["python tb/cluster/bench_cluster.py", *argv]))
+            shlex.join(["python", "tb/cluster/bench_cluster.py", *argv]))
     rebuild()
 
 
