@@ -36,6 +36,7 @@ Simplifications versus the real hard IP
 import logging
 import random
 from collections import deque
+from functools import partial
 from typing import NamedTuple
 
 import cocotb
@@ -128,26 +129,27 @@ class _Out:
     and Verilator evaluates again before leaving the time step.  On Icarus a deposit made in an
     edge callback can reach the flops of that same edge, so there writes stay queued.
     """
-    __slots__ = ("sig", "val", "_write", "_width")
+    __slots__ = ("sig", "val", "_put")
 
     def __init__(self, sig, val=0, direct=False):
-        self.sig, self.val, self._write = sig, val, None
+        self.sig, self.val, self._put = sig, val, None
         if sig is not None:
             sig.value = val  # not Immediate(): a no-delay write breaks Icarus nets
-            if direct:
-                self._width = len(sig)
-                self._write = (sig._handle.set_signal_val_int if self._width <= 32
-                               else sig._handle.set_signal_val_binstr)
+            self._put = _deposit(sig) if direct else partial(setattr, sig, "value")
 
     def set(self, val):
-        if val != self.val and self.sig is not None:
-            if self._write is None:
-                self.sig.value = val
-            elif self._width <= 32:
-                self._write(0, val)         # 0: GPI deposit
-            else:
-                self._write(0, format(val, f"0{self._width}b"))
+        if val != self.val and self._put is not None:
+            self._put(val)
         self.val = val
+
+
+def _deposit(sig):
+    """Return a function that writes an integer to ``sig`` now, as a GPI deposit (action 0)."""
+    handle, width = sig._handle, len(sig)
+    if width <= 32:
+        return lambda val: handle.set_signal_val_int(0, val)
+    text = f"0{width}b"
+    return lambda val: handle.set_signal_val_binstr(0, format(val, text))
 
 
 class _TxPacket:
