@@ -19,6 +19,7 @@ import json
 import os
 import re
 import shutil
+import threading
 from pathlib import Path
 
 from amaranth.back import verilog
@@ -152,7 +153,8 @@ def _convert(component, name):
     constructor argument, e.g. ``PEACH2.design_key``) is cached in ``build/sim/_netlists``
     under a hash of that key, the module name and :func:`_source_digest`; converting a whole
     chip takes tens of seconds and most tests build the same few designs.  Writes are atomic
-    (parallel test workers may convert the same design at once).
+    (parallel test workers, and threads of one process such as ``tb/benchmarks.py``'s, may
+    convert the same design at once: each writes its own temporary file).
     """
     key = getattr(component, "design_key", None)
     if key is None:
@@ -165,7 +167,7 @@ def _convert(component, name):
         return cache.read_text()
     text = verilog.convert(component, name=name, emit_src=False)
     cache.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cache.with_suffix(f".{os.getpid()}.tmp")
+    tmp = cache.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
     tmp.write_text(text)
     os.replace(tmp, cache)
     return text
