@@ -7,7 +7,7 @@
                                                                               Host 1 --+
 
 :class:`DmaBench` builds a :class:`~peach2.sim.cluster.Cluster` of one chip, or two cabled c0.E -
-c1.W (``tb/system/chips_top.Chips``), and gives every node, besides its host window memory (the
+c1.W (:class:`peach2.sim.chips_top.Chips`), and gives every node, besides its host window memory (the
 DMA destination, filled with noise), a source buffer (noise) and a descriptor area in its host's
 memory.  :meth:`DmaBench.run_jobs` starts DMA jobs (chains or register mode) on any channels of
 any nodes at once and waits for them; :meth:`DmaBench.check_memory` compares every byte of every
@@ -17,12 +17,8 @@ descriptor's data (a watcher on every host's memory writes), MSIs are caught on 
 ``app_msi_*`` pins.
 """
 
-import json
-import os
 import random
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 import cocotb
 from cocotb.clock import Clock
@@ -33,13 +29,11 @@ from cocotbext.pcie.core.tlp import TlpType
 from peach2.csr.regmap import DEFAULT_DMA_BUFFER, DEFAULT_DMA_TAGS, REGMAP, DmaError
 from peach2.sim import dma_model
 from peach2.sim.cluster import Cluster, default_address_map
+from peach2.sim.cocotb_env import run_inputs
 from peach2.sim.dma import Chain, memcpy
 from peach2.sim.driver import DmaFault, Topology
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "system"))
-
-PARAMS = json.loads(os.environ.get("PEACH2_PARAMS", "{}"))
-SEED = int(os.environ.get("PEACH2_SEED", "0"))
+PARAMS, SEED = run_inputs()
 CLOCK_NS = 4
 DESC_AREA = 1 << 16          # per node: 16 KiB of descriptors per channel
 

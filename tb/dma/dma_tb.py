@@ -7,7 +7,7 @@
      window memory            (reads via N, writes        (...)               window memory
                                routed N/E)
 
-Built by :class:`dma_bench.DmaBench` on ``tb/system/chips_top.Chips(n)`` (one or two chips).
+Built by :class:`dma_bench.DmaBench` on :class:`peach2.sim.chips_top.Chips` ``(n)`` (one or two chips).
 Every model runs strict with seeded random RX idles and TX backpressure; every byte of every
 host window is compared with the reference model's shadow (so bytes outside the destinations
 are checked untouched), every channel's ``CH_DESC_DONE``/``CH_BYTES``/error with the model's,
