@@ -37,7 +37,6 @@ import logging
 import random
 from collections import deque
 from functools import partial
-from typing import NamedTuple
 
 import cocotb
 from cocotb.triggers import Event, First, Timer, ValueChange
@@ -47,26 +46,16 @@ from cocotbext.pcie.core.caps import MsiCapability
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId
 
-from .avalon_codec import (CPL, DAMAGE, IO_REQ, M32, MEM_REQ, AvalonBeat, FramingError,
-                           avalon_beats_to_tlp, damage, describe, payload_offset, stream_layout,
-                           tlp_to_avalon_beats, unpack_word)
+from .avalon_codec import (CPL, DAMAGE, IO_REQ, MEM_REQ, AvalonBeat, FramingError,
+                           avalon_beats_to_tlp, damage, describe, payload_offset,
+                           tlp_to_avalon_beats)
+from .hardip_tx_checker import TxChecker, Violation, tlp_problems
 from .ticker import EdgeTicker
-from .tlpstream import bit_value, resolve_unknown
+from .tlpstream import bit_value
 
 __all__ = ["AvalonBeat", "FramingError", "Violation", "HardIPModel", "HardIPFunction", "DAMAGE",
            "damage", "payload_offset", "tlp_to_avalon_beats", "avalon_beats_to_tlp", "describe",
            "quiet_pcie_loggers", "edge_shows_update"]
-
-
-class Violation(NamedTuple):
-    """One protocol violation seen on the DUT's TX interface (or RX-side misuse)."""
-    rule: str
-    cycle: int
-    time_ns: float
-    message: str
-
-    def __str__(self):
-        return f"[{self.rule}] cycle {self.cycle} ({self.time_ns:.1f} ns): {self.message}"
 
 
 def edge_shows_update(hdl_clock):
@@ -150,15 +139,6 @@ def _deposit(sig):
         return lambda val: handle.set_signal_val_int(0, val)
     text = f"0{width}b"
     return lambda val: handle.set_signal_val_binstr(0, format(val, text))
-
-
-class _TxPacket:
-    """A packet being received from the DUT: beats so far (concatenated), expected count."""
-    __slots__ = ("word", "beats", "want", "err", "start", "bad")
-
-    def __init__(self, word, want, err, start):
-        self.word, self.beats, self.want, self.err = word, 1, want, err
-        self.start, self.bad = start, False
 
 
 class HardIPModel(Device):
@@ -263,7 +243,7 @@ class HardIPModel(Device):
         self.tx_buffer_tlps, self.cred_update_cycles = tx_buffer_tlps, cred_update_cycles
         self._rng = random.Random(seed) if dirty else None
 
-        self.rx_tlps = self.tx_tlps = self.nullified = self.unexpected_cpl = 0
+        self.rx_tlps = self.tx_tlps = self.unexpected_cpl = 0
         self.violations = []
         self.cycle = 0
         self.on_rx = self.on_tx = None
@@ -304,10 +284,9 @@ class HardIPModel(Device):
                       for n in ("rx_st_data", "rx_st_sop", "rx_st_eop", "rx_st_empty",
                                 "rx_st_bardec", "rx_st_be", "rx_st_err")]
         self._o_rx_valid = _Out(pin("rx_st_valid"), direct=direct)
-        self._tx_valid, self._tx_sop, self._tx_eop = (pin("tx_st_valid"), pin("tx_st_sop"),
-                                                      pin("tx_st_eop"))
-        self._tx_data, self._tx_empty = pin("tx_st_data"), pin("tx_st_empty")
-        self._tx_err = pin("tx_st_err", False)
+        self._tx = TxChecker(pin("tx_st_valid"), pin("tx_st_sop"), pin("tx_st_eop"),
+                             pin("tx_st_data"), pin("tx_st_empty"), pin("tx_st_err", False),
+                             self._violate)
         self._o_tx_ready = _Out(pin("tx_st_ready"), direct=direct)
         self._o_tx_cred = _Out(pin("tx_cred", False), direct=direct)
 
@@ -322,7 +301,6 @@ class HardIPModel(Device):
         self._idle_gen = self._bp_gen = None
 
         # TX (from the DUT)
-        self._tx_pkt = None
         self._tx_buf = deque()
         self._tx_evt, self._tx_idle_evt = Event(), Event()
         self._tx_idle_evt.set()
@@ -343,6 +321,11 @@ class HardIPModel(Device):
     def pcie_id(self):
         """The function's PCIe ID (bus number learnt from config requests)."""
         return self.functions[0].pcie_id
+
+    @property
+    def nullified(self):
+        """TLPs the DUT nullified with ``tx_st_err`` (counted by the TX checker)."""
+        return self._tx.nullified
 
     @property
     def mps(self):
@@ -520,14 +503,14 @@ class HardIPModel(Device):
         self._woke_at = None
         self._count_cycles(now)
         if self._in_reset:
-            self._tx_pkt = None
+            self._tx.packet = None
             self._rx_idx = 0  # a packet cut by reset starts again
             self._o_tx_ready.set(0)
             self._o_rx_valid.set(0)
             self._r = [0, 0, 0]
             self._rx_ready_d = self._rx_ready_dd = 0
             return
-        tx_valid = self._tx_valid
+        tx_valid = self._tx.valid
         # Icarus shows an edge's callbacks the values from before the edge: the beat read at
         # the edge that starts cycle t+1 is cycle t's.  Verilator with the clock in the HDL
         # shows the values after it: the beat read there is cycle t+1's, so the ready two
@@ -538,15 +521,9 @@ class HardIPModel(Device):
 
         # TX: check cycle t, then choose tx_st_ready for cycle t+1
         ready_then = r1 if post else r2        # tx_st_ready two cycles before the beat
-        if bit_value(tx_valid):
-            if not ready_then:
-                self._violate("tx-ready-latency",
-                              "tx_st_valid=1 but tx_st_ready was 0 two cycles earlier")
-            self._tx_beat()
-        elif self._tx_pkt is not None and ready_then:
-            self._violate("tx-valid-gap", "tx_st_valid=0 inside a packet (started at cycle "
-                          f"{self._tx_pkt.start}) although tx_st_ready was 1 two cycles "
-                          "earlier")
+        tlp = self._tx.step(ready_then, self.cycle)
+        if tlp is not None:
+            self._tx_accept(tlp)
         r = 1
         if self._bp_gen is not None and next(self._bp_gen, 0):
             r = 0
@@ -599,7 +576,7 @@ class HardIPModel(Device):
         self._last_edge = now
 
     def _idle(self, tx_valid):
-        return (self._tx_pkt is None and self._rx_cur is None and not self._rx_pc
+        return (self._tx.packet is None and self._rx_cur is None and not self._rx_pc
                 and not self._rx_np and not self._o_rx_valid.val and self._idle_gen is None
                 and self._bp_gen is None and len(self._tx_buf) < self.tx_buffer_tlps
                 and not bit_value(tx_valid) and not self._in_reset)
@@ -673,48 +650,8 @@ class HardIPModel(Device):
         if not self._rx_pc and not self._rx_np:
             self._rx_idle_evt.set()
 
-    def _tx_beat(self):
-        sop, eop = bit_value(self._tx_sop), bit_value(self._tx_eop)
-
-        text = self._tx_data._handle.get_signal_val_binstr()    # as tlpstream.bit_value
-        try:
-            data = int(text, 2)
-        except ValueError:  # X/Z in don't-care lanes
-            data, _ = resolve_unknown(text)
-        err = bit_value(self._tx_err) if self._tx_err is not None else 0
-        pkt = self._tx_pkt
-        if sop:
-            if pkt is not None:
-                self._violate("tx-sop-in-packet",
-                              f"sop while the packet started at cycle {pkt.start} has no eop")
-            n = stream_layout(data & M32, (data >> 64) & M32, (data >> 96) & M32)[2]
-            pkt = self._tx_pkt = _TxPacket(data, (n + 3) // 4, err, self.cycle)
-        elif pkt is None:
-            self._violate("tx-outside-packet", "valid beat without sop outside a packet")
-            return
-        else:
-            pkt.word |= data << 128 * pkt.beats
-            pkt.beats += 1
-            pkt.err |= err
-        if eop:
-            self._tx_pkt = None
-            if pkt.err:
-                self.nullified += 1
-            elif not pkt.bad:
-                try:
-                    tlp = unpack_word(pkt.word, pkt.beats, bit_value(self._tx_empty))
-                except FramingError as exc:
-                    self._violate(f"tx-{exc.rule}", f"{exc} (packet started at cycle "
-                                  f"{pkt.start})")
-                    return
-                self._tx_accept(tlp)
-        elif pkt.beats >= pkt.want and not pkt.bad and not pkt.err:
-            pkt.bad = True
-            self._violate("tx-eop-missing", f"no eop on beat {pkt.beats}, where the header of "
-                          f"the packet started at cycle {pkt.start} says it ends")
-
     def _tx_accept(self, tlp):
-        problems = list(self._tlp_problems(tlp))
+        problems = list(tlp_problems(tlp, self.mps, self.mrrs))
         for rule, msg in problems:
             self._violate(rule, f"{msg}: {describe(tlp)}")
         if problems:
@@ -725,21 +662,3 @@ class HardIPModel(Device):
         self._tx_buf.append((tlp, get_sim_time("ns") + self.tx_pipeline_ns))
         self._tx_idle_evt.clear()
         self._tx_evt.set()
-
-    def _tlp_problems(self, tlp):
-        ft = tlp.fmt_type
-        if tlp.has_data() and tlp.get_payload_size() > self.mps:
-            yield "tx-mps", f"payload {tlp.get_payload_size()} B > max payload size {self.mps} B"
-        if ft in MEM_REQ:
-            if (tlp.address & 0xFFF) + 4 * tlp.length > 0x1000:
-                yield "tx-4k", "memory request crosses a 4 KiB boundary"
-            if ft in (TlpType.MEM_READ, TlpType.MEM_READ_64) and 4 * tlp.length > self.mrrs:
-                yield "tx-mrrs", f"read of {4 * tlp.length} B > max read request {self.mrrs} B"
-            if tlp.get_header_size_dw() == 4 and tlp.address < 1 << 32:
-                yield "tx-4dw-below-4g", "4-DW header for an address below 4 GiB"
-            if (tlp.length == 1 and tlp.last_be) or (tlp.length > 1 and not
-                                                     (tlp.first_be and tlp.last_be)):
-                yield "tx-be", f"first_be {tlp.first_be:#x} / last_be {tlp.last_be:#x} " \
-                               f"invalid for length {tlp.length}"
-        if not tlp.check():
-            yield "tx-malformed", "Tlp.check() failed"
