@@ -1,4 +1,4 @@
-"""The DMA testbench: chips with a host each, DMA jobs, a memory shadow from the reference model.
+"""The DMA harness: chips with a host each, DMA jobs, a memory shadow from the reference model.
 
 ::
 
@@ -6,15 +6,15 @@
           reads from chip 0's DMA answered here          DMA: reads out N, writes routed   |
                                                                               Host 1 --+
 
-:class:`DmaBench` builds a :class:`~peach2.sim.cluster.Cluster` of one chip, or two cabled c0.E -
-c1.W (:class:`peach2.sim.chips_top.Chips`), and gives every node, besides its host window memory (the
-DMA destination, filled with noise), a source buffer (noise) and a descriptor area in its host's
-memory.  :meth:`DmaBench.run_jobs` starts DMA jobs (chains or register mode) on any channels of
-any nodes at once and waits for them; :meth:`DmaBench.check_memory` compares every byte of every
-window with the shadow the reference model (:mod:`peach2.sim.dma_model`) keeps, so bytes outside
-the destinations are checked to be untouched.  Completion writes are checked to land after their
-descriptor's data (a watcher on every host's memory writes), MSIs are caught on the N hard IP's
-``app_msi_*`` pins.
+:class:`DmaHarness` builds a :class:`~peach2.sim.cluster.Cluster` of one chip, or two cabled c0.E -
+c1.W (:class:`peach2.sim.chips_top.Chips`), and gives every node, besides its host window memory
+(the DMA destination, filled with noise), a source buffer (noise) and a descriptor area in its
+host's memory.  :meth:`DmaHarness.run_jobs` starts DMA jobs (chains or register mode) on any
+channels of any nodes at once and waits for them; :meth:`DmaHarness.check_memory` compares every
+byte of every window with the shadow the reference model (:mod:`peach2.sim.dma_model`) keeps, so
+bytes outside the destinations are checked to be untouched.  Completion writes are checked to land
+after their descriptor's data (a watcher on every host's memory writes), MSIs are caught on the N
+hard IP's ``app_msi_*`` pins.
 """
 
 import random
@@ -93,7 +93,7 @@ class Job:
     head: int = None         # CH_HEAD with ``images``
 
 
-class DmaBench:
+class DmaHarness:
     """Clock, reset, ``n_nodes`` chips with hosts, memories, MSI catchers (see module doc)."""
 
     def __init__(self, dut, n_nodes=2, *, seed=SEED, host_size=None, src_size=None,
@@ -434,10 +434,10 @@ async def _all(coros):
     return [await t for t in tasks]
 
 
-def src_arena(bench, node, rng, share=1, part=0):
+def src_arena(harness, node, rng, share=1, part=0):
     """A source arena on ``part`` of ``share`` slices of node's source buffer."""
-    base, _ = bench.src[node]
-    size = bench.src_size // share
+    base, _ = harness.src[node]
+    size = harness.src_size // share
     return Arena(base + part * size, size, rng)
 
 
