@@ -113,36 +113,7 @@ class CableLane(Elaboratable):
         rx.submodules.rxf = rxf = _fifo(BEAT.size, self.rx_depth)
         rx.submodules.rxd = rxd = _fifo(RXD.size, self.rxd_depth)
 
-        # ---- TX side: accept beats (ready latency 2), decode the header, queue whole TLPs
-        in_tlp, err_acc, hdr, nb = Signal(), Signal(), Signal(32), Signal(9)
-        sop = self.tx_sop
-        take = self.tx_valid & (sop | in_tlp)  # a beat outside a packet without sop: dropped
-        dw0 = Mux(sop, self.tx_data[:32], hdr)
-        fmt, typ, length = dw0[29:32], dw0[24:29], dw0[:10]
-        has_data = fmt[1]
-        len_dw = Mux(length == 0, 1024, length)
-        is_cpl = typ[1:5] == 0b0101
-        is_p = ((typ == 0) & has_data) | (typ[3:5] == 0b10)
-        pay = Mux(has_data, len_dw << 2, 0)
-        txd_w = Signal(TXD)
-        lk.d.comb += [
-            txd_w.drop.eq(self.tx_err | (~sop & err_acc)),
-            txd_w.cls.eq(Mux(is_cpl, CLS_CPL, Mux(is_p, CLS_P, CLS_NP))),
-            txd_w.dc.eq(Mux(has_data, (len_dw + 3) >> 2, 0)),
-            txd_w.pay.eq(pay),
-            txd_w.wb.eq(Mux(fmt[0], 16, 12) + pay + 8),
-            txd_w.nbeats.eq(Mux(sop, 1, nb + 1)),
-            txf.w_data.eq(Cat(self.tx_data, sop, self.tx_eop, self.tx_empty)),
-            txf.w_en.eq(take),
-            txd.w_data.eq(txd_w),
-            txd.w_en.eq(take & self.tx_eop),
-            self.tx_ready.eq((txd.level < self.tx_buffer_tlps)
-                             & (txf.level + 3 <= self.tx_depth)),
-            self.st_overflow.eq(take & (~txf.w_rdy | (self.tx_eop & ~txd.w_rdy))),
-        ]
-        with lk.If(take):
-            lk.d.sync += [in_tlp.eq(~self.tx_eop), err_acc.eq(txd_w.drop), hdr.eq(dw0),
-                          nb.eq(txd_w.nbeats)]
+        self._accept(lk, txf, txd)
 
         # ---- sender's view of the receiver's credits (returned by UpdateFC DLLPs)
         av_ph, av_pd = Signal(8, init=ph0), Signal(12, init=pd0)
@@ -192,15 +163,7 @@ class CableLane(Elaboratable):
         added = Mux(go, head.wb, 0) + self.dllp_in
         lk.d.sync += self.debt.eq(Mux(self.debt + added > 16, self.debt + added - 16, 0))
 
-        # ---- mover: copy the started TLP's beats into the receive buffer, or discard them
-        beat_t = BEAT(txf.r_data)
-        move = mvq.r_rdy & txf.r_rdy & (mvq.r_data[0] | rxf.w_rdy)
-        lk.d.comb += [
-            txf.r_en.eq(move),
-            rxf.w_data.eq(txf.r_data),
-            rxf.w_en.eq(move & ~mvq.r_data[0]),
-            mvq.r_en.eq(move & beat_t.eop),
-        ]
+        self._move(lk, txf, mvq, rxf)
 
         # ---- RX side: present whole TLPs at their arrival time, ready latency 2
         rdy1, rdy2, mask1 = Signal(), Signal(), Signal()
@@ -276,3 +239,47 @@ class CableLane(Elaboratable):
                 Const(7, 3), Const(4095, 12))),
         ]
         return m
+
+    def _accept(self, lk, txf, txd):
+        """TX side: accept beats (ready latency 2), decode the header, queue whole TLPs (beats
+        into ``txf``, one descriptor per TLP into ``txd``)."""
+        in_tlp, err_acc, hdr, nb = Signal(), Signal(), Signal(32), Signal(9)
+        sop = self.tx_sop
+        take = self.tx_valid & (sop | in_tlp)  # a beat outside a packet without sop: dropped
+        dw0 = Mux(sop, self.tx_data[:32], hdr)
+        fmt, typ, length = dw0[29:32], dw0[24:29], dw0[:10]
+        has_data = fmt[1]
+        len_dw = Mux(length == 0, 1024, length)
+        is_cpl = typ[1:5] == 0b0101
+        is_p = ((typ == 0) & has_data) | (typ[3:5] == 0b10)
+        pay = Mux(has_data, len_dw << 2, 0)
+        txd_w = Signal(TXD)
+        lk.d.comb += [
+            txd_w.drop.eq(self.tx_err | (~sop & err_acc)),
+            txd_w.cls.eq(Mux(is_cpl, CLS_CPL, Mux(is_p, CLS_P, CLS_NP))),
+            txd_w.dc.eq(Mux(has_data, (len_dw + 3) >> 2, 0)),
+            txd_w.pay.eq(pay),
+            txd_w.wb.eq(Mux(fmt[0], 16, 12) + pay + 8),
+            txd_w.nbeats.eq(Mux(sop, 1, nb + 1)),
+            txf.w_data.eq(Cat(self.tx_data, sop, self.tx_eop, self.tx_empty)),
+            txf.w_en.eq(take),
+            txd.w_data.eq(txd_w),
+            txd.w_en.eq(take & self.tx_eop),
+            self.tx_ready.eq((txd.level < self.tx_buffer_tlps)
+                             & (txf.level + 3 <= self.tx_depth)),
+            self.st_overflow.eq(take & (~txf.w_rdy | (self.tx_eop & ~txd.w_rdy))),
+        ]
+        with lk.If(take):
+            lk.d.sync += [in_tlp.eq(~self.tx_eop), err_acc.eq(txd_w.drop), hdr.eq(dw0),
+                          nb.eq(txd_w.nbeats)]
+
+    def _move(self, lk, txf, mvq, rxf):
+        """Mover: copy the started TLP's beats into the receive buffer, or discard them."""
+        beat_t = BEAT(txf.r_data)
+        move = mvq.r_rdy & txf.r_rdy & (mvq.r_data[0] | rxf.w_rdy)
+        lk.d.comb += [
+            txf.r_en.eq(move),
+            rxf.w_data.eq(txf.r_data),
+            rxf.w_en.eq(move & ~mvq.r_data[0]),
+            mvq.r_en.eq(move & beat_t.eop),
+        ]

@@ -7,7 +7,13 @@ Express pins ``{prefix}rx_st_*`` / ``{prefix}tx_st_*`` of the DUT, one beat per 
 
 Framing (beats <-> TLP, both directions, brief section 3) lives in :mod:`peach2.sim.avalon_codec`;
 its public names (:func:`tlp_to_avalon_beats`, :func:`avalon_beats_to_tlp`, :class:`AvalonBeat`,
-:class:`FramingError`, :func:`damage`, ...) stay importable from here.
+:class:`FramingError`, :func:`damage`, ...) stay importable from here.  The model has four
+parts: its link side :class:`~peach2.sim.hardip_device.HardIPDevice` (configuration space,
+BARs, flow control, the TX pipeline; the base class), this module (the pins, the per-cycle loop
+with the ready latencies, sleeping), its receive side :class:`~peach2.sim.hardip_rx.RxStream`
+(the queues toward the DUT on ``rx_st_*``) and its transmit checker
+:class:`~peach2.sim.hardip_tx_checker.TxChecker` (``tx_st_*``; :class:`Violation` is its
+report).
 
 Simplifications versus the real hard IP
 ---------------------------------------
@@ -33,40 +39,24 @@ Simplifications versus the real hard IP
   endpoint advertises); ``cpl_space`` optionally checks the DUT reserved room for them.
 """
 
-import logging
 import random
-from collections import deque
 from functools import partial
-from typing import NamedTuple
 
 import cocotb
 from cocotb.triggers import Event, First, Timer, ValueChange
 from cocotb.utils import get_sim_steps, get_sim_time
-from cocotbext.pcie.core import Device, Endpoint
-from cocotbext.pcie.core.caps import MsiCapability
-from cocotbext.pcie.core.tlp import Tlp, TlpType
-from cocotbext.pcie.core.utils import PcieId
 
-from .avalon_codec import (CPL, DAMAGE, IO_REQ, M32, MEM_REQ, AvalonBeat, FramingError,
-                           avalon_beats_to_tlp, damage, describe, payload_offset, stream_layout,
-                           tlp_to_avalon_beats, unpack_word)
+from .avalon_codec import (DAMAGE, AvalonBeat, FramingError, avalon_beats_to_tlp, damage,
+                           describe, payload_offset, tlp_to_avalon_beats)
+from .hardip_device import HardIPDevice, HardIPFunction, quiet_pcie_loggers
+from .hardip_rx import RxStream
+from .hardip_tx_checker import TxChecker, Violation, tlp_problems
 from .ticker import EdgeTicker
-from .tlpstream import bit_value, resolve_unknown
+from .tlpstream import bit_value
 
 __all__ = ["AvalonBeat", "FramingError", "Violation", "HardIPModel", "HardIPFunction", "DAMAGE",
            "damage", "payload_offset", "tlp_to_avalon_beats", "avalon_beats_to_tlp", "describe",
            "quiet_pcie_loggers", "edge_shows_update"]
-
-
-class Violation(NamedTuple):
-    """One protocol violation seen on the DUT's TX interface (or RX-side misuse)."""
-    rule: str
-    cycle: int
-    time_ns: float
-    message: str
-
-    def __str__(self):
-        return f"[{self.rule}] cycle {self.cycle} ({self.time_ns:.1f} ns): {self.message}"
 
 
 def edge_shows_update(hdl_clock):
@@ -79,44 +69,6 @@ def edge_shows_update(hdl_clock):
     shows the values after it.
     """
     return bool(hdl_clock) and "verilator" in cocotb.SIM_NAME.lower()
-
-
-def quiet_pcie_loggers(level=logging.WARNING):
-    """Set the cocotbext-pcie loggers (``cocotb.pcie.*``) to ``level``."""
-    logging.getLogger("cocotb.pcie").setLevel(level)
-
-
-class HardIPFunction(Endpoint):
-    """Endpoint function of the model: type-0 config space, PM, PCIe and (optional) MSI."""
-    def __init__(self, *args, msi=True, **kwargs):
-        super().__init__(*args, **kwargs)
-        if msi:
-            self.msi_cap = MsiCapability()
-            self.msi_cap.msi_64bit_address_capable = 1
-            self.register_capability(self.msi_cap)
-
-    def match_bar(self, addr, io=False):
-        """Return ``(bar, offset)`` of the BAR ``addr`` hits, or None.
-
-        cocotbext-pcie 0.2.16 skips a 64-bit BAR whose low mask word is zero, i.e. every BAR of
-        4 GiB or more; the hard IP has no such limit (the papers' TCA window is 512 GiB), so
-        the two halves are joined before deciding whether the BAR is implemented.
-        """
-        bar = 0
-        while bar < len(self.bar):
-            index, value, mask = bar, self.bar[bar], self.bar_mask[bar]
-            bar += 1
-            if value & 1:
-                if io and mask and (addr ^ value) & mask == 0:
-                    return index, addr & ~mask
-                continue
-            if value & 4 and bar < len(self.bar):
-                value |= self.bar[bar] << 32
-                mask |= self.bar_mask[bar] << 32
-                bar += 1
-            if not io and mask and (addr ^ value) & mask == 0:
-                return index, addr & ~mask
-        return None
 
 
 class _Out:
@@ -152,16 +104,13 @@ def _deposit(sig):
     return lambda val: handle.set_signal_val_binstr(0, format(val, text))
 
 
-class _TxPacket:
-    """A packet being received from the DUT: beats so far (concatenated), expected count."""
-    __slots__ = ("word", "beats", "want", "err", "start", "bad")
-
-    def __init__(self, word, want, err, start):
-        self.word, self.beats, self.want, self.err = word, 1, want, err
-        self.start, self.bad = start, False
+def _rx_setting(name, doc):
+    """A model attribute that is the receive side's (:class:`RxStream`) ``name``."""
+    return property(lambda self: getattr(self._rx, name),
+                    lambda self, value: setattr(self._rx, name, value), doc=doc)
 
 
-class HardIPModel(Device):
+class HardIPModel(HardIPDevice):
     """Stratix IV GX hard IP for PCI Express, endpoint, Gen2 x8, 128-bit Avalon-ST, as a model.
 
     Parameters
@@ -246,46 +195,24 @@ class HardIPModel(Device):
                  dirty=False, seed=0, strict=True, quiet=True, msi=True,
                  cred_update_cycles=16, sleep_when_idle=False, rx_pipeline_ns=0.0,
                  tx_pipeline_ns=0.0, hdl_clock=False, ticker=None):
-        super().__init__()
         if rx_pipeline_ns < 0 or tx_pipeline_ns < 0:
             raise ValueError("pipeline latencies must not be negative")
-        self.rx_pipeline_ns, self.tx_pipeline_ns = rx_pipeline_ns, tx_pipeline_ns
+        super().__init__(bars=bars, max_payload_size=max_payload_size, rx_credits=rx_credits,
+                         accept_all=accept_all, msi=msi, quiet=quiet,
+                         tx_pipeline_ns=tx_pipeline_ns)
+        self.rx_pipeline_ns = rx_pipeline_ns
         self._rx_in_pipe = 0
         self._edge_shows_update = edge_shows_update(hdl_clock)
         self.sleep_when_idle = sleep_when_idle
         self._wake = Event()
         self._last_edge = self._period = None
-        if quiet:
-            quiet_pcie_loggers()
-        self.prefix = prefix
-        self.accept_all, self.idle_inside_packets = accept_all, idle_inside_packets
-        self.mask_slack, self.strict, self.cpl_space = mask_slack, strict, cpl_space
+        self.prefix, self.strict = prefix, strict
         self.tx_buffer_tlps, self.cred_update_cycles = tx_buffer_tlps, cred_update_cycles
-        self._rng = random.Random(seed) if dirty else None
 
-        self.rx_tlps = self.tx_tlps = self.nullified = self.unexpected_cpl = 0
+        self.tx_tlps = 0
         self.violations = []
         self.cycle = 0
-        self.on_rx = self.on_tx = None
-
-        # link side: Gen2 x8, our RX credits (patched before the port sends its InitFC DLLPs)
-        port = self.upstream_port
-        port.max_link_speed, port.max_link_width = 2, 8
-        for ch in port.fc_state:
-            for st, val in zip((ch.ph, ch.pd, ch.nph, ch.npd), rx_credits):
-                st.rx_initial_allocation = st.rx_credits_allocated = val
-
-        # function, BARs
-        f = self.append_function(HardIPFunction(msi=msi))
-        f.vendor_id, f.device_id = 0x1172, 0x0004  # Altera vendor ID
-        f.pcie_cap.max_payload_size_supported = (max_payload_size // 128 - 1).bit_length()
-        for idx, bar in enumerate(bars):
-            if bar is None:
-                continue
-            size, ext, pref = bar
-            if ext and (idx >= 5 or (idx + 1 < len(bars) and bars[idx + 1] is not None)):
-                raise ValueError(f"64-bit BAR {idx} needs BAR {idx + 1} free")
-            f.configure_bar(idx, size, ext=ext, prefetch=pref)
+        self.on_tx = None
 
         # pins
         def pin(name, required=True):
@@ -297,35 +224,23 @@ class HardIPModel(Device):
                 return None
         self._clk = clk if clk is not None else dut.clk
         self._rst = rst if rst is not None else getattr(dut, "rst", None)  # shared, unprefixed
-        self._rx_ready, self._rx_mask = pin("rx_st_ready"), pin("rx_st_mask", False)
+        self._rx_ready = pin("rx_st_ready")
         direct = self._edge_shows_update
-        self._o_rx = [_Out(pin(n, n in ("rx_st_data", "rx_st_sop", "rx_st_eop", "rx_st_empty")),
-                           direct=direct)
-                      for n in ("rx_st_data", "rx_st_sop", "rx_st_eop", "rx_st_empty",
-                                "rx_st_bardec", "rx_st_be", "rx_st_err")]
-        self._o_rx_valid = _Out(pin("rx_st_valid"), direct=direct)
-        self._tx_valid, self._tx_sop, self._tx_eop = (pin("tx_st_valid"), pin("tx_st_sop"),
-                                                      pin("tx_st_eop"))
-        self._tx_data, self._tx_empty = pin("tx_st_data"), pin("tx_st_empty")
-        self._tx_err = pin("tx_st_err", False)
+        self._rx = RxStream(
+            [_Out(pin(n, n in ("rx_st_data", "rx_st_sop", "rx_st_eop", "rx_st_empty")),
+                  direct=direct)
+             for n in ("rx_st_data", "rx_st_sop", "rx_st_eop", "rx_st_empty", "rx_st_bardec",
+                       "rx_st_be", "rx_st_err")],
+            _Out(pin("rx_st_valid"), direct=direct), pin("rx_st_mask", False),
+            mask_slack=mask_slack, idle_inside_packets=idle_inside_packets, cpl_space=cpl_space,
+            rng=random.Random(seed) if dirty else None, violate=self._violate)
+        self._tx = TxChecker(pin("tx_st_valid"), pin("tx_st_sop"), pin("tx_st_eop"),
+                             pin("tx_st_data"), pin("tx_st_empty"), pin("tx_st_err", False),
+                             self._violate)
         self._o_tx_ready = _Out(pin("tx_st_ready"), direct=direct)
         self._o_tx_cred = _Out(pin("tx_cred", False), direct=direct)
 
-        # RX (toward the DUT): posted+completions and non-posted queues, ordered by sequence
-        self._rx_pc, self._rx_np = deque(), deque()
-        self._rx_seq = 0
-        self._rx_cur, self._rx_idx = None, 0
-        self._np_slack = mask_slack
-        self._cpl_h = self._cpl_b = 0
-        self._rx_idle_evt = Event()
-        self._rx_idle_evt.set()
-        self._idle_gen = self._bp_gen = None
-
-        # TX (from the DUT)
-        self._tx_pkt = None
-        self._tx_buf = deque()
-        self._tx_evt, self._tx_idle_evt = Event(), Event()
-        self._tx_idle_evt.set()
+        self._bp_gen = None
 
         self._in_reset = False
         if self._rst is not None:
@@ -336,35 +251,30 @@ class HardIPModel(Device):
         self._woke_at = None
         self._ticker = ticker if ticker is not None else EdgeTicker(self._clk)
         self._ticker.join(self)
-        cocotb.start_soon(self._run_link_tx())
+        self._start_link_tx()
 
     # ---------------------------------------------------------------- configuration / status
     @property
-    def pcie_id(self):
-        """The function's PCIe ID (bus number learnt from config requests)."""
-        return self.functions[0].pcie_id
+    def rx_tlps(self):
+        """TLPs delivered to the DUT (counted by the receive side)."""
+        return self._rx.tlps
+
+    on_rx = _rx_setting("on_rx", "``on_rx(tlp, bardec)`` when a TLP's EOP beat is presented "
+                        "to the DUT, or None")
+    idle_inside_packets = _rx_setting("idle_inside_packets", "the idle generator may drop "
+                                      "``rx_st_valid`` inside a packet")
+    mask_slack = _rx_setting("mask_slack", "non-posted requests that may still start after "
+                             "``rx_st_mask`` is seen high")
+    cpl_space = _rx_setting("cpl_space", "(headers, bytes) of completion room checked, or None")
 
     @property
-    def mps(self):
-        """Max payload size in use, bytes (device control register)."""
-        return 128 << self.functions[0].pcie_cap.max_payload_size
-
-    @property
-    def mrrs(self):
-        """Max read request size in use, bytes (device control register)."""
-        return 128 << self.functions[0].pcie_cap.max_read_request_size
-
-    def set_link_config(self, max_payload_size=None, max_read_request_size=None):
-        """Program MPS / MRRS (bytes) directly, for links nobody enumerates."""
-        cap = self.functions[0].pcie_cap
-        if max_payload_size is not None:
-            cap.max_payload_size = (max_payload_size // 128 - 1).bit_length()
-        if max_read_request_size is not None:
-            cap.max_read_request_size = (max_read_request_size // 128 - 1).bit_length()
+    def nullified(self):
+        """TLPs the DUT nullified with ``tx_st_err`` (counted by the TX checker)."""
+        return self._tx.nullified
 
     def set_idle_generator(self, generator=None):
         """Insert RX idle cycles: each value 1 from ``generator`` holds ``rx_st_valid`` low once."""
-        self._idle_gen = iter(generator) if generator is not None else None
+        self._rx.idle_gen = iter(generator) if generator is not None else None
 
     def set_backpressure_generator(self, generator=None):
         """Drop ``tx_st_ready`` for one cycle for each value 1 from ``generator``."""
@@ -373,25 +283,13 @@ class HardIPModel(Device):
     @property
     def rx_queue_depth(self):
         """TLPs waiting for (or being streamed to) the DUT."""
-        return (len(self._rx_pc) + len(self._rx_np) + (self._rx_cur is not None)
-                + self._rx_in_pipe)
-
-    @property
-    def tx_queue_depth(self):
-        """TLPs accepted from the DUT and not yet handed to the link."""
-        return len(self._tx_buf)
+        return self._rx.depth + self._rx_in_pipe
 
     async def rx_idle(self):
         """Wait until every queued TLP has been presented to the DUT."""
         while self.rx_queue_depth:
-            self._rx_idle_evt.clear()
-            await self._rx_idle_evt.wait()
-
-    async def tx_idle(self):
-        """Wait until every TLP accepted from the DUT has been handed to the link."""
-        while self._tx_buf:
-            self._tx_idle_evt.clear()
-            await self._tx_idle_evt.wait()
+            self._rx.idle_event.clear()
+            await self._rx.idle_event.wait()
 
     def inject(self, tlp, bardec=0):
         """Queue ``tlp`` toward the DUT as if it came from the link (no BAR lookup).
@@ -408,9 +306,7 @@ class HardIPModel(Device):
         queued by :meth:`inject`; ``on_rx`` is not called for them and ``rx_tlps`` does not
         count them.
         """
-        self._rx_pc.append((self._rx_seq, None, 0, list(beats)))
-        self._rx_seq += 1
-        self._rx_idle_evt.clear()
+        self._rx.enqueue_beats(beats)
         self._wake.set()
 
     def check(self):
@@ -426,83 +322,19 @@ class HardIPModel(Device):
         if self.strict:
             raise AssertionError(str(v))
 
-    # ---------------------------------------------------------------- link -> model
-    async def upstream_recv(self, tlp):
-        ft = tlp.fmt_type
-        if ft in (TlpType.CFG_READ_0, TlpType.CFG_WRITE_0):
-            self.bus_num = tlp.completer_id.bus
-            for f in self.functions:
-                if f.function_num == tlp.completer_id.function:
-                    await f.upstream_recv(tlp)
-                    return
-        elif ft in CPL:
-            if self.accept_all or any(f.pcie_id == tlp.requester_id for f in self.functions):
-                self._rx_enqueue(tlp, 0)
-            else:
-                tlp.release_fc()
-                self.unexpected_cpl += 1
-                self.log.warning("Unexpected completion dropped: %s", describe(tlp))
-            return
-        elif ft in MEM_REQ or ft in IO_REQ:
-            for f in self.functions:
-                bar = f.match_bar(tlp.address, ft in IO_REQ)
-                if bar:
-                    self._rx_enqueue(tlp, 1 << bar[0])
-                    return
-            if self.accept_all:
-                self._rx_enqueue(tlp, 0)
-                return
-        tlp.release_fc()
-        self.log.warning("Unsupported request (no BAR/function match): %s", describe(tlp))
-        if tlp.is_posted():
-            return
-        await self.upstream_send(Tlp.create_ur_completion_for_tlp(tlp, PcieId(self.bus_num, 0, 0)))
-
     def _rx_enqueue(self, tlp, bardec, from_link=True):
         if from_link and self.rx_pipeline_ns > 0:     # the hard IP's RX pipeline
             self._rx_in_pipe += 1
-            self._rx_idle_evt.clear()
+            self._rx.idle_event.clear()
             cocotb.start_soon(self._rx_after_pipeline(tlp, bardec))
             return
-        if tlp.is_completion() and self.cpl_space is not None:
-            self._cpl_h += 1
-            self._cpl_b += tlp.get_payload_size()
-            if self._cpl_h > self.cpl_space[0] or self._cpl_b > self.cpl_space[1]:
-                self._violate("rx-cpl-overflow", f"{self._cpl_h} completions / {self._cpl_b} B "
-                              f"waiting, completion space is {self.cpl_space}")
-        (self._rx_np if tlp.is_nonposted() else self._rx_pc).append(
-            (self._rx_seq, tlp, bardec, None))
-        self._rx_seq += 1
-        self._rx_idle_evt.clear()
+        self._rx.enqueue(tlp, bardec)
         self._wake.set()
 
     async def _rx_after_pipeline(self, tlp, bardec):
         await Timer(get_sim_steps(self.rx_pipeline_ns, "ns", round_mode="round"), "step")
         self._rx_in_pipe -= 1
         self._rx_enqueue(tlp, bardec, from_link=False)
-
-    # ---------------------------------------------------------------- model -> link
-    async def _run_link_tx(self):
-        buf = self._tx_buf
-        while True:
-            while not buf:
-                self._tx_idle_evt.set()
-                self._tx_evt.clear()
-                await self._tx_evt.wait()
-            tlp, ready_ns = buf[0]
-            wait = ready_ns - get_sim_time("ns")
-            if wait > 0:                    # the hard IP's TX pipeline
-                await Timer(get_sim_steps(wait, "ns", round_mode="round"), "step")
-            await self.send(tlp)  # waits for flow-control credits and the wire
-            buf.popleft()
-
-    def _tx_cred_value(self):
-        fc = self.upstream_port.fc_state[0]
-        val = 0
-        for st, lsb, bits in ((fc.ph, 0, 3), (fc.pd, 3, 12), (fc.nph, 15, 3), (fc.npd, 18, 3),
-                              (fc.cplh, 21, 3), (fc.cpld, 24, 12)):
-            val |= min(st.tx_credits_available, (1 << bits) - 1) << lsb
-        return val
 
     # ---------------------------------------------------------------- per-cycle loop
     async def _watch_reset(self):
@@ -520,14 +352,13 @@ class HardIPModel(Device):
         self._woke_at = None
         self._count_cycles(now)
         if self._in_reset:
-            self._tx_pkt = None
-            self._rx_idx = 0  # a packet cut by reset starts again
+            self._tx.packet = None
             self._o_tx_ready.set(0)
-            self._o_rx_valid.set(0)
+            self._rx.restart()
             self._r = [0, 0, 0]
             self._rx_ready_d = self._rx_ready_dd = 0
             return
-        tx_valid = self._tx_valid
+        tx_valid = self._tx.valid
         # Icarus shows an edge's callbacks the values from before the edge: the beat read at
         # the edge that starts cycle t+1 is cycle t's.  Verilator with the clock in the HDL
         # shows the values after it: the beat read there is cycle t+1's, so the ready two
@@ -538,15 +369,9 @@ class HardIPModel(Device):
 
         # TX: check cycle t, then choose tx_st_ready for cycle t+1
         ready_then = r1 if post else r2        # tx_st_ready two cycles before the beat
-        if bit_value(tx_valid):
-            if not ready_then:
-                self._violate("tx-ready-latency",
-                              "tx_st_valid=1 but tx_st_ready was 0 two cycles earlier")
-            self._tx_beat()
-        elif self._tx_pkt is not None and ready_then:
-            self._violate("tx-valid-gap", "tx_st_valid=0 inside a packet (started at cycle "
-                          f"{self._tx_pkt.start}) although tx_st_ready was 1 two cycles "
-                          "earlier")
+        tlp = self._tx.step(ready_then, self.cycle)
+        if tlp is not None:
+            self._tx_accept(tlp)
         r = 1
         if self._bp_gen is not None and next(self._bp_gen, 0):
             r = 0
@@ -559,7 +384,7 @@ class HardIPModel(Device):
         # (rx_st_ready as read at the last two edges)
         allowed = self._rx_ready_dd if post else self._rx_ready_d
         self._rx_ready_dd, self._rx_ready_d = self._rx_ready_d, bit_value(self._rx_ready)
-        self._rx_step(allowed)
+        self._rx.step(allowed)
 
         if self._o_tx_cred.sig is not None:
             self._cred_wait -= 1
@@ -599,122 +424,12 @@ class HardIPModel(Device):
         self._last_edge = now
 
     def _idle(self, tx_valid):
-        return (self._tx_pkt is None and self._rx_cur is None and not self._rx_pc
-                and not self._rx_np and not self._o_rx_valid.val and self._idle_gen is None
+        return (self._tx.packet is None and self._rx.quiet()
                 and self._bp_gen is None and len(self._tx_buf) < self.tx_buffer_tlps
                 and not bit_value(tx_valid) and not self._in_reset)
 
-    def _rx_pick(self):
-        pc, np = self._rx_pc, self._rx_np
-        if np and (not pc or np[0][0] < pc[0][0]):
-            if self._rx_mask is not None and bit_value(self._rx_mask):
-                if self._np_slack > 0:
-                    self._np_slack -= 1
-                    return np.popleft()
-                return pc.popleft() if pc else None
-            self._np_slack = self.mask_slack
-            return np.popleft()
-        return pc.popleft() if pc else None
-
-    def _rx_step(self, allowed):
-        if self._rx_cur is None:
-            entry = self._rx_pick()
-            if entry is None:
-                if self._o_rx_valid.val:
-                    self._rx_go_idle()
-                return
-            _, tlp, bardec, beats = entry
-            if beats is None:
-                beats = tlp_to_avalon_beats(tlp, bardec, self._rng)
-            self._rx_cur, self._rx_idx = (tlp, bardec, beats), 0
-        if allowed:
-            gen = self._idle_gen
-            if (gen is None or (self._rx_idx and not self.idle_inside_packets)
-                    or not next(gen, 0)):
-                tlp, bardec, beats = self._rx_cur
-                b = beats[self._rx_idx]
-                o = self._o_rx
-                o[0].set(b.data)
-                o[1].set(int(b.sop))
-                o[2].set(int(b.eop))
-                o[3].set(b.empty)
-                o[4].set(b.bardec)
-                o[5].set(b.be)
-                o[6].set(int(b.err))
-                self._o_rx_valid.set(1)
-                self._rx_idx += 1
-                if self._rx_idx == len(beats):
-                    self._rx_done(tlp, bardec)
-                return
-        if self._o_rx_valid.val:
-            self._rx_go_idle()
-
-    def _rx_go_idle(self):
-        self._o_rx_valid.set(0)
-        if self._rng is not None:  # don't-care while valid is low
-            o, rng = self._o_rx, self._rng
-            o[0].set(rng.getrandbits(128))
-            o[1].set(rng.getrandbits(1))
-            o[2].set(rng.getrandbits(1))
-
-    def _rx_done(self, tlp, bardec):
-        self._rx_cur = None
-        if tlp is None:  # raw beats from inject_beats
-            if not self._rx_pc and not self._rx_np:
-                self._rx_idle_evt.set()
-            return
-        self.rx_tlps += 1
-        tlp.release_fc()
-        if tlp.is_completion() and self.cpl_space is not None:
-            self._cpl_h -= 1
-            self._cpl_b -= tlp.get_payload_size()
-        if self.on_rx is not None:
-            self.on_rx(tlp, bardec)
-        if not self._rx_pc and not self._rx_np:
-            self._rx_idle_evt.set()
-
-    def _tx_beat(self):
-        sop, eop = bit_value(self._tx_sop), bit_value(self._tx_eop)
-
-        text = self._tx_data._handle.get_signal_val_binstr()    # as tlpstream.bit_value
-        try:
-            data = int(text, 2)
-        except ValueError:  # X/Z in don't-care lanes
-            data, _ = resolve_unknown(text)
-        err = bit_value(self._tx_err) if self._tx_err is not None else 0
-        pkt = self._tx_pkt
-        if sop:
-            if pkt is not None:
-                self._violate("tx-sop-in-packet",
-                              f"sop while the packet started at cycle {pkt.start} has no eop")
-            n = stream_layout(data & M32, (data >> 64) & M32, (data >> 96) & M32)[2]
-            pkt = self._tx_pkt = _TxPacket(data, (n + 3) // 4, err, self.cycle)
-        elif pkt is None:
-            self._violate("tx-outside-packet", "valid beat without sop outside a packet")
-            return
-        else:
-            pkt.word |= data << 128 * pkt.beats
-            pkt.beats += 1
-            pkt.err |= err
-        if eop:
-            self._tx_pkt = None
-            if pkt.err:
-                self.nullified += 1
-            elif not pkt.bad:
-                try:
-                    tlp = unpack_word(pkt.word, pkt.beats, bit_value(self._tx_empty))
-                except FramingError as exc:
-                    self._violate(f"tx-{exc.rule}", f"{exc} (packet started at cycle "
-                                  f"{pkt.start})")
-                    return
-                self._tx_accept(tlp)
-        elif pkt.beats >= pkt.want and not pkt.bad and not pkt.err:
-            pkt.bad = True
-            self._violate("tx-eop-missing", f"no eop on beat {pkt.beats}, where the header of "
-                          f"the packet started at cycle {pkt.start} says it ends")
-
     def _tx_accept(self, tlp):
-        problems = list(self._tlp_problems(tlp))
+        problems = list(tlp_problems(tlp, self.mps, self.mrrs))
         for rule, msg in problems:
             self._violate(rule, f"{msg}: {describe(tlp)}")
         if problems:
@@ -722,24 +437,4 @@ class HardIPModel(Device):
         self.tx_tlps += 1
         if self.on_tx is not None and self.on_tx(tlp) is False:
             return  # the test took it off the link
-        self._tx_buf.append((tlp, get_sim_time("ns") + self.tx_pipeline_ns))
-        self._tx_idle_evt.clear()
-        self._tx_evt.set()
-
-    def _tlp_problems(self, tlp):
-        ft = tlp.fmt_type
-        if tlp.has_data() and tlp.get_payload_size() > self.mps:
-            yield "tx-mps", f"payload {tlp.get_payload_size()} B > max payload size {self.mps} B"
-        if ft in MEM_REQ:
-            if (tlp.address & 0xFFF) + 4 * tlp.length > 0x1000:
-                yield "tx-4k", "memory request crosses a 4 KiB boundary"
-            if ft in (TlpType.MEM_READ, TlpType.MEM_READ_64) and 4 * tlp.length > self.mrrs:
-                yield "tx-mrrs", f"read of {4 * tlp.length} B > max read request {self.mrrs} B"
-            if tlp.get_header_size_dw() == 4 and tlp.address < 1 << 32:
-                yield "tx-4dw-below-4g", "4-DW header for an address below 4 GiB"
-            if (tlp.length == 1 and tlp.last_be) or (tlp.length > 1 and not
-                                                     (tlp.first_be and tlp.last_be)):
-                yield "tx-be", f"first_be {tlp.first_be:#x} / last_be {tlp.last_be:#x} " \
-                               f"invalid for length {tlp.length}"
-        if not tlp.check():
-            yield "tx-malformed", "Tlp.check() failed"
+        self._to_link(tlp)

@@ -10,9 +10,9 @@ Usage (from the repository root, after the README's test install; ``peach2 bench
 Sections: ``adapters`` (hard-IP adapters' loopback write stream, 10 points), ``router`` (latency
 through one chip, all four ports busy, PIO latency host to host), ``dma`` (002 section 4.1,
 Figures 4-7, and the halo planes; the longest: about 40 minutes on 2 cores), ``cluster``
-(``tb/cluster/bench_cluster.py``: the HDL sub-cluster's speed, build time and latency per hop).
-A run saves only the sections it measured, so it never removes another section's figures; each
-point prints a progress line with how many are left.
+(``tb/cluster/bench_cluster.py``, run in a child process: the HDL sub-cluster's speed, build
+time and latency per hop).  A run saves only the sections it measured, so it never removes
+another section's figures; each point prints a progress line with how many are left.
 
 Every figure comes from a simulation of the real design, timed by the wire model of the link
 (cocotbext-pcie ``SimPort``, Gen2 x8), and is printed beside the wire-format bound for the same
@@ -21,20 +21,22 @@ TLPs.  Nothing here is asserted; the regression asserts the goals.
 
 import argparse
 import json
+import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from peach2.sim import bench_cluster_doc
+from peach2.sim.bench_dma_doc import print_dma
+from peach2.sim.bench_doc import rebuild
+from peach2.sim.bench_results import (SECTIONS, Progress, follow, run_info, save, shortened_note,
+                                      started)
+from peach2.sim.chips_top import Chips
+from peach2.sim.loopback_top import Loopback
+from peach2.sim.runner import BUILD, run_cocotb
+
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-for folder in ("", "tlp", "dma", "system", "cluster"):
-    sys.path.insert(0, str(HERE / folder))
-
-from bench_results import (SECTIONS, Progress, follow, run_info, save,  # noqa: E402
-                           shortened_note, started)
-
-from peach2.sim.runner import BUILD, run_cocotb  # noqa: E402
 
 #: Scratch files of the benchmark runs (the saved results are under docs/results/).
 SCRATCH = BUILD / "bench"
@@ -54,7 +56,6 @@ def _scratch(name):
 
 
 def loopback_point(name, payload, header, count):
-    from loopback_top import Loopback
     result_file = _scratch(name)
     run_cocotb(component=Loopback(), toplevel="loopback", test_module="host_loopback_tb",
                name=name, test_dir=HERE / "tlp", testcase="write_stream", seed=1,
@@ -95,9 +96,11 @@ def router_run(testcase, params=None):
 
 
 def pio_latency():
-    from test_system import run as run_system
+    """``tb/system``'s ``pio_latency`` on its two-chip top (``test_system.run``'s build)."""
     result_file = _scratch("bench-system-latency")
-    run_system("bench-system-latency", testcase="pio_latency", result_file=str(result_file))
+    run_cocotb(component=Chips(2), toplevel="two_chips", test_module="system_tb",
+               name="bench-system-latency", test_dir=HERE / "system", testcase="pio_latency",
+               seed=41, params={"result_file": str(result_file)})
     return json.loads(result_file.read_text())
 
 
@@ -133,8 +136,7 @@ def shortened(section, quick, chain=None, max_total=None):
         return [f"all-ports-busy flows of {QUICK_BUSY} TLPs instead of {FULL_BUSY}"
                 ] if quick else []
     if section == "cluster":
-        import bench_cluster
-        return bench_cluster.quick_shortened() if quick else []
+        return bench_cluster_doc.quick_shortened() if quick else []
     chain = chain or (QUICK_CHAIN if quick else FULL_CHAIN)
     max_total = max_total or (QUICK_TOTAL if quick else FULL_TOTAL)
     out = []
@@ -155,8 +157,6 @@ def dma(quick, read_latency_ns=500, chain=None, max_total=None, subset=None):
 
     ``chain`` and ``max_total`` override the chain length and the bytes per point of Figures 4
     and 7; ``subset`` (``figures``, ``sizes``, ``chains``, ``halo_n``) runs only some points."""
-    from chips_top import Chips
-    from dma_plots import print_dma
     chain = chain or (QUICK_CHAIN if quick else FULL_CHAIN)
     max_total = max_total or (QUICK_TOTAL if quick else FULL_TOTAL)
     result_file = _scratch("bench-dma-subset" if subset else "bench-dma")
@@ -173,10 +173,12 @@ def dma(quick, read_latency_ns=500, chain=None, max_total=None, subset=None):
 
 
 def cluster(quick, conditions, command):
-    """The sub-cluster section (``bench_cluster.measure``; it saves its own results)."""
-    import bench_cluster
-    bench_cluster.measure(bench_cluster.quick_options() if quick else bench_cluster.defaults(),
-                          conditions=conditions, command=command)
+    """The sub-cluster section: ``tb/cluster/bench_cluster.py`` in a child process (it imports
+    its test folder's ``test_cluster``, and saves its own results under ``command``)."""
+    args = [sys.executable, str(HERE / "cluster" / "bench_cluster.py"), "--command", command]
+    args += ["--quick"] if quick else []
+    args += ["--conditions", conditions] if conditions else []
+    subprocess.run(args, check=True)
 
 
 def _ints(text):
@@ -240,7 +242,6 @@ def parser(prog="python tb/benchmarks.py"):
 
 
 def main(argv=None, prog="python tb/benchmarks.py"):
-    from bench_doc import rebuild
     argv = list(sys.argv[1:] if argv is None else argv)
     p = parser(prog)
     args = p.parse_args(argv)

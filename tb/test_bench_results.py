@@ -6,19 +6,15 @@ run's stamp says what it shortened; ``peach2 bench`` answers bad input with one 
 """
 
 import json
-import sys
 from pathlib import Path
 
+import benchmarks
 import pytest
 
+from peach2 import cli, cli_bench
+from peach2.sim import bench_cluster_doc, bench_doc, bench_results
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-import bench_doc  # noqa: E402
-import bench_results  # noqa: E402
-import benchmarks  # noqa: E402
-
-from peach2 import cli, cli_bench  # noqa: E402
 
 ROUTER = {"latency": [{"from": "E", "to": "W", "bytes": 4, "cycles": 12}],
           "all_ports_busy": [{"name": "N -> E", "tlps": 300, "gbps": 3.657,
@@ -151,8 +147,6 @@ def test_bench_without_source_tree_says_how_to_get_it(monkeypatch, capsys):
 
 
 def test_cluster_parts_from_earlier_runs_are_named(results):
-    sys.path.insert(0, str(HERE / "cluster"))
-    import bench_cluster
     first = bench_results.run_info("python tb/cluster/bench_cluster.py", bench_results.started())
     second = bench_results.run_info("python tb/cluster/bench_cluster.py --only build",
                                     bench_results.started())
@@ -160,10 +154,26 @@ def test_cluster_parts_from_earlier_runs_are_named(results):
              "build": {"topology": "2x8", "emit_s": 2.0, "cold_s": 143.0, "cached_s": 0.1},
              "latency": {"topology": "2x8", "by_hops": {"1": 791.0}, "per_hop_ns": 385.0,
                          "pipeline_ns": 156.0}}
-    title, body = bench_cluster.section(saved)
+    title, body = bench_cluster_doc.section(saved)
     assert "Kept from an earlier run, latency: Measured by `python tb/cluster/bench_cluster.py`" \
         in body
     assert "earlier run, build" not in body
-    assert bench_cluster.shortened(bench_cluster.quick_options()) == [
+    assert bench_cluster_doc.shortened(bench_cluster_doc.quick_options()) == [
         "speed on chip counts 1, 4 instead of 1, 4, 8, 16 (Verilator)",
         "speed on chip counts 1 instead of 1, 4 (Icarus)"]
+
+
+def test_cluster_section_runs_its_script_with_the_callers_command(monkeypatch):
+    """``peach2 bench cluster`` runs ``tb/cluster/bench_cluster.py`` in a child process (it
+    imports its own test folder), which records the caller's command; a failed run raises."""
+    calls = []
+    monkeypatch.setattr(benchmarks.subprocess, "run",
+                        lambda args, check: calls.append((args, check)))
+    benchmarks.cluster(True, "busy", "peach2 bench cluster --quick")
+    benchmarks.cluster(False, None, "python tb/benchmarks.py")
+    (quick, check), (full, _) = calls
+    assert check and quick[1] == str(HERE / "cluster" / "bench_cluster.py")
+    assert Path(quick[1]).is_file()
+    assert quick[2:] == ["--command", "peach2 bench cluster --quick", "--quick",
+                         "--conditions", "busy"]
+    assert full[2:] == ["--command", "python tb/benchmarks.py"]

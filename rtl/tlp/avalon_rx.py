@@ -34,6 +34,30 @@ _RXBeat = data.StructLayout({
 })
 
 
+class _RXState:
+    """The receive adapter's per-packet registers."""
+
+    def __init__(self):
+        self.hdr      = Signal(TLPHeader)
+        self.bar      = Signal(8)
+        self.s_mod    = Signal(2)        # s mod 4: 3, 0 or 1
+        self.rem      = Signal(11)       # payload DWs not yet sent on o_tlp
+        self.rem_le4  = Signal()         # rem <= 4: the next output beat is the last
+        self.rem_mask = Signal(4)        # dw_mask(rem)
+        self.togo     = Signal(9)        # Avalon beats the header predicts after the head beat
+        self.last_exp = Signal()         # the head beat is the last one the header predicts
+        self.feo      = Signal()         # an output beat may leave with the head beat (s != 5 or
+                                         # the second beat taken)
+        self.exp_low  = Signal()         # predicted rx_st_empty of the last beat
+        self.prev     = Signal(128)      # previous Avalon beat (alignment carry)
+        self.emitted  = Signal()         # a beat of this packet has left
+        self.perr     = Signal()         # rx_st_err seen in this packet
+        self.pmal     = Signal()         # framing disagreed with the header
+        self.in_pkt   = Signal()
+        self.flush    = Signal()         # one more output beat from `prev`
+        self.discard  = Signal()         # drop Avalon beats up to end of packet
+
+
 class AvalonST128RX(wiring.Component):
     """Stratix IV hard IP for PCI Express, 128-bit Avalon-ST receive side, to the TLP stream.
 
@@ -109,7 +133,160 @@ class AvalonST128RX(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        fifo = self._input_fifo(m)
 
+        # -- the head beat and its stored start-of-packet decode ---------------------------------
+        cur = data.View(_RXBeat, fifo.r_data)
+        c_fmt = data.View(TLPHeader, cur.data).common.fmt.as_value()
+        c_has_data = c_fmt[1]
+        # The header as it travels inside the chip: DW 3 of a 3-DW header zero, no digest (td is
+        # DW 0 bit 15).  Built as one expression: Icarus never evaluates an `always @*` block
+        # that Amaranth emits for a constant-only assignment.
+        c_hdr_out = Cat(cur.data[:15], Const(0, 1), cur.data[16:96],
+                        Mux(c_fmt[0], cur.data[96:128], 0))
+
+        # -- per-packet state --------------------------------------------------------------------
+        st = _RXState()
+
+        # -- output register with a skid buffer: o_tlp is driven from registers, and o_tlp.ready
+        # reaches only these registers, never the decisions below. ------------------------------
+        m.submodules.out = out = RegisterSlice(TLPBeat)
+        wiring.connect(m, out.o, wiring.flipped(self.o_tlp))
+        nv = out.i.valid                # the next output beat
+        nxt = out.i.p
+        rdy = out.i.ready               # the registers take a beat this cycle if nv
+
+        # -- drop counters: the strobes are registered (high the cycle after the TLP ends) -------
+        ev_err = Signal()
+        ev_mal = Signal()
+        m.d.sync += [self.err_event.eq(ev_err), self.malformed_event.eq(ev_mal)]
+        count_saturating(m, self.err_count, self.err_event)
+        count_saturating(m, self.malformed_count, self.malformed_event)
+
+        def offset(sm):
+            # RX rotation: internal lane j of beat k comes from Avalon position s + 4k + j.
+            return Mux(sm == 0, 4, sm)
+
+        def end_packet(err, mal):
+            m.d.comb += [ev_err.eq(err), ev_mal.eq(mal & ~err)]
+
+        # -- the next output beat's contents -----------------------------------------------------
+        # Three sources, told apart by registers alone: a flush of `prev` after the end of a
+        # packet, a beat of the packet in progress, or a single-beat packet at the head.  `nv`
+        # (below) says whether there is one; `flush` and a packet in progress never coincide
+        # with each other's emission (see the input side).
+        in_prog = st.flush | st.in_pkt
+        last_short = cur.eop & ~st.last_exp
+        is_last = st.rem_le4 | last_short
+        perr_next = st.perr | cur.err
+        pmal_next = st.pmal | last_short | (st.last_exp & ~cur.eop) \
+            | (cur.eop & st.last_exp & (cur.empty != st.exp_low))
+        m.d.comb += [
+            nxt.hdr.eq(Mux(in_prog, st.hdr.as_value(), c_hdr_out)),
+            nxt.bar.eq(Mux(in_prog, st.bar, cur.bar)),
+            nxt.data.eq(select_lanes(Mux(st.flush | (st.in_pkt & st.feo), st.prev, cur.data),
+                                     Mux(st.flush, st.prev, cur.data),
+                                     offset(Mux(in_prog, st.s_mod, cur.s_mod)))),
+            nxt.dw_en.eq(Mux(in_prog, st.rem_mask, Cat(c_has_data, Const(0, 3)))),
+            nxt.first.eq(~in_prog | ~st.emitted),
+            nxt.last.eq(st.flush | ~st.in_pkt | is_last),
+            nxt.err.eq(Mux(st.flush, st.perr | st.pmal,
+                           st.in_pkt & is_last & (perr_next | pmal_next))),
+        ]
+
+        # -- decisions: flat conditions on the state registers and the stored head decode ------
+        # `discard` is only ever set together with `in_pkt`.
+        # Each kind is written twice: without the FIFO's `r_rdy` for its read enable (the FIFO
+        # ignores `r_en` while empty), and with it for the state updates.
+        emit = Signal()     # a beat of the packet in progress sends an output beat
+        m.d.comb += emit.eq(st.feo | cur.eop)
+        # The output registers are free this cycle (for an immediate emission) only without a
+        # flush; a flush finishing this cycle frees the packet registers for a new start.
+        regs_free = ~st.flush | rdy
+        cont = st.in_pkt & ~st.discard & ~cur.sop     # a beat of the packet in progress
+        skip = st.discard & ~cur.sop               # a beat to drop up to the end of packet
+        drop = ~st.in_pkt & cur.sop_bad            # a stray beat, or a TLP to drop at its start
+        single = ~st.in_pkt & cur.g_single         # a good single-beat TLP
+        start = ~st.in_pkt & cur.g_start           # a good TLP of two Avalon beats or more
+        take = Signal()
+        m.d.comb += [
+            take.eq((st.in_pkt & ~cur.sop & (st.discard | ~emit | rdy))
+                    | (~st.in_pkt & Mux(cur.g_single, ~st.flush & rdy, regs_free))),
+            fifo.r_en.eq(take),
+        ]
+        hv = fifo.r_rdy
+        cut      = Signal()     # a new start of packet while a packet is in progress
+        t_skip   = Signal()
+        t_cont   = Signal()
+        t_drop   = Signal()
+        t_start  = Signal()
+        m.d.comb += [
+            cut.eq(hv & st.in_pkt & cur.sop),
+            t_skip.eq(hv & skip),
+            t_cont.eq(hv & cont & (~emit | rdy)),
+            t_drop.eq(hv & drop & regs_free),
+            t_start.eq(hv & start & regs_free),
+            nv.eq(st.flush | (hv & ((cont & emit) | (single & ~st.flush)))),
+        ]
+
+        # -- output side: the alignment carry left after the end of packet ----------------------
+        with m.If(st.flush & rdy):
+            m.d.sync += st.flush.eq(0)
+
+        # -- input side --------------------------------------------------------------------------
+        with m.If(cut):
+            # A new packet starts before the current one ended: end the current one as
+            # malformed (with `err` if part of it has left) and take the new one next cycle.
+            with m.If(~st.discard):
+                m.d.sync += [st.flush.eq(st.emitted), st.pmal.eq(1)]
+                end_packet(st.perr, 1)
+            m.d.sync += [st.discard.eq(0), st.in_pkt.eq(0)]
+
+        with m.If(t_skip & cur.eop):
+            m.d.sync += [st.discard.eq(0), st.in_pkt.eq(0)]
+
+        with m.If(t_cont):
+            m.d.sync += [
+                st.feo.eq(1),
+                st.togo.eq(st.togo - 1),
+                st.last_exp.eq(st.togo == 1),
+                st.perr.eq(perr_next),
+                st.pmal.eq(pmal_next),
+            ]
+            with m.If(emit):
+                m.d.sync += [
+                    st.rem.eq(Mux(st.rem_le4, 0, st.rem - 4)),
+                    st.rem_le4.eq(st.rem_le4 | (st.rem <= 8)),
+                    st.rem_mask.eq(Mux(st.rem_le4, 0, dw_mask(st.rem - 4))),
+                    st.emitted.eq(1),
+                ]
+            with m.If(cur.eop):
+                m.d.sync += [st.in_pkt.eq(0), st.flush.eq(~is_last)]
+                end_packet(perr_next, pmal_next)
+            with m.Elif(st.last_exp):
+                # Data is complete but the packet goes on: finish it, then drop the rest.
+                m.d.sync += [st.discard.eq(1), st.flush.eq(~is_last)]
+                end_packet(perr_next, 1)
+
+        with m.If(t_drop):
+            # A stray beat, or a start of packet with rx_st_err, a TLP prefix or framing that
+            # disagrees with its header: nothing has left, drop the whole packet.
+            with m.If(~cur.eop):
+                m.d.sync += [st.in_pkt.eq(1), st.discard.eq(1)]
+            end_packet(cur.sop & cur.err, 1)
+
+        # The alignment carry.
+        with m.If(t_cont | t_start):
+            m.d.sync += st.prev.eq(cur.data)
+
+        with m.If(t_start):
+            self._load_packet(m, st, cur, c_hdr_out)
+
+        return m
+
+    def _input_fifo(self, m):
+        """The FIFO behind ``rx_st_*`` (ready latency 2), each beat stored with its
+        start-of-packet decode; ``rx_st_ready`` and ``rx_st_mask``.  Returns the FIFO."""
         # -- ready latency 2: a small FIFO absorbs the beats still in flight ----------------------
         # First-word fall-through (LUTRAM-sized): a beat is readable the cycle after it arrives.
         # Each beat is stored with its start-of-packet decode (computed from the hard IP's
@@ -163,183 +340,23 @@ class AvalonST128RX(wiring.Component):
         # Registered: beats permitted at t-2 and t-1 may still arrive after ready falls at t, and
         # level can grow by one more while this register updates.
         m.d.sync += self.rx_st_ready.eq(fifo.level <= self._fifo_depth - 4)
+        return fifo
 
-        # -- the head beat and its stored start-of-packet decode ---------------------------------
-        cur = data.View(_RXBeat, fifo.r_data)
-        c_fmt = data.View(TLPHeader, cur.data).common.fmt.as_value()
-        c_has_data = c_fmt[1]
-        # The header as it travels inside the chip: DW 3 of a 3-DW header zero, no digest (td is
-        # DW 0 bit 15).  Built as one expression: Icarus never evaluates an `always @*` block
-        # that Amaranth emits for a constant-only assignment.
-        c_hdr_out = Cat(cur.data[:15], Const(0, 1), cur.data[16:96],
-                        Mux(c_fmt[0], cur.data[96:128], 0))
-
-        # -- per-packet state --------------------------------------------------------------------
-        hdr      = Signal(TLPHeader)
-        bar      = Signal(8)
-        s_mod    = Signal(2)        # s mod 4: 3, 0 or 1
-        rem      = Signal(11)       # payload DWs not yet sent on o_tlp
-        rem_le4  = Signal()         # rem <= 4: the next output beat is the last
-        rem_mask = Signal(4)        # dw_mask(rem)
-        togo     = Signal(9)        # Avalon beats the header predicts after the head beat
-        last_exp = Signal()         # the head beat is the last one the header predicts
-        feo      = Signal()         # an output beat may leave with the head beat (s != 5 or
-                                    # the second beat taken)
-        exp_low  = Signal()         # predicted rx_st_empty of the last beat
-        prev     = Signal(128)      # previous Avalon beat (alignment carry)
-        emitted  = Signal()         # a beat of this packet has left
-        perr     = Signal()         # rx_st_err seen in this packet
-        pmal     = Signal()         # framing disagreed with the header
-        in_pkt   = Signal()
-        flush    = Signal()         # one more output beat from `prev`
-        discard  = Signal()         # drop Avalon beats up to end of packet
-
-        # -- output register with a skid buffer: o_tlp is driven from registers, and o_tlp.ready
-        # reaches only these registers, never the decisions below. ------------------------------
-        m.submodules.out = out = RegisterSlice(TLPBeat)
-        wiring.connect(m, out.o, wiring.flipped(self.o_tlp))
-        nv = out.i.valid                # the next output beat
-        nxt = out.i.p
-        rdy = out.i.ready               # the registers take a beat this cycle if nv
-
-        # -- drop counters: the strobes are registered (high the cycle after the TLP ends) -------
-        ev_err = Signal()
-        ev_mal = Signal()
-        m.d.sync += [self.err_event.eq(ev_err), self.malformed_event.eq(ev_mal)]
-        count_saturating(m, self.err_count, self.err_event)
-        count_saturating(m, self.malformed_count, self.malformed_event)
-
-        def offset(sm):
-            # RX rotation: internal lane j of beat k comes from Avalon position s + 4k + j.
-            return Mux(sm == 0, 4, sm)
-
-        def end_packet(err, mal):
-            m.d.comb += [ev_err.eq(err), ev_mal.eq(mal & ~err)]
-
-        # -- the next output beat's contents -----------------------------------------------------
-        # Three sources, told apart by registers alone: a flush of `prev` after the end of a
-        # packet, a beat of the packet in progress, or a single-beat packet at the head.  `nv`
-        # (below) says whether there is one; `flush` and a packet in progress never coincide
-        # with each other's emission (see the input side).
-        in_prog = flush | in_pkt
-        last_short = cur.eop & ~last_exp
-        is_last = rem_le4 | last_short
-        perr_next = perr | cur.err
-        pmal_next = pmal | last_short | (last_exp & ~cur.eop) \
-            | (cur.eop & last_exp & (cur.empty != exp_low))
-        m.d.comb += [
-            nxt.hdr.eq(Mux(in_prog, hdr.as_value(), c_hdr_out)),
-            nxt.bar.eq(Mux(in_prog, bar, cur.bar)),
-            nxt.data.eq(select_lanes(Mux(flush | (in_pkt & feo), prev, cur.data),
-                                     Mux(flush, prev, cur.data),
-                                     offset(Mux(in_prog, s_mod, cur.s_mod)))),
-            nxt.dw_en.eq(Mux(in_prog, rem_mask, Cat(c_has_data, Const(0, 3)))),
-            nxt.first.eq(~in_prog | ~emitted),
-            nxt.last.eq(flush | ~in_pkt | is_last),
-            nxt.err.eq(Mux(flush, perr | pmal, in_pkt & is_last & (perr_next | pmal_next))),
+    def _load_packet(self, m, st, cur, c_hdr_out):
+        """A good TLP of two Avalon beats or more starts: its head decode into the state."""
+        m.d.sync += [
+            st.hdr.eq(c_hdr_out),
+            st.bar.eq(cur.bar),
+            st.s_mod.eq(cur.s_mod),
+            st.rem.eq(cur.len),
+            st.rem_le4.eq(cur.len_le4),
+            st.rem_mask.eq(cur.len_mask),
+            st.togo.eq(cur.togo),
+            st.last_exp.eq(cur.two),
+            st.feo.eq(cur.s_mod != 1),
+            st.exp_low.eq(cur.exp_low),
+            st.emitted.eq(0),
+            st.perr.eq(0),
+            st.pmal.eq(0),
+            st.in_pkt.eq(1),
         ]
-
-        # -- decisions: flat conditions on the state registers and the stored head decode ------
-        # `discard` is only ever set together with `in_pkt`.
-        # Each kind is written twice: without the FIFO's `r_rdy` for its read enable (the FIFO
-        # ignores `r_en` while empty), and with it for the state updates.
-        emit = Signal()     # a beat of the packet in progress sends an output beat
-        m.d.comb += emit.eq(feo | cur.eop)
-        # The output registers are free this cycle (for an immediate emission) only without a
-        # flush; a flush finishing this cycle frees the packet registers for a new start.
-        regs_free = ~flush | rdy
-        cont = in_pkt & ~discard & ~cur.sop     # a beat of the packet in progress
-        skip = discard & ~cur.sop               # a beat to drop up to the end of packet
-        drop = ~in_pkt & cur.sop_bad            # a stray beat, or a TLP to drop at its start
-        single = ~in_pkt & cur.g_single         # a good single-beat TLP
-        start = ~in_pkt & cur.g_start           # a good TLP of two Avalon beats or more
-        take = Signal()
-        m.d.comb += [
-            take.eq((in_pkt & ~cur.sop & (discard | ~emit | rdy))
-                    | (~in_pkt & Mux(cur.g_single, ~flush & rdy, regs_free))),
-            fifo.r_en.eq(take),
-        ]
-        hv = fifo.r_rdy
-        cut      = Signal()     # a new start of packet while a packet is in progress
-        t_skip   = Signal()
-        t_cont   = Signal()
-        t_drop   = Signal()
-        t_start  = Signal()
-        m.d.comb += [
-            cut.eq(hv & in_pkt & cur.sop),
-            t_skip.eq(hv & skip),
-            t_cont.eq(hv & cont & (~emit | rdy)),
-            t_drop.eq(hv & drop & regs_free),
-            t_start.eq(hv & start & regs_free),
-            nv.eq(flush | (hv & ((cont & emit) | (single & ~flush)))),
-        ]
-
-        # -- output side: the alignment carry left after the end of packet ----------------------
-        with m.If(flush & rdy):
-            m.d.sync += flush.eq(0)
-
-        # -- input side --------------------------------------------------------------------------
-        with m.If(cut):
-            # A new packet starts before the current one ended: end the current one as
-            # malformed (with `err` if part of it has left) and take the new one next cycle.
-            with m.If(~discard):
-                m.d.sync += [flush.eq(emitted), pmal.eq(1)]
-                end_packet(perr, 1)
-            m.d.sync += [discard.eq(0), in_pkt.eq(0)]
-
-        with m.If(t_skip & cur.eop):
-            m.d.sync += [discard.eq(0), in_pkt.eq(0)]
-
-        with m.If(t_cont):
-            m.d.sync += [
-                feo.eq(1),
-                togo.eq(togo - 1),
-                last_exp.eq(togo == 1),
-                perr.eq(perr_next),
-                pmal.eq(pmal_next),
-            ]
-            with m.If(emit):
-                m.d.sync += [
-                    rem.eq(Mux(rem_le4, 0, rem - 4)),
-                    rem_le4.eq(rem_le4 | (rem <= 8)),
-                    rem_mask.eq(Mux(rem_le4, 0, dw_mask(rem - 4))),
-                    emitted.eq(1),
-                ]
-            with m.If(cur.eop):
-                m.d.sync += [in_pkt.eq(0), flush.eq(~is_last)]
-                end_packet(perr_next, pmal_next)
-            with m.Elif(last_exp):
-                # Data is complete but the packet goes on: finish it, then drop the rest.
-                m.d.sync += [discard.eq(1), flush.eq(~is_last)]
-                end_packet(perr_next, 1)
-
-        with m.If(t_drop):
-            # A stray beat, or a start of packet with rx_st_err, a TLP prefix or framing that
-            # disagrees with its header: nothing has left, drop the whole packet.
-            with m.If(~cur.eop):
-                m.d.sync += [in_pkt.eq(1), discard.eq(1)]
-            end_packet(cur.sop & cur.err, 1)
-
-        # The alignment carry.
-        with m.If(t_cont | t_start):
-            m.d.sync += prev.eq(cur.data)
-
-        with m.If(t_start):
-            m.d.sync += [
-                hdr.eq(c_hdr_out),
-                bar.eq(cur.bar),
-                s_mod.eq(cur.s_mod),
-                rem.eq(cur.len),
-                rem_le4.eq(cur.len_le4),
-                rem_mask.eq(cur.len_mask),
-                togo.eq(cur.togo),
-                last_exp.eq(cur.two),
-                feo.eq(cur.s_mod != 1),
-                exp_low.eq(cur.exp_low),
-                emitted.eq(0),
-                perr.eq(0),
-                pmal.eq(0),
-                in_pkt.eq(1),
-            ]
-
-        return m

@@ -41,6 +41,31 @@ _TXHead = data.StructLayout({
 })
 
 
+class _TXState:
+    """The transmit adapter's per-packet registers and its drop strobes.
+
+    Beat indices are kept as down-counters with their "one left" / "none left" flags in
+    registers, so that no comparison of two counters sits in front of a decision.
+    """
+
+    def __init__(self):
+        self.s_mod    = Signal(2)
+        self.low      = Signal()     # tx_st_empty of the last beat
+        self.av_left  = Signal(9)    # Avalon beats after the next one
+        self.av_last  = Signal()     # the next Avalon beat is the last (av_left == 0)
+        self.past2    = Signal()     # two Avalon beats or more have been presented
+        self.int_left = Signal(9)    # internal beats still to take
+        self.int_none = Signal()     # int_left == 0
+        self.int_one  = Signal()     # int_left == 1: the next internal beat should be the last
+        self.carry    = Signal(128)  # last internal beat taken
+        self.int_done = Signal()     # the internal packet's last beat has been taken
+        self.overlong = Signal()     # the internal packet has more beats than its length says
+        self.aborting = Signal()     # ended early with err: pad to three beats, then nullify
+        self.ev_underrun = Signal()
+        self.ev_malformed = Signal()
+        self.ev_dropped = Signal()
+
+
 class AvalonST128TX(wiring.Component):
     """The TLP stream to the Stratix IV hard IP for PCI Express, 128-bit Avalon-ST transmit side.
 
@@ -118,7 +143,163 @@ class AvalonST128TX(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        dfifo, hfifo, sfifo, room_d = self._input_side(m)
 
+        # -- head of the FIFOs -------------------------------------------------------------------
+        d = data.View(_TXData, dfifo.r_data)
+        hh = data.View(_TXHead, hfifo.r_data)
+        h = hh.hdr
+        h_fmt = h.common.fmt.as_value()
+        h_four = h_fmt[0]
+        h_has_data = h_fmt[1]
+
+        # -- per-packet state --------------------------------------------------------------------
+        st = _TXState()
+        count_saturating(m, self.underrun_count, st.ev_underrun)
+        count_saturating(m, self.malformed_count, st.ev_malformed)
+        count_saturating(m, self.dropped_count, st.ev_dropped)
+
+        # Ready latency 2 with registered outputs: the beat computed at t is seen at t+1 and
+        # needs tx_st_ready at t-1.
+        advance = Signal()
+        m.d.sync += advance.eq(self.tx_st_ready)
+
+        m.d.sync += [
+            self.tx_st_valid.eq(0),
+            self.tx_st_sop.eq(0),
+            self.tx_st_eop.eq(0),
+            self.tx_st_err.eq(0),
+            self.tx_st_empty.eq(0),
+            self.sent_event.eq(0),
+        ]
+
+        # A complete packet at the head that ended with `err` is dropped without a trace on the
+        # link (the hard IP may only nullify some TLPs, and not those of one or two beats).
+        head_bad = sfifo.r_rdy & sfifo.r_data.any()
+        # Cut-through only for TLPs of three or more Avalon beats: the hard IP cannot nullify
+        # shorter ones, so those are always held whole.
+        can_start = hfifo.r_rdy & dfifo.r_rdy & (
+            (sfifo.r_rdy & ~sfifo.r_data.any())
+            | (hh.long & ((dfifo.level >= self._start_level) | ~room_d)))
+
+        with m.FSM():
+            with m.State("IDLE"):
+                with m.If(hfifo.r_rdy & head_bad):
+                    m.d.comb += [hfifo.r_en.eq(1),
+                                 st.ev_dropped.eq(sfifo.r_data[0]),
+                                 st.ev_malformed.eq(sfifo.r_data[1])]
+                    m.next = "DROP"
+                with m.Elif(hfifo.r_rdy & ~sfifo.r_rdy & ~dfifo.w_rdy & ~hh.long):
+                    # A TLP of one or two beats that fills the FIFO without ending is overlong.
+                    m.d.comb += [hfifo.r_en.eq(1), st.ev_malformed.eq(1)]
+                    m.next = "DROP"
+                with m.Elif(advance & can_start):
+                    m.d.comb += hfifo.r_en.eq(1)
+                    s3 = hh.s3
+                    lane3 = Mux(h_four, h.dw[3], Mux(s3, d.data[:32], 0))
+                    beat0 = Cat(h.dw[0], h.dw[1], h.dw[2], lane3)
+                    m.d.sync += [
+                        st.s_mod.eq(hh.s_mod),
+                        st.low.eq(hh.low),
+                        st.av_left.eq(hh.av_left),
+                        st.av_last.eq(hh.two),
+                        st.past2.eq(0),
+                        st.int_left.eq(hh.nb),
+                        st.int_none.eq(0),
+                        st.int_one.eq(hh.nb1),
+                        st.int_done.eq(0),
+                        st.overlong.eq(0),
+                        st.aborting.eq(0),
+                    ]
+                    with m.If(~h_has_data | s3):
+                        abort = self._take_internal(m, st, d, dfifo, hh.nb1, hh.nb, hh.nb2)
+                        single = hh.single
+                        overlong0 = ~d.last & hh.nb1
+                        self._emit(m, beat0, 1, single, single & (abort | overlong0), hh.low)
+                        with m.If(single):
+                            m.next = "IDLE"
+                            with m.If(overlong0):
+                                m.d.comb += st.ev_malformed.eq(1)
+                                m.next = "DROP"
+                        with m.Else():
+                            # Only TLPs of three or more beats start before they are whole,
+                            # and the hard IP nullifies nothing shorter: pad an early end.
+                            m.d.sync += st.aborting.eq(abort)
+                            m.next = "DATA"
+                    with m.Else():
+                        self._emit(m, beat0, 1, 0, 0, 0)
+                        m.next = "DATA"
+
+            with m.State("DATA"):
+                with m.If(advance):
+                    need = ~st.int_done & ~st.int_none & ~st.aborting
+                    with m.If(need & ~dfifo.r_rdy):
+                        m.d.comb += st.ev_underrun.eq(1)
+                    with m.Else():
+                        lanes = select_lanes(st.carry, d.data,
+                                             Mux(st.s_mod == 0, 4, 4 - st.s_mod))
+                        abort = Signal()
+                        with m.If(need):
+                            m.d.comb += abort.eq(self._take_internal(
+                                m, st, d, dfifo, st.int_one, st.int_left, st.int_left == 2))
+                        stop = abort | st.aborting
+                        # An internal packet that is still going at its predicted end is overlong.
+                        over = st.overlong | (need & ~d.last & st.int_one)
+                        # A nullified TLP needs three beats or more: `past2` says this beat is
+                        # the third or later.
+                        end = st.av_last | (stop & st.past2)
+                        self._emit(m, lanes, 0, end, (stop | over) & end, Mux(stop, 0, st.low))
+                        m.d.sync += [st.av_left.eq(st.av_left - 1),
+                                     st.av_last.eq(st.av_left == 1), st.past2.eq(1)]
+                        with m.If(stop & ~end):
+                            m.d.sync += st.aborting.eq(1)
+                        with m.If(end):
+                            m.next = "IDLE"
+                            with m.If(over & ~stop):
+                                m.d.comb += st.ev_malformed.eq(1)
+                                m.next = "DROP"
+
+            with m.State("DROP"):
+                # Discard the rest of an overlong internal packet.
+                with m.If(dfifo.r_rdy):
+                    m.d.comb += dfifo.r_en.eq(1)
+                    with m.If(d.last):
+                        m.next = "IDLE"
+
+        return m
+
+    def _emit(self, m, data_, sop, eop, err, empty):
+        """Present an Avalon beat on ``tx_st_*`` in the next cycle."""
+        m.d.sync += [
+            self.tx_st_data.eq(data_),
+            self.tx_st_valid.eq(1),
+            self.tx_st_sop.eq(sop),
+            self.tx_st_eop.eq(eop),
+            self.tx_st_err.eq(err),
+            self.tx_st_empty.eq(empty),
+            # Registered like the beat: high while the eop beat is on tx_st_*.
+            self.sent_event.eq(eop & ~err),
+        ]
+
+    def _take_internal(self, m, st, d, dfifo, one, left, two):
+        """Take the head internal beat ``d``, ``one`` saying it should be the packet's last,
+        ``left`` the count still to take before it and ``two`` whether that is 2; return
+        abort."""
+        early = d.last & ~one
+        m.d.comb += dfifo.r_en.eq(1)
+        m.d.sync += [st.carry.eq(d.data), st.int_done.eq(d.last),
+                     st.int_left.eq(left - 1), st.int_none.eq(one), st.int_one.eq(two)]
+        with m.If(~d.last & one):
+            m.d.sync += st.overlong.eq(1)
+        with m.If(d.last & d.err):
+            m.d.comb += st.ev_dropped.eq(1)
+        with m.Elif(early):
+            m.d.comb += st.ev_malformed.eq(1)
+        return early | (d.last & d.err)
+
+    def _input_side(self, m):
+        """The packet FIFOs, the header decode written with each packet and the per-packet
+        status; returns the data, header and status FIFOs and the data FIFO's room flag."""
         # -- packet FIFO: payload beats, and one header per packet ------------------------------
         # Up to LUTRAM_DEPTH beats the FIFO reads asynchronously (readable one cycle after a
         # write); deeper ones are block RAM with a registered read (two cycles).
@@ -200,170 +381,5 @@ class AvalonST128TX(wiring.Component):
             sfifo.w_en.eq(pkt_in),
             sfifo.r_en.eq(pkt_out),
         ]
+        return dfifo, hfifo, sfifo, room_d
 
-        # -- head of the FIFOs -------------------------------------------------------------------
-        d = data.View(_TXData, dfifo.r_data)
-        hh = data.View(_TXHead, hfifo.r_data)
-        h = hh.hdr
-        h_fmt = h.common.fmt.as_value()
-        h_four = h_fmt[0]
-        h_has_data = h_fmt[1]
-
-        # -- per-packet state --------------------------------------------------------------------
-        # Beat indices are kept as down-counters with their "one left" / "none left" flags in
-        # registers, so that no comparison of two counters sits in front of a decision.
-        s_mod    = Signal(2)
-        low      = Signal()     # tx_st_empty of the last beat
-        av_left  = Signal(9)    # Avalon beats after the next one
-        av_last  = Signal()     # the next Avalon beat is the last (av_left == 0)
-        past2    = Signal()     # two Avalon beats or more have been presented
-        int_left = Signal(9)    # internal beats still to take
-        int_none = Signal()     # int_left == 0
-        int_one  = Signal()     # int_left == 1: the next internal beat should be the last
-        carry    = Signal(128)  # last internal beat taken
-        int_done = Signal()     # the internal packet's last beat has been taken
-        overlong = Signal()     # the internal packet has more beats than its length says
-        aborting = Signal()     # ended early with err: pad to three beats, then nullify
-
-        ev_underrun = Signal()
-        ev_malformed = Signal()
-        ev_dropped = Signal()
-        count_saturating(m, self.underrun_count, ev_underrun)
-        count_saturating(m, self.malformed_count, ev_malformed)
-        count_saturating(m, self.dropped_count, ev_dropped)
-
-        # Ready latency 2 with registered outputs: the beat computed at t is seen at t+1 and
-        # needs tx_st_ready at t-1.
-        advance = Signal()
-        m.d.sync += advance.eq(self.tx_st_ready)
-
-        m.d.sync += [
-            self.tx_st_valid.eq(0),
-            self.tx_st_sop.eq(0),
-            self.tx_st_eop.eq(0),
-            self.tx_st_err.eq(0),
-            self.tx_st_empty.eq(0),
-            self.sent_event.eq(0),
-        ]
-
-        def emit(data_, sop, eop, err, empty):
-            m.d.sync += [
-                self.tx_st_data.eq(data_),
-                self.tx_st_valid.eq(1),
-                self.tx_st_sop.eq(sop),
-                self.tx_st_eop.eq(eop),
-                self.tx_st_err.eq(err),
-                self.tx_st_empty.eq(empty),
-                # Registered like the beat: high while the eop beat is on tx_st_*.
-                self.sent_event.eq(eop & ~err),
-            ]
-
-        def take_internal(one, left, two):
-            """Take the head internal beat, ``one`` saying it should be the packet's last,
-            ``left`` the count still to take before it and ``two`` whether that is 2;
-            return abort."""
-            early = d.last & ~one
-            m.d.comb += dfifo.r_en.eq(1)
-            m.d.sync += [carry.eq(d.data), int_done.eq(d.last),
-                         int_left.eq(left - 1), int_none.eq(one), int_one.eq(two)]
-            with m.If(~d.last & one):
-                m.d.sync += overlong.eq(1)
-            with m.If(d.last & d.err):
-                m.d.comb += ev_dropped.eq(1)
-            with m.Elif(early):
-                m.d.comb += ev_malformed.eq(1)
-            return early | (d.last & d.err)
-
-        # A complete packet at the head that ended with `err` is dropped without a trace on the
-        # link (the hard IP may only nullify some TLPs, and not those of one or two beats).
-        head_bad = sfifo.r_rdy & sfifo.r_data.any()
-        # Cut-through only for TLPs of three or more Avalon beats: the hard IP cannot nullify
-        # shorter ones, so those are always held whole.
-        can_start = hfifo.r_rdy & dfifo.r_rdy & (
-            (sfifo.r_rdy & ~sfifo.r_data.any())
-            | (hh.long & ((dfifo.level >= self._start_level) | ~room_d)))
-
-        with m.FSM():
-            with m.State("IDLE"):
-                with m.If(hfifo.r_rdy & head_bad):
-                    m.d.comb += [hfifo.r_en.eq(1),
-                                 ev_dropped.eq(sfifo.r_data[0]),
-                                 ev_malformed.eq(sfifo.r_data[1])]
-                    m.next = "DROP"
-                with m.Elif(hfifo.r_rdy & ~sfifo.r_rdy & ~dfifo.w_rdy & ~hh.long):
-                    # A TLP of one or two beats that fills the FIFO without ending is overlong.
-                    m.d.comb += [hfifo.r_en.eq(1), ev_malformed.eq(1)]
-                    m.next = "DROP"
-                with m.Elif(advance & can_start):
-                    m.d.comb += hfifo.r_en.eq(1)
-                    s3 = hh.s3
-                    lane3 = Mux(h_four, h.dw[3], Mux(s3, d.data[:32], 0))
-                    beat0 = Cat(h.dw[0], h.dw[1], h.dw[2], lane3)
-                    m.d.sync += [
-                        s_mod.eq(hh.s_mod),
-                        low.eq(hh.low),
-                        av_left.eq(hh.av_left),
-                        av_last.eq(hh.two),
-                        past2.eq(0),
-                        int_left.eq(hh.nb),
-                        int_none.eq(0),
-                        int_one.eq(hh.nb1),
-                        int_done.eq(0),
-                        overlong.eq(0),
-                        aborting.eq(0),
-                    ]
-                    with m.If(~h_has_data | s3):
-                        abort = take_internal(hh.nb1, hh.nb, hh.nb2)
-                        single = hh.single
-                        overlong0 = ~d.last & hh.nb1
-                        emit(beat0, 1, single, single & (abort | overlong0), hh.low)
-                        with m.If(single):
-                            m.next = "IDLE"
-                            with m.If(overlong0):
-                                m.d.comb += ev_malformed.eq(1)
-                                m.next = "DROP"
-                        with m.Else():
-                            # Only TLPs of three or more beats start before they are whole,
-                            # and the hard IP nullifies nothing shorter: pad an early end.
-                            m.d.sync += aborting.eq(abort)
-                            m.next = "DATA"
-                    with m.Else():
-                        emit(beat0, 1, 0, 0, 0)
-                        m.next = "DATA"
-
-            with m.State("DATA"):
-                with m.If(advance):
-                    need = ~int_done & ~int_none & ~aborting
-                    with m.If(need & ~dfifo.r_rdy):
-                        m.d.comb += ev_underrun.eq(1)
-                    with m.Else():
-                        lanes = select_lanes(carry, d.data, Mux(s_mod == 0, 4, 4 - s_mod))
-                        abort = Signal()
-                        with m.If(need):
-                            m.d.comb += abort.eq(take_internal(int_one, int_left,
-                                                               int_left == 2))
-                        stop = abort | aborting
-                        # An internal packet that is still going at its predicted end is overlong.
-                        over = overlong | (need & ~d.last & int_one)
-                        # A nullified TLP needs three beats or more: `past2` says this beat is
-                        # the third or later.
-                        end = av_last | (stop & past2)
-                        emit(lanes, 0, end, (stop | over) & end, Mux(stop, 0, low))
-                        m.d.sync += [av_left.eq(av_left - 1), av_last.eq(av_left == 1),
-                                     past2.eq(1)]
-                        with m.If(stop & ~end):
-                            m.d.sync += aborting.eq(1)
-                        with m.If(end):
-                            m.next = "IDLE"
-                            with m.If(over & ~stop):
-                                m.d.comb += ev_malformed.eq(1)
-                                m.next = "DROP"
-
-            with m.State("DROP"):
-                # Discard the rest of an overlong internal packet.
-                with m.If(dfifo.r_rdy):
-                    m.d.comb += dfifo.r_en.eq(1)
-                    with m.If(d.last):
-                        m.next = "IDLE"
-
-        return m

@@ -16,11 +16,12 @@ Measures on the HDL sub-cluster (``peach2.sim.cluster_top``, hosts in Python):
   calibrated hard-IP pipeline (``peach2.sim.calibration``), by hop count, and the time per
   extra hop, beside 002's 782 ns and 000's 0.3-0.4 us.
 
-Results go to ``docs/results/cluster.json`` (``bench_results``: with the command, commit, date,
-seconds, load) and ``docs/benchmarks.md`` is rebuilt from every section's saved results
-(``bench_doc``); ``--doc-only`` only rebuilds it.  ``--quick`` measures 1 and 4 chips on
-Verilator and 1 on Icarus (printed and saved as what it shortened).  A progress line prints
-before each point.  ``peach2 bench cluster`` runs this too.
+Results go to ``docs/results/cluster.json`` (:mod:`peach2.sim.bench_results`: with the command,
+commit, date, seconds, load) and ``docs/benchmarks.md`` is rebuilt from every section's saved
+results (:mod:`peach2.sim.bench_doc`; the section's text and the options' defaults are
+:mod:`peach2.sim.bench_cluster_doc`'s); ``--doc-only`` only rebuilds it.  ``--quick`` measures
+1 and 4 chips on Verilator and 1 on Icarus (printed and saved as what it shortened).  A progress
+line prints before each point.  ``peach2 bench cluster`` runs this script in a child process.
 """
 
 import argparse
@@ -32,43 +33,12 @@ import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent.parent
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE))
+from test_cluster import run
 
-from bench_results import load, run_info, save, started  # noqa: E402
-
-TOPOLOGY = {1: "single", 4: "ring:4", 8: "2x4", 16: "2x8"}
-SECTIONS = ("speed", "build", "latency")
-QUICK_NODES, QUICK_ICARUS = [1, 4], [1]
-
-
-def defaults():
-    """The full run's options (``measure``)."""
-    return {"only": list(SECTIONS), "nodes": list(TOPOLOGY), "icarus_nodes": [1, 4],
-            "threads": 2}
-
-
-def quick_options():
-    """``--quick``: the speed points on fewer chips (the build and latency are one point each)."""
-    return {**defaults(), "nodes": QUICK_NODES, "icarus_nodes": QUICK_ICARUS}
-
-
-def shortened(options):
-    """What ``options`` measure less of than the full run (speed points on fewer chips)."""
-    full = defaults()
-    out = []
-    for key, simulator in (("nodes", "Verilator"), ("icarus_nodes", "Icarus")):
-        if "speed" in options["only"] and set(options[key]) < set(full[key]):
-            out.append(f"speed on chip counts {', '.join(map(str, options[key])) or 'none'} "
-                       f"instead of {', '.join(map(str, full[key]))} ({simulator})")
-    return out
-
-
-def quick_shortened():
-    return shortened(quick_options())
-
+from peach2.sim.bench_cluster_doc import (PARTS, QUICK_ICARUS, QUICK_NODES, TOPOLOGY, defaults,
+                                          quick_options, shortened)
+from peach2.sim.bench_doc import rebuild
+from peach2.sim.bench_results import load, run_info, save, started
 
 def _nodes(text):
     out = [int(x) for x in text.split(",") if x]
@@ -91,14 +61,13 @@ def _threads(text):
 
 def _sections(text):
     out = [x for x in text.split(",") if x]
-    bad = [x for x in out if x not in SECTIONS]
+    bad = [x for x in out if x not in PARTS]
     if bad:
-        raise argparse.ArgumentTypeError(f"sections are {', '.join(SECTIONS)}, not {bad}")
+        raise argparse.ArgumentTypeError(f"sections are {', '.join(PARTS)}, not {bad}")
     return out
 
 
 def _run(name, topology, testcase, simulator, threads=1, **params):
-    from test_cluster import run
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
         out = Path(f.name)
     t0 = time.perf_counter()
@@ -181,66 +150,6 @@ def latency(results):
           flush=True)
 
 
-def section(results):
-    """The section's (title, body) for ``bench_doc`` (which adds the last run's stamp; parts
-    kept from earlier runs are named here)."""
-    from bench_doc import stamp
-    from peach2.sim.calibration import PER_HOP_NS, PIO_NEIGHBOUR_NS
-    lines = ["", "The HDL sub-cluster of `peach2.sim.cluster_top`: chips and cables in HDL, a "
-             "Python host (root complex + N hard-IP model) per node. See [cluster](cluster.md).",
-             ""]
-    this = _same_run(results.get("run"))
-    older = {part: run for part, run in results.get("parts", {}).items()
-             if _same_run(run) != this}
-    for part, run in sorted(older.items()):
-        lines += [f"Kept from an earlier run, {part}: {stamp(run)}", ""]
-    if results.get("speed"):
-        lines += ["| simulator | threads | chips | topology | idle cycles/s | "
-                  "all-to-all cycles/s | measured |",
-                  "| --- | ---: | ---: | --- | ---: | ---: | --- |"]
-        for r in sorted(results["speed"], key=lambda r: (r["simulator"] != "verilator",
-                                                          r["nodes"])):
-            busy = ("not measured" if r["busy_cycles_per_s"] is None
-                    else f"{r['busy_cycles_per_s']:.0f}")
-            lines.append(f"| {r['simulator']} | {r.get('threads', 1)} | {r['nodes']} | "
-                         f"{r['topology']} | "
-                         f"{r['idle_cycles_per_s']:.0f} | {busy} | {_row_run(r)} |")
-        lines += ["", "Idle: reset, then the clock alone (no host enumerated). All-to-all: every "
-                  "host stores into every node at once (1 B .. 1 KiB stores), from the first "
-                  "store to the last arrival, byte-exact. On Icarus, enumerating and "
-                  "programming four hosts alone takes tens of thousands of cycles, so its "
-                  "traffic figure is for one chip only.", ""]
-    if results.get("build"):
-        b = results["build"]
-        lines += [f"Build of the 16-chip (2x8) top on Verilator: {b['cold_s']:.0f} s cold "
-                  f"(chip netlist from the cache; {b['emit_s']:.0f} s to write the Verilog), "
-                  f"{b['cached_s']:.1f} s cached.", ""]
-    if results.get("latency"):
-        lat = results["latency"]
-        lines += [f"4-byte PIO store from host 0 to each node of the 2x8, calibrated hard-IP "
-                  f"pipeline {lat['pipeline_ns']:.0f} ns per crossing "
-                  f"(`peach2.sim.calibration`):", "",
-                  "| hops | latency (ns) | paper |", "| ---: | ---: | --- |"]
-        for h, ns in sorted(lat["by_hops"].items(), key=lambda kv: int(kv[0])):
-            paper = f"{PIO_NEIGHBOUR_NS:.0f} ns (002 section 4.2)" if int(h) == 1 else ""
-            lines.append(f"| {h} | {ns:.0f} | {paper} |")
-        lines += ["", f"Time per extra hop: {lat['per_hop_ns']:.0f} ns (least squares over the "
-                  f"hop counts); 000 section 5.4: {PER_HOP_NS[0]:.0f}-{PER_HOP_NS[1]:.0f} ns."]
-    return "Sub-cluster: simulation speed, build time, PIO latency per hop", "\n".join(lines)
-
-
-def _same_run(run):
-    """What names a run (its command, commit and date), to tell the parts it measured."""
-    return run and (run.get("command"), run.get("commit"), run.get("date"))
-
-
-def _row_run(row):
-    """Where a speed row comes from (rows of one table may come from different runs)."""
-    run = row.get("run") or {}
-    text = f"{run.get('commit', '?')}, {run.get('date', '?')}"
-    return f"{text}, {run['conditions']}" if run.get("conditions") else text
-
-
 def measure(options, conditions=None, command="python tb/cluster/bench_cluster.py"):
     """Measure ``options["only"]`` (keeping the saved figures of the others) and save each
     part to ``docs/results/cluster.json`` as it finishes."""
@@ -260,11 +169,10 @@ def measure(options, conditions=None, command="python tb/cluster/bench_cluster.p
 
 
 def main(argv=None):
-    from bench_doc import rebuild
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", type=_sections, default=list(SECTIONS),
-                        help=f"comma-separated sections to measure ({', '.join(SECTIONS)}); "
+    parser.add_argument("--only", type=_sections, default=list(PARTS),
+                        help=f"comma-separated sections to measure ({', '.join(PARTS)}); "
                              "the others keep their saved results")
     parser.add_argument("--nodes", type=_nodes, default=None,
                         help="chip counts (1, 4, 8, 16) to measure on Verilator (default all)")
@@ -281,6 +189,7 @@ def main(argv=None):
     parser.add_argument("--conditions", default=None,
                         help="what else ran on the machine, recorded with the run (with "
                              "--doc-only: added to the saved run)")
+    parser.add_argument("--command", default=None, help=argparse.SUPPRESS)  # peach2 bench's
     args = parser.parse_args(argv)
     results = load("cluster")
     if args.doc_only:
@@ -299,7 +208,7 @@ def main(argv=None):
     if shortened(options):
         print("cluster: shortened: " + "; ".join(shortened(options)), flush=True)
     measure(options, args.conditions,
-            shlex.join(["python", "tb/cluster/bench_cluster.py", *argv]))
+            args.command or shlex.join(["python", "tb/cluster/bench_cluster.py", *argv]))
     rebuild()
 
 

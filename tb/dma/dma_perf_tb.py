@@ -29,7 +29,7 @@ from cocotb.triggers import ClockCycles
 from cocotb.utils import get_sim_time
 from cocotbext.pcie.core.tlp import TlpType
 
-from dma_bench import PARAMS, DmaBench, Job
+from dma_harness import PARAMS, DmaHarness, Job
 from peach2.sim.dma import contiguous, halo_transfer, memcpy
 from peach2.sim.throughput import ThroughputMeter
 
@@ -41,9 +41,9 @@ PAPER_BOUND = 4.0 * 256 / (256 + 16 + 2 + 4 + 1 + 1)     # 002 section 4.1: 3.66
 class Measure:
     """Run one job on node 0 and time it, metering chip 0's port the data leaves on."""
 
-    def __init__(self, bench):
-        self.bench = bench
-        chip = bench.cluster.chips[0]
+    def __init__(self, harness):
+        self.harness = harness
+        chip = harness.cluster.chips[0]
         self.meters = {
             "N": ThroughputMeter.tx_of(chip.models["n"], enabled=False,
                                        select=lambda t: t.fmt_type in _MWR + _MRD),
@@ -51,14 +51,14 @@ class Measure:
                                        select=lambda t: t.fmt_type in _MWR)}
 
     async def __call__(self, job, port):
-        bench = self.bench
-        bench.plan(job)
-        dst_node = bench.where(job.transfers[0].dst)[0]
-        arrivals = bench.cluster.arrivals[dst_node]
+        harness = self.harness
+        harness.plan(job)
+        dst_node = harness.where(job.transfers[0].dst)[0]
+        arrivals = harness.cluster.arrivals[dst_node]
         seen = len(arrivals)
         meter = self.meters[port]
         meter.start()
-        drv = bench.drivers[0]
+        drv = harness.drivers[0]
         if job.reg:
             n = await drv.dma_reg_set(job.channel, job.transfers)
             t0 = get_sim_time("ns")
@@ -68,17 +68,17 @@ class Measure:
             t0 = get_sim_time("ns")
             await drv.dma_start(job.channel)
         job.status = await drv.dma_wait(job.channel,
-                                        pause=lambda: ClockCycles(bench.dut.clk, 250))
-        await bench.cluster.quiet(20)
+                                        pause=lambda: ClockCycles(harness.dut.clk, 250))
+        await harness.cluster.quiet(20)
         meter.stop()
-        window = bench.window[dst_node][0]
-        lo = min(bench.where(t.dst)[1] for t in job.transfers) + window
-        hi = max(bench.where(t.dst_span()[1] - 1)[1] for t in job.transfers) + window + 1
+        window = harness.window[dst_node][0]
+        lo = min(harness.where(t.dst)[1] for t in job.transfers) + window
+        hi = max(harness.where(t.dst_span()[1] - 1)[1] for t in job.transfers) + window + 1
         landed = [(t, tlp) for t, tlp in arrivals[seen:] if lo <= tlp.address < hi]
         nbytes = sum(t.bytes for t in job.transfers)
         assert sum(4 * tlp.length for _, tlp in landed) >= nbytes
         t1 = max(t for t, _ in landed)
-        bench.apply(job.outcome.writes)
+        harness.apply(job.outcome.writes)
         rep = meter.report()
         return {"bytes": nbytes, "ns": t1 - t0, "gbps": nbytes / (t1 - t0),
                 "port": port, "port_bound_gbps": rep.bound_gbps, "port_gbps": rep.gbps,
@@ -95,19 +95,19 @@ def sizes(quick):
 @cocotb.test()
 async def figures(dut):
     """Figures 4-7 of 002 section 4.1 and block-stride vs contiguous halo planes."""
-    bench = DmaBench(dut, 2, host_size=1 << 22, src_size=1 << 22)
-    await bench.start(pauses=False)
+    harness = DmaHarness(dut, 2, host_size=1 << 22, src_size=1 << 22)
+    await harness.start(pauses=False)
     latency = PARAMS.get("read_latency_ns", 500)
     for node in range(2):
-        bench.host(node).configure_reads(latency_ns=latency)
+        harness.host(node).configure_reads(latency_ns=latency)
     quick = PARAMS.get("quick", False)
     max_total = PARAMS.get("max_total", 1 << 17 if quick else 1 << 19)
-    measure = Measure(bench)
-    src = bench.src[0][0]
+    measure = Measure(harness)
+    src = harness.src[0][0]
     out = []
 
     def dst(node, off=0x1000):
-        return bench.tca(node, off)
+        return harness.tca(node, off)
 
     # A subset (a check of single points): "figures" names the figures to run, "sizes" the
     # sizes of Figures 4, 5 and 7, "chains" the chain lengths of Figure 6, "halo_n" the arrays
@@ -168,8 +168,8 @@ async def figures(dut):
                 burst = t.length
                 record("halo", n=n, plane=plane, shape=shape, burst=burst, **r)
 
-    bench.check_memory()
-    bench.check_hosts()
+    harness.check_memory()
+    harness.check_hosts()
     result_file = PARAMS.get("result_file")
     if result_file:
         with open(result_file, "w") as f:

@@ -7,11 +7,11 @@
      window memory            (reads via N, writes        (...)               window memory
                                routed N/E)
 
-Built by :class:`dma_bench.DmaBench` on ``tb/system/chips_top.Chips(n)`` (one or two chips).
-Every model runs strict with seeded random RX idles and TX backpressure; every byte of every
-host window is compared with the reference model's shadow (so bytes outside the destinations
-are checked untouched), every channel's ``CH_DESC_DONE``/``CH_BYTES``/error with the model's,
-MSIs per descriptor with ``irq``, completion writes landing after their data.
+Built by :class:`dma_harness.DmaHarness` on :class:`peach2.sim.chips_top.Chips` ``(n)`` (one or two
+chips).  Every model runs strict with seeded random RX idles and TX backpressure; every byte of
+every host window is compared with the reference model's shadow (so bytes outside the destinations
+are checked untouched), every channel's ``CH_DESC_DONE``/``CH_BYTES``/error with the model's, MSIs
+per descriptor with ``irq``, completion writes landing after their data.
 
 Two-chip tests: ``random_chains`` (random lengths, alignments, block-stride, register mode, all
 channels of both nodes at once, local and remote), ``halo_planes`` (jk/ik/ij of N^3 arrays both
@@ -27,7 +27,7 @@ import random
 import cocotb
 from cocotb.triggers import ClockCycles, Timer
 
-from dma_bench import PARAMS, SEED, DmaBench, Job, ctrl_offset, src_arena
+from dma_harness import PARAMS, SEED, DmaHarness, Job, ctrl_offset, src_arena
 from peach2.csr.regmap import DmaError
 from peach2.dma import descriptor
 from peach2.sim import dma_model
@@ -56,37 +56,37 @@ def dma_trace_probe(dut, n_chips):
     return probe
 
 
-def random_jobs(bench, rng, max_len, nodes=None, channels=range(N_CH), reg_share=0.3):
+def random_jobs(harness, rng, max_len, nodes=None, channels=range(N_CH), reg_share=0.3):
     """One random job per (node, channel): a chain of 1-5 descriptors or 1-4 register slots."""
     jobs = []
-    nodes = range(bench.n_nodes) if nodes is None else nodes
-    share = bench.n_nodes * N_CH
+    nodes = range(harness.n_nodes) if nodes is None else nodes
+    share = harness.n_nodes * N_CH
     for node in nodes:
         for ch in channels:
-            dst, seq = bench.arenas(rng, share, node * N_CH + ch)
-            src = src_arena(bench, node, rng, N_CH, ch)
+            dst, seq = harness.arenas(rng, share, node * N_CH + ch)
+            src = src_arena(harness, node, rng, N_CH, ch)
             reg = rng.random() < reg_share
             ts = []
             for _ in range(rng.randint(1, 4 if reg else 5)):
                 try:
-                    ts.append(bench.random_transfer(rng, node, src, dst, max_len,
+                    ts.append(harness.random_transfer(rng, node, src, dst, max_len,
                                                     seq_arena=seq))
                 except MemoryError:
                     break
             if not ts:
-                ts = [memcpy(src.alloc(16), bench.tca(node, dst[node].alloc(16)), 16)]
+                ts = [memcpy(src.alloc(16), harness.tca(node, dst[node].alloc(16)), 16)]
             jobs.append(Job(node, ch, ts, reg=reg))
     return jobs
 
 
-def finish(bench, jobs, dont_care=(), errors=None):
+def finish(harness, jobs, dont_care=(), errors=None):
     """Check memory and every job's registers; with ``errors`` (a list) record failures there
     and go on instead of raising."""
     if not dont_care:           # failed_spans took the snapshot before its own changes
-        bench.snapshot()
-    bench.apply([w for j in jobs for w in j.outcome.writes if j.outcome.error == DmaError.NONE])
-    checks = [lambda: bench.check_memory(dont_care, jobs)] + \
-        [lambda j=j: bench.check_job(j) for j in jobs]
+        harness.snapshot()
+    harness.apply([w for j in jobs for w in j.outcome.writes if j.outcome.error == DmaError.NONE])
+    checks = [lambda: harness.check_memory(dont_care, jobs)] + \
+        [lambda j=j: harness.check_job(j) for j in jobs]
     for check in checks:
         try:
             check()
@@ -94,7 +94,7 @@ def finish(bench, jobs, dont_care=(), errors=None):
             if errors is None:
                 raise
             errors.append(str(exc))
-            bench.dut._log.error("%s", exc)
+            harness.dut._log.error("%s", exc)
 
 
 def contested(jobs):
@@ -114,62 +114,62 @@ def contested(jobs):
             if len(set(bs)) > 1]
 
 
-def failed_spans(bench, job, done=None):
+def failed_spans(harness, job, done=None):
     """Apply the writes of the ``done`` descriptors a failed job completed (default: as many
     as the channel reports done) to the shadow; return ``(tca, n, new bytes)`` of the bursts
     after them, which may or may not have been written (only those inside a host window)."""
-    bench.snapshot()
+    harness.snapshot()
     if done is None:
         done = job.fault.desc_done if job.fault is not None else job.outcome.desc_done
         done = min(done, len(job.transfers))
-    read = bench.read_src(job.node)
+    read = harness.read_src(job.node)
     spans = []
     for k, t in enumerate(job.transfers):
         for s, d, n in dma_model.bursts(t):
             if k < done:
-                bench.apply([(d, read(s, n))])
-            elif bench.in_window(d, n):
+                harness.apply([(d, read(s, n))])
+            elif harness.in_window(d, n):
                 spans.append((d, n, read(s, n)))
         if k < done:
             f = t if isinstance(t, dict) else t.fields()
             if f["seq"]:
-                bench.apply([(f["seq_addr"], f["seq_value"].to_bytes(4, "little"))])
+                harness.apply([(f["seq_addr"], f["seq_value"].to_bytes(4, "little"))])
     return spans
 
 
 @cocotb.test()
 async def random_chains(dut):
     """Random chains and register-mode jobs on all channels of both nodes at once."""
-    bench = DmaBench(dut, 2)
-    await bench.start()
+    harness = DmaHarness(dut, 2)
+    await harness.start()
     rng = random.Random(SEED + 2)
     max_len = PARAMS.get("max_len", 1 << 14)
     for r in range(PARAMS.get("rounds", 2)):
-        jobs = random_jobs(bench, rng, max_len)
-        msi_before = [dict(bench.msi_counts(n)) for n in range(2)]
-        await bench.run_jobs(jobs)
-        await bench.settle()
-        finish(bench, jobs)
+        jobs = random_jobs(harness, rng, max_len)
+        msi_before = [dict(harness.msi_counts(n)) for n in range(2)]
+        await harness.run_jobs(jobs)
+        await harness.settle()
+        finish(harness, jobs)
         for node in range(2):
             want = dict(msi_before[node])
             for j in jobs:
                 if j.node == node and j.outcome.irqs:
                     v = 2 * j.channel + 1 + node
                     want[v] = want.get(v, 0) + j.outcome.irqs
-            assert bench.msi_counts(node) == want, (node, bench.msi_counts(node), want)
+            assert harness.msi_counts(node) == want, (node, harness.msi_counts(node), want)
         total = sum(j.outcome.bytes for j in jobs)
         dut._log.info("round %d: %d jobs, %d descriptors, %d bytes, %d completion writes",
                       r, len(jobs), sum(j.outcome.desc_done for j in jobs), total,
                       sum(len(j.outcome.seq_writes) for j in jobs))
-    assert not any(bench.seq_waits), "completion writes that never arrived"
-    bench.check_hosts()
+    assert not any(harness.seq_waits), "completion writes that never arrived"
+    harness.check_hosts()
 
 
 @cocotb.test()
 async def halo_planes(dut):
     """Halo exchange of N^3 arrays both ways: jk block, ik block-stride, ij 8-byte stride."""
-    bench = DmaBench(dut, 2)
-    await bench.start()
+    harness = DmaHarness(dut, 2)
+    await harness.start()
     trace = dma_trace_probe(dut, 2)
     for n in PARAMS.get("ns", [3, 8, 16]):
         size = n ** 3 * 8
@@ -177,35 +177,35 @@ async def halo_planes(dut):
         jobs = []
         for node in (0, 1):
             other = 1 - node
-            src = bench.src[node][0] + 4096
-            arrays = {d: bench.tca(d, 0x10000 + space * node) for d in (0, 1)}
+            src = harness.src[node][0] + 4096
+            arrays = {d: harness.tca(d, 0x10000 + space * node) for d in (0, 1)}
             for ch, plane in enumerate(PLANES):
                 t = halo_transfer(n, plane, src, arrays[other], n - 2, 0)
                 jobs.append(Job(node, ch, [t]))
             # channel 3: gather the ij plane into a packed buffer of the node's own window
-            packed = bench.tca(node, 0x10000 + space * node + size + 64)
-            seq = (bench.tca(node, bench.amap.host_size - 64 + 16 * node), n)
+            packed = harness.tca(node, 0x10000 + space * node + size + 64)
+            seq = (harness.tca(node, harness.amap.host_size - 64 + 16 * node), n)
             jobs.append(Job(node, 3, [halo_transfer(n, "ij", src, packed, 1, packed_dst=True,
                                                     seq=seq, irq=True)]))
-        await bench.run_jobs(jobs)
-        await bench.settle()
-        bench.snapshot()
+        await harness.run_jobs(jobs)
+        await harness.settle()
+        harness.snapshot()
         shared = contested(jobs)
-        finish(bench, jobs, dont_care=shared)
+        finish(harness, jobs, dont_care=shared)
         dut._log.info("N=%d: %d planes of %d bytes each way; %d bytes written by two or three "
                       "planes", n, 4, n * n * 8, len(shared))
     if trace:
         trace.stop()
         trace.save(os.environ[TRACE_ENV])
-    bench.check_hosts()
+    harness.check_hosts()
 
 
 @cocotb.test()
 async def completions(dut):
     """Completions split at 64 and 128 bytes, out of order across tags, 2 us read latency."""
-    bench = DmaBench(dut, 1)
-    await bench.start()
-    host = bench.host(0)
+    harness = DmaHarness(dut, 1)
+    await harness.start()
+    host = harness.host(0)
     rng = random.Random(SEED + 3)
     order = []
     host.rc.on_completion = lambda read, cpl, i: (order.append((read.host_seq, i)), cpl)[1]
@@ -219,10 +219,10 @@ async def completions(dut):
         host.configure_reads(**cfg)
         order.clear()
         reads_before = host.rc.reads
-        jobs = random_jobs(bench, rng, PARAMS.get("max_len", 1 << 14), reg_share=0.2)
-        await bench.run_jobs(jobs)
-        await bench.settle()
-        finish(bench, jobs)
+        jobs = random_jobs(harness, rng, PARAMS.get("max_len", 1 << 14), reg_share=0.2)
+        await harness.run_jobs(jobs)
+        await harness.settle()
+        finish(harness, jobs)
         first = [r for r, i in order if i == 0]
         inversions = sum(1 for a, b in zip(first, first[1:]) if a > b)
         dut._log.info("%s: %d reads, %d completions, %d answered before an older read, "
@@ -230,11 +230,11 @@ async def completions(dut):
                       inversions, host.rc.max_outstanding)
         if "order" in name:
             assert inversions > 0, "jitter did not reorder any completions"
-    bench.check_hosts()
+    harness.check_hosts()
 
 
-async def background(bench, rng, channels=(1, 2, 3), max_len=1 << 12):
-    return random_jobs(bench, rng, max_len, channels=channels, reg_share=0.2)
+async def background(harness, rng, channels=(1, 2, 3), max_len=1 << 12):
+    return random_jobs(harness, rng, max_len, channels=channels, reg_share=0.2)
 
 
 @cocotb.test()
@@ -242,10 +242,10 @@ async def host_faults(dut):
     """Completion timeout (dropped read, dropped last completion), UR, CA, poisoned, malformed
     completion, and a completion with a tag nobody used: channel 0 fails with the right code
     while channels 1-3 run; then channel 0 works again."""
-    bench = DmaBench(dut, 1)
-    await bench.start(timeout=4000)
-    rc = bench.host(0).rc
-    drv = bench.drivers[0]
+    harness = DmaHarness(dut, 1)
+    await harness.start(timeout=4000)
+    rc = harness.host(0).rc
+    drv = harness.drivers[0]
     rng = random.Random(SEED + 4)
     cases = [("drop", DmaError.CPL_TIMEOUT), ("drop_last", DmaError.CPL_TIMEOUT),
              ("ur", DmaError.CPL_UR), ("ca", DmaError.CPL_CA),
@@ -254,9 +254,9 @@ async def host_faults(dut):
     errors = []
     for kind, code in cases:
         dut._log.info("case %s", kind)
-        dst, _ = bench.arenas(rng, N_CH, 0)
-        src = src_arena(bench, 0, rng, N_CH, 0)
-        ts = [memcpy(src.alloc(n), bench.tca(0, dst[0].alloc(n)), n)
+        dst, _ = harness.arenas(rng, N_CH, 0)
+        src = src_arena(harness, 0, rng, N_CH, 0)
+        ts = [memcpy(src.alloc(n), harness.tca(0, dst[0].alloc(n)), n)
               for n in (rng.randrange(1, 3000), 2048 + rng.randrange(512), 700)]
         bad = ts[1]
         lo, hi = bad.src_span()
@@ -266,40 +266,40 @@ async def host_faults(dut):
             rc.add_completion_fault(kind, match=lambda t, lo=lo, hi=hi:
                                     lo & ~3 <= t.address < hi)
         job = Job(0, 0, ts)
-        bench.plan(job, readable=lambda s, n, lo=lo, hi=hi: code if lo <= s < hi else None)
-        jobs = [job] + await background(bench, rng)
-        await bench.run_jobs(jobs)
-        await bench.settle()
+        harness.plan(job, readable=lambda s, n, lo=lo, hi=hi: code if lo <= s < hi else None)
+        jobs = [job] + await background(harness, rng)
+        await harness.run_jobs(jobs)
+        await harness.settle()
         rc.clear_faults()
         dut._log.info("%s: %s", kind, job.fault)
-        finish(bench, jobs, failed_spans(bench, job), errors)
+        finish(harness, jobs, failed_spans(harness, job), errors)
         # recovery on the same channel, with the others busy again
-        jobs = random_jobs(bench, rng, 1 << 12, channels=(0,)) + await background(bench, rng)
-        await bench.run_jobs(jobs)
-        await bench.settle()
-        finish(bench, jobs, errors=errors)
+        jobs = random_jobs(harness, rng, 1 << 12, channels=(0,)) + await background(harness, rng)
+        await harness.run_jobs(jobs)
+        await harness.settle()
+        finish(harness, jobs, errors=errors)
 
     # A completion for a tag with no read outstanding: dropped, counted, harmless.  With 8-bit
     # tags every tag cycles through use, so a stray completion during traffic is told apart
     # only with 5-bit tags (tag 200 can never be ours); the second one comes when idle.
     await drv.dma_config(ext_tags=False)
     await drv.clear_counters()
-    chip_id = bench.cluster.chips[0].models["n"].pcie_id
-    jobs = random_jobs(bench, rng, 1 << 13)
+    chip_id = harness.cluster.chips[0].models["n"].pcie_id
+    jobs = random_jobs(harness, rng, 1 << 13)
     for j in jobs:
-        bench.plan(j)
-    runner = cocotb.start_soon(bench.run_jobs(jobs))
+        harness.plan(j)
+    runner = cocotb.start_soon(harness.run_jobs(jobs))
     await ClockCycles(dut.clk, 200)
     await rc.inject_completion(chip_id, 200, nbytes=16)     # above every 5-bit tag
     await runner
     await rc.inject_completion(chip_id, 3, nbytes=8)        # a real tag, but nothing pending
-    await bench.settle()
-    finish(bench, jobs, errors=errors)
+    await harness.settle()
+    finish(harness, jobs, errors=errors)
     n = await drv.read_reg("COUNT", ("N", "UNEXPECTED_CPL"))
     if n != 2:
         errors.append(f"UNEXPECTED_CPL on N is {n}, expected 2")
     await drv.dma_config(ext_tags=True)
-    bench.check_hosts()
+    harness.check_hosts()
     assert not errors, f"{len(errors)} failure(s):\n" + "\n".join(errors)
 
 
@@ -342,31 +342,31 @@ async def descriptor_faults(dut):
     """Each malformed-descriptor check, unroutable destination and completion write, register
     mode with 0 slots or a bad slot: DESC_MALFORMED / DST_UNROUTABLE at the right descriptor,
     the ones before it done; then the channel works again while the others ran."""
-    bench = DmaBench(dut, 1)
-    await bench.start()
+    harness = DmaHarness(dut, 1)
+    await harness.start()
     rng = random.Random(SEED + 5)
-    drv = bench.drivers[0]
-    routable = lambda a: bench.amap.node_of(a) == 0     # noqa: E731 (one node: no other route)
-    elsewhere = bench.amap.region(3)[0] + 0x1000
+    drv = harness.drivers[0]
+    routable = lambda a: harness.amap.node_of(a) == 0     # noqa: E731 (one node: no other route)
+    elsewhere = harness.amap.region(3)[0] + 0x1000
     cases = [("malformed", how) for how in MALFORMED] + [
         ("unroutable", "dst"), ("unroutable", "seq"), ("unroutable", "stride"),
         ("reg", "slots0"), ("reg", "count")]
     errors = []
     for family, how in cases:
         ch = rng.randrange(N_CH)
-        dst, _ = bench.arenas(rng, N_CH, ch)
-        src = src_arena(bench, 0, rng, N_CH, ch)
-        ts = [memcpy(src.alloc(n), bench.tca(0, dst[0].alloc(n)), n)
+        dst, _ = harness.arenas(rng, N_CH, ch)
+        src = src_arena(harness, 0, rng, N_CH, ch)
+        ts = [memcpy(src.alloc(n), harness.tca(0, dst[0].alloc(n)), n)
               for n in (rng.randrange(1, 2000), 64, 300)]
         job = Job(0, ch, ts)
         if family == "malformed":
-            chain = Chain(ch, bench.desc[0] + 0x4000 * ch).add(ts[0]).add(ts[1])
+            chain = Chain(ch, harness.desc[0] + 0x4000 * ch).add(ts[0]).add(ts[1])
             img = chain.image()
             raw, ext = bad_descriptor(how, ts[1])
             first = ts[0].pack(next=descriptor.pointer(img[1][0], ext))
             job.transfers = ts[:2]
             job.images, job.head = [(img[0][0], first), (img[1][0], raw)], chain.head
-            bench.plan(job, routable=routable)
+            harness.plan(job, routable=routable)
         elif family == "unroutable":
             if how == "dst":
                 ts[1] = memcpy(ts[1].src, elsewhere, 64)
@@ -374,40 +374,40 @@ async def descriptor_faults(dut):
                 ts[1] = memcpy(ts[1].src, ts[1].dst, 64, seq=(elsewhere, 1))
             else:
                 # the first bursts at the end of node 0's region, the others past it
-                end = bench.amap.region(0)[0] + bench.amap.node_size
+                end = harness.amap.region(0)[0] + harness.amap.node_size
                 ts[1] = memcpy(ts[1].src, end - 64, 16, count=8, dst_gap=16)
             job.reg = rng.random() < 0.5
-            bench.plan(job, routable=routable)
+            harness.plan(job, routable=routable)
         elif how == "slots0":
             job.reg = True
             job.transfers = []
-            job.outcome = dma_model.run_slots([], bench.read_src(0))
+            job.outcome = dma_model.run_slots([], harness.read_src(0))
         else:
             job.reg = True
             job.transfers = [ts[0], dict(ts[1].fields(), count=0, ext=1, control=ts[1].fields()
                                          ["control"] | 1 << 8)]
-            bench.plan(job, routable=routable)
+            harness.plan(job, routable=routable)
         assert job.outcome.error != DmaError.NONE, (family, how)
-        others = random_jobs(bench, rng, 1 << 12, channels=[c for c in range(N_CH) if c != ch],
+        others = random_jobs(harness, rng, 1 << 12, channels=[c for c in range(N_CH) if c != ch],
                              reg_share=0.2)
         for j in others:
-            bench.plan(j)
+            harness.plan(j)
         if how == "slots0":
-            runner = cocotb.start_soon(bench.run_jobs(others))
+            runner = cocotb.start_soon(harness.run_jobs(others))
             await drv.bar0.write(ctrl_offset(ch), (1 << 1).to_bytes(4, "little"))
-            await bench.wait(job)
+            await harness.wait(job)
             await runner
         else:
-            await bench.run_jobs([job] + others)
-        await bench.settle()
+            await harness.run_jobs([job] + others)
+        await harness.settle()
         dut._log.info("%s %s on channel %d: %s", family, how, ch, job.fault)
-        finish(bench, [job] + others, failed_spans(bench, job) if job.transfers else (),
+        finish(harness, [job] + others, failed_spans(harness, job) if job.transfers else (),
                errors)
-        jobs = random_jobs(bench, rng, 1 << 12, channels=(ch,))
-        await bench.run_jobs(jobs)
-        await bench.settle()
-        finish(bench, jobs, errors=errors)
-    bench.check_hosts()
+        jobs = random_jobs(harness, rng, 1 << 12, channels=(ch,))
+        await harness.run_jobs(jobs)
+        await harness.settle()
+        finish(harness, jobs, errors=errors)
+    harness.check_hosts()
     assert not errors, f"{len(errors)} failure(s):\n" + "\n".join(errors)
 
 
@@ -415,52 +415,52 @@ async def descriptor_faults(dut):
 async def abort_and_busy(dut):
     """Abort a long chain (ABORTED, busy falls, next start works); a start while busy is
     ignored and flagged, and the running chain completes as if it had not come."""
-    bench = DmaBench(dut, 1)
-    await bench.start()
+    harness = DmaHarness(dut, 1)
+    await harness.start()
     rng = random.Random(SEED + 6)
-    drv = bench.drivers[0]
-    bench.host(0).configure_reads(latency_ns=1000)
-    dst, _ = bench.arenas(rng, N_CH, 0)
-    src = src_arena(bench, 0, rng, N_CH, 0)
-    ts = [memcpy(src.alloc(8192), bench.tca(0, dst[0].alloc(8192)), 8192) for _ in range(8)]
+    drv = harness.drivers[0]
+    harness.host(0).configure_reads(latency_ns=1000)
+    dst, _ = harness.arenas(rng, N_CH, 0)
+    src = src_arena(harness, 0, rng, N_CH, 0)
+    ts = [memcpy(src.alloc(8192), harness.tca(0, dst[0].alloc(8192)), 8192) for _ in range(8)]
     job = Job(0, 0, ts)
-    bench.plan(job)
-    others = random_jobs(bench, rng, 1 << 13, channels=(1, 2, 3))
+    harness.plan(job)
+    others = random_jobs(harness, rng, 1 << 13, channels=(1, 2, 3))
     for j in others:
-        bench.plan(j)
-    runner = cocotb.start_soon(bench.run_jobs(others))
-    await bench.kick(job)
+        harness.plan(j)
+    runner = cocotb.start_soon(harness.run_jobs(others))
+    await harness.kick(job)
     await Timer(3, unit="us")
     await drv.dma_abort(0)
-    await bench.wait(job)
+    await harness.wait(job)
     await runner
     assert job.fault is not None and job.fault.error == DmaError.ABORTED, job.fault
     assert job.fault.desc_done < len(ts), "abort came after the chain had finished"
-    await bench.settle()
-    finish(bench, others, failed_spans(bench, job, job.fault.desc_done))
+    await harness.settle()
+    finish(harness, others, failed_spans(harness, job, job.fault.desc_done))
     st = await drv.dma_status(0)
     assert not st["busy"] and st["error"] == DmaError.ABORTED
     dut._log.info("aborted after %d descriptors, %d bytes", job.fault.desc_done,
                   job.fault.bytes)
 
     # start while busy: ignored, flagged; the running chain finishes as planned
-    bench.host(0).configure_reads(latency_ns=0)
+    harness.host(0).configure_reads(latency_ns=0)
     job = Job(0, 0, ts[:4])
-    bench.plan(job)
-    await bench.kick(job)
+    harness.plan(job)
+    await harness.kick(job)
     await drv.dma_start(0)
     st = await drv.dma_status(0)
     assert st["busy"] and st["start_ignored"], st
-    await bench.wait(job)
-    await bench.settle()
-    finish(bench, [job])
-    jobs = random_jobs(bench, rng, 1 << 12, channels=(0,))
-    await bench.run_jobs(jobs)
+    await harness.wait(job)
+    await harness.settle()
+    finish(harness, [job])
+    jobs = random_jobs(harness, rng, 1 << 12, channels=(0,))
+    await harness.run_jobs(jobs)
     st = await drv.dma_status(0)
     assert not st["start_ignored"], "the next accepted start did not clear start_ignored"
-    await bench.settle()
-    finish(bench, jobs)
-    bench.check_hosts()
+    await harness.settle()
+    finish(harness, jobs)
+    harness.check_hosts()
 
 
 @cocotb.test()
@@ -475,29 +475,29 @@ async def prefetch_race(dut):
     plain one; K swept across the prefetch's measured round trip, and the host latency in 4 ns
     steps, so the fetch's last DW lands on each cycle around the MARK.  No idles or
     backpressure: the timing is exact."""
-    bench = DmaBench(dut, 1)
-    await bench.start(pauses=False)
+    harness = DmaHarness(dut, 1)
+    await harness.start(pauses=False)
     rng = random.Random(SEED + 7)
-    dst, _ = bench.arenas(rng)
-    src = src_arena(bench, 0, rng)
+    dst, _ = harness.arenas(rng)
+    src = src_arena(harness, 0, rng)
     latency = 200
 
     def chain(k):
-        stride = memcpy(src.alloc(16 * k), bench.tca(0, dst[0].alloc(16 * k)), 8, count=k,
+        stride = memcpy(src.alloc(16 * k), harness.tca(0, dst[0].alloc(16 * k)), 8, count=k,
                         src_gap=8, dst_gap=8)
-        plain = memcpy(src.alloc(64), bench.tca(0, dst[0].alloc(64)), 64)
+        plain = memcpy(src.alloc(64), harness.tca(0, dst[0].alloc(64)), 64)
         return Job(0, 0, [stride, plain])
 
     async def run(job):
-        await bench.run_jobs([job])
-        await bench.settle(idle_cycles=150)
-        finish(bench, [job])
+        await harness.run_jobs([job])
+        await harness.settle(idle_cycles=150)
+        finish(harness, [job])
 
     # The round trip of a descriptor fetch: from the read request to its completion.
     probe = HandshakeProbe(dut.clk)
     probe.add_stream("rd", dut.c0.dma, "o_rd")
     probe.add("cpl", dut.c0.dma.i_cpl__valid)
-    bench.host(0).configure_reads(latency_ns=latency)
+    harness.host(0).configure_reads(latency_ns=latency)
     probe.start()
     await run(chain(1))
     probe.stop()
@@ -507,10 +507,10 @@ async def prefetch_race(dut):
     dut._log.info("fetch round trip %d ns; K from %d to %d", trip, ks[0], ks[-1])
     for k in ks:
         for extra in (0, 4):
-            bench.host(0).configure_reads(latency_ns=latency + extra)
+            harness.host(0).configure_reads(latency_ns=latency + extra)
             try:
                 await run(chain(k))
             except AssertionError as exc:
                 raise AssertionError(f"K = {k}, host latency {latency + extra} ns: {exc}") \
                     from exc
-    bench.check_hosts()
+    harness.check_hosts()

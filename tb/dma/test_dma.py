@@ -10,18 +10,14 @@ seed, e.g.::
     run("dma-replay", 2, ["random_chains"], seed=7, rounds=1)
 """
 
-import sys
 from pathlib import Path
 
 import pytest
 
+from peach2.sim.chips_top import Chips
 from peach2.sim.runner import pick_simulator, run_cocotb
 
 HERE = Path(__file__).parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "system"))
-
-from chips_top import Chips  # noqa: E402
 
 TWO_CHIPS = ["random_chains", "halo_planes"]
 ONE_CHIP = ["completions", "host_faults", "descriptor_faults", "abort_and_busy"]

@@ -1,14 +1,9 @@
 """``dma_trace.py``'s parsing and comparison, on hand-made results (no simulation)."""
 
 import json
-import sys
-from pathlib import Path
 
+import dma_trace
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
-
-import dma_trace  # noqa: E402
 
 RESULTS = """<?xml version='1.0' encoding='utf-8'?>
 <testsuites name="cocotb tests"><testsuite name="dma_tb" tests="2">

@@ -1,4 +1,5 @@
-"""Tables and plots of the DMA benchmarks (``dma_perf_tb.figures``) for ``docs/benchmarks.md``.
+"""Tables and plots of the DMA benchmarks (``tb/dma/dma_perf_tb.py``, ``figures``) for
+``docs/benchmarks.md``.
 
 The figures are those of 002 section 4.1: Figure 4 (128 chained transfers, in one node),
 Figure 5 (one transfer, with and without a descriptor), Figure 6 (4 KiB transfers, chain length
@@ -77,7 +78,7 @@ def _plot(result, img_dir):
 
 def dma_markdown(result, img_dir):
     """Return the DMA section of ``docs/benchmarks.md`` as (title, body); write its plots under
-    ``img_dir``.  The run's stamp is ``bench_doc``'s."""
+    ``img_dir``.  The run's stamp is :mod:`peach2.sim.bench_doc`'s."""
     files = _plot(result, img_dir)
     bound = result["paper_bound_gbps"]
     lat = result["read_latency_ns"]

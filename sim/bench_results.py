@@ -3,8 +3,8 @@
 Each section (:data:`SECTIONS`) saves its figures to ``docs/results/<section>.json`` as a dict
 whose ``run`` entry says how they were made (:func:`run_info`: command, commit, date, seconds,
 the machine's cores and load, free-text conditions, and what ``--quick`` shortened).  A run
-writes only the sections it measured; ``bench_doc.rebuild`` then writes the whole document from
-every saved file, so a run of one section never removes another's figures.
+writes only the sections it measured; :func:`peach2.sim.bench_doc.rebuild` then writes the
+whole document from every saved file, so a run of one section never removes another's figures.
 
 Long steps print a progress line: :class:`Progress` counts points done and left, and
 :func:`follow` prints the lines a simulation appends to a progress file while it runs (the
@@ -19,11 +19,12 @@ import threading
 import time
 from pathlib import Path
 
+from .runner import ROOT
+
 __all__ = ["ROOT", "RESULTS", "SECTIONS", "result_path", "load", "save", "commit", "started",
            "run_info",
-           "shortened_note", "Progress", "follow"]
+           "stamp", "shortened_note", "Progress", "follow"]
 
-ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "docs" / "results"
 #: The document's sections, in the document's order.
 SECTIONS = ("adapters", "router", "dma", "cluster")
@@ -74,6 +75,29 @@ def run_info(command, start, shortened=(), conditions=None):
             "seconds": round(time.time() - start["time"]), "cores": os.cpu_count(),
             "load": [start["load"], round(os.getloadavg()[0], 1)],
             "shortened": list(shortened), "conditions": conditions}
+
+
+def _load(load):
+    """``load 1.2`` or, for [start, end], ``load 1.2 at the start, 3.4 at the end``."""
+    if isinstance(load, list):
+        return f"load {load[0]} at the start, {load[1]} at the end"
+    return None if load is None else f"load {load}"
+
+
+def stamp(run):
+    """The sentence naming a section's run (``run_info``'s dict), "" for none."""
+    if not run:
+        return ""
+    where = [f"{run['seconds']} s" if run.get("seconds") is not None else None,
+             f"{run['cores']}-core machine" if run.get("cores") else None,
+             _load(run.get("load")),
+             run.get("conditions")]
+    text = (f"Measured by `{run.get('command', '?').strip()}` at {run.get('commit', '?')}"
+            + (f" on {run['date']}" if run.get("date") else "")
+            + (f" ({', '.join(w for w in where if w)})" if any(where) else "") + ".")
+    if run.get("shortened"):
+        text += " Shortened against the full run: " + "; ".join(run["shortened"]) + "."
+    return text
 
 
 def shortened_note(section, shortened):

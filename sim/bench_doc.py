@@ -1,21 +1,20 @@
 """``docs/benchmarks.md``, rebuilt from every section's saved results (``docs/results/*.json``).
 
-:func:`rebuild` writes the head note, then each section of ``bench_results.SECTIONS`` between
-``<!-- <section>:begin -->`` and ``<!-- <section>:end -->`` markers: rendered from its saved
-results when there are some, else the section's text as it stands in the document (so a section
-whose figures predate the saved files, or that was never measured here, is never deleted), else
-a line saying how to measure it.  Every rendered section starts with its run's stamp (command,
-commit, date, seconds, machine load, what ``--quick`` shortened).
+:func:`rebuild` writes the head note, then each section of
+:data:`peach2.sim.bench_results.SECTIONS` between ``<!-- <section>:begin -->`` and
+``<!-- <section>:end -->`` markers: rendered from its saved results when there are some, else
+the section's text as it stands in the document (so a section whose figures predate the saved
+files, or that was never measured here, is never deleted), else a line saying how to measure
+it.  Every rendered section starts with its run's stamp (command, commit, date, seconds, machine
+load, what ``--quick`` shortened).  The DMA and sub-cluster sections are rendered by
+:mod:`peach2.sim.bench_dma_doc` and :mod:`peach2.sim.bench_cluster_doc`.
 """
 
 import json
-import sys
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-from bench_results import ROOT, SECTIONS, load  # noqa: E402
+from .bench_cluster_doc import section as cluster_section
+from .bench_dma_doc import dma_markdown
+from .bench_results import ROOT, SECTIONS, load, stamp
 
 __all__ = ["DOC", "PLOT", "rebuild", "stamp", "plot_adapters"]
 
@@ -37,29 +36,6 @@ link timed by cocotbext-pcie's wire model at Gen2 x8 (4 GB/s raw; each TLP costs
 payload + 8 bytes of framing). The bound is that wire-format bound for exactly the TLPs
 measured.
 """
-
-
-def _load(load):
-    """``load 1.2`` or, for [start, end], ``load 1.2 at the start, 3.4 at the end``."""
-    if isinstance(load, list):
-        return f"load {load[0]} at the start, {load[1]} at the end"
-    return None if load is None else f"load {load}"
-
-
-def stamp(run):
-    """The sentence naming a section's run (``run_info``'s dict), "" for none."""
-    if not run:
-        return ""
-    where = [f"{run['seconds']} s" if run.get("seconds") is not None else None,
-             f"{run['cores']}-core machine" if run.get("cores") else None,
-             _load(run.get("load")),
-             run.get("conditions")]
-    text = (f"Measured by `{run.get('command', '?').strip()}` at {run.get('commit', '?')}"
-            + (f" on {run['date']}" if run.get("date") else "")
-            + (f" ({', '.join(w for w in where if w)})" if any(where) else "") + ".")
-    if run.get("shortened"):
-        text += " Shortened against the full run: " + "; ".join(run["shortened"]) + "."
-    return text
 
 
 def plot_adapters(points, path=PLOT):
@@ -170,15 +146,7 @@ measured on hardware (002 section 4)."""
 
 
 def dma_section(saved):
-    sys.path.insert(0, str(HERE / "dma"))
-    from dma_plots import dma_markdown
     return dma_markdown(saved, IMG)
-
-
-def cluster_section(saved):
-    sys.path.insert(0, str(HERE / "cluster"))
-    from bench_cluster import section
-    return section(saved)
 
 
 RENDER = {"adapters": adapters_section, "router": router_section, "dma": dma_section,

@@ -1,4 +1,4 @@
-"""The DMA testbench: chips with a host each, DMA jobs, a memory shadow from the reference model.
+"""The DMA harness: chips with a host each, DMA jobs, a memory shadow from the reference model.
 
 ::
 
@@ -6,23 +6,19 @@
           reads from chip 0's DMA answered here          DMA: reads out N, writes routed   |
                                                                               Host 1 --+
 
-:class:`DmaBench` builds a :class:`~peach2.sim.cluster.Cluster` of one chip, or two cabled c0.E -
-c1.W (``tb/system/chips_top.Chips``), and gives every node, besides its host window memory (the
-DMA destination, filled with noise), a source buffer (noise) and a descriptor area in its host's
-memory.  :meth:`DmaBench.run_jobs` starts DMA jobs (chains or register mode) on any channels of
-any nodes at once and waits for them; :meth:`DmaBench.check_memory` compares every byte of every
-window with the shadow the reference model (:mod:`peach2.sim.dma_model`) keeps, so bytes outside
-the destinations are checked to be untouched.  Completion writes are checked to land after their
-descriptor's data (a watcher on every host's memory writes), MSIs are caught on the N hard IP's
-``app_msi_*`` pins.
+:class:`DmaHarness` builds a :class:`~peach2.sim.cluster.Cluster` of one chip, or two cabled c0.E -
+c1.W (:class:`peach2.sim.chips_top.Chips`), and gives every node, besides its host window memory
+(the DMA destination, filled with noise), a source buffer (noise) and a descriptor area in its
+host's memory.  :meth:`DmaHarness.run_jobs` starts DMA jobs (chains or register mode) on any
+channels of any nodes at once and waits for them; :meth:`DmaHarness.check_memory` compares every
+byte of every window with the shadow the reference model (:mod:`peach2.sim.dma_model`) keeps, so
+bytes outside the destinations are checked to be untouched.  Completion writes are checked to land
+after their descriptor's data (a watcher on every host's memory writes), MSIs are caught on the N
+hard IP's ``app_msi_*`` pins.
 """
 
-import json
-import os
 import random
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 import cocotb
 from cocotb.clock import Clock
@@ -33,13 +29,11 @@ from cocotbext.pcie.core.tlp import TlpType
 from peach2.csr.regmap import DEFAULT_DMA_BUFFER, DEFAULT_DMA_TAGS, REGMAP, DmaError
 from peach2.sim import dma_model
 from peach2.sim.cluster import Cluster, default_address_map
+from peach2.sim.cocotb_env import run_inputs
 from peach2.sim.dma import Chain, memcpy
 from peach2.sim.driver import DmaFault, Topology
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "system"))
-
-PARAMS = json.loads(os.environ.get("PEACH2_PARAMS", "{}"))
-SEED = int(os.environ.get("PEACH2_SEED", "0"))
+PARAMS, SEED = run_inputs()
 CLOCK_NS = 4
 DESC_AREA = 1 << 16          # per node: 16 KiB of descriptors per channel
 
@@ -99,7 +93,7 @@ class Job:
     head: int = None         # CH_HEAD with ``images``
 
 
-class DmaBench:
+class DmaHarness:
     """Clock, reset, ``n_nodes`` chips with hosts, memories, MSI catchers (see module doc)."""
 
     def __init__(self, dut, n_nodes=2, *, seed=SEED, host_size=None, src_size=None,
@@ -440,10 +434,10 @@ async def _all(coros):
     return [await t for t in tasks]
 
 
-def src_arena(bench, node, rng, share=1, part=0):
+def src_arena(harness, node, rng, share=1, part=0):
     """A source arena on ``part`` of ``share`` slices of node's source buffer."""
-    base, _ = bench.src[node]
-    size = bench.src_size // share
+    base, _ = harness.src[node]
+    size = harness.src_size // share
     return Arena(base + part * size, size, rng)
 
 
