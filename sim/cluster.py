@@ -267,7 +267,8 @@ class Cluster:
         routes = self.routes
         if isinstance(routes, str):     # one route set for all chips (the safe search is slow)
             routes = RouteSet.build(self.topology, amap, routes)
-        await _all(self._place_gpus(i) for i in range(self.n_nodes))
+        if amap.n_gpus:
+            await _all(self._place_gpus(i) for i in range(self.n_nodes))
         await _all(drv.program(self.topology, amap, i, self._memory[i][0], routes=routes)
                    for i, drv in enumerate(self.drivers))
         if amap.n_gpus:

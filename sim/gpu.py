@@ -167,10 +167,12 @@ class GpuModel(Device):
 
     @property
     def memory(self):
+        """The device memory (``memory[a:b]``, no simulation time)."""
         return self.function.memory
 
     @property
     def size(self):
+        """Bytes of device memory (BAR 0's size)."""
         return self.function.size
 
 

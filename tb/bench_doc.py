@@ -28,7 +28,7 @@ HEAD = """# Benchmarks
 Each section below is written from its saved results, `docs/results/<section>.json` (committed:
 the figures, and the command, commit, date, seconds, machine load and anything `--quick`
 shortened of the run that measured them). `peach2 bench [SECTION ...] [--quick]` (sections
-adapters, router, dma, cluster; the same as `python tb/benchmarks.py` and
+adapters, router, dma, cluster, gpu; the same as `python tb/benchmarks.py` and
 `python tb/cluster/bench_cluster.py`) measures only the sections it names, saves their files
 and rebuilds this document from all saved files; `peach2 bench --doc-only` only rebuilds it. A
 section without a saved file keeps its text as committed and names its own run. Every figure is
@@ -181,8 +181,14 @@ def cluster_section(saved):
     return section(saved)
 
 
+def gpu_section(saved):
+    sys.path.insert(0, str(HERE / "cluster"))
+    from bench_gpu import section
+    return section(saved)
+
+
 RENDER = {"adapters": adapters_section, "router": router_section, "dma": dma_section,
-          "cluster": cluster_section}
+          "cluster": cluster_section, "gpu": gpu_section}
 
 
 def _markers(name):

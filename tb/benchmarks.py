@@ -2,7 +2,7 @@
 
 Usage (from the repository root, after the README's test install; ``peach2 bench`` is the same)::
 
-    python tb/benchmarks.py                   # every section: adapters router dma cluster
+    python tb/benchmarks.py                   # every section: adapters router dma cluster gpu
     python tb/benchmarks.py adapters router   # only these; the others keep their saved results
     python tb/benchmarks.py dma --quick       # fewer, shorter points (printed: what is shortened)
     python tb/benchmarks.py --doc-only        # rebuild the document from the saved results
@@ -10,7 +10,9 @@ Usage (from the repository root, after the README's test install; ``peach2 bench
 Sections: ``adapters`` (hard-IP adapters' loopback write stream, 10 points), ``router`` (latency
 through one chip, all four ports busy, PIO latency host to host), ``dma`` (002 section 4.1,
 Figures 4-7, and the halo planes; the longest: about 40 minutes on 2 cores), ``cluster``
-(``tb/cluster/bench_cluster.py``: the HDL sub-cluster's speed, build time and latency per hop).
+(``tb/cluster/bench_cluster.py``: the HDL sub-cluster's speed, build time and latency per hop),
+``gpu`` (``tb/cluster/bench_gpu.py``: a DMA reading the local GPU against one reading host
+memory, beside 002's 870 MB/s GPU read ceiling and the wire bound).
 A run saves only the sections it measured, so it never removes another section's figures; each
 point prints a progress line with how many are left.
 
@@ -135,6 +137,9 @@ def shortened(section, quick, chain=None, max_total=None):
     if section == "cluster":
         import bench_cluster
         return bench_cluster.quick_shortened() if quick else []
+    if section == "gpu":
+        import bench_gpu
+        return bench_gpu.quick_shortened() if quick else []
     chain = chain or (QUICK_CHAIN if quick else FULL_CHAIN)
     max_total = max_total or (QUICK_TOTAL if quick else FULL_TOTAL)
     out = []
@@ -177,6 +182,12 @@ def cluster(quick, conditions, command):
     import bench_cluster
     bench_cluster.measure(bench_cluster.quick_options() if quick else bench_cluster.defaults(),
                           conditions=conditions, command=command)
+
+
+def gpu(quick):
+    """The GPU read section (``bench_gpu.measure``)."""
+    import bench_gpu
+    return bench_gpu.measure(quick)
 
 
 def _ints(text):
@@ -281,7 +292,7 @@ def main(argv=None, prog="python tb/benchmarks.py"):
         if name == "dma":
             data = dma(args.quick, args.read_latency, args.chain, args.max_total)
         else:
-            data = {"adapters": adapters, "router": router}[name](args.quick)
+            data = {"adapters": adapters, "router": router, "gpu": gpu}[name](args.quick)
         run = run_info(command, start, less[name], args.conditions)
         save(name, {"run": run, **data})
         print(f"{name}: saved docs/results/{name}.json ({run['seconds']} s)", flush=True)
