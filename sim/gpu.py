@@ -68,6 +68,8 @@ class GpuFunction(MemoryEndpoint):
         Bytes written into the memory by memory writes, and returned in read completions.
     reads : int
         Memory reads answered.
+    first_read_ns, last_completion_ns : float or None
+        When the first memory read arrived, and when the last completion was sent.
     """
 
     def __init__(self, size, *, read_bandwidth=GPU_READ_BANDWIDTH,
@@ -89,6 +91,7 @@ class GpuFunction(MemoryEndpoint):
         self.bytes_written = 0
         self.bytes_read = 0
         self.reads = 0
+        self.first_read_ns = self.last_completion_ns = None
         self._pipe_free_ns = 0.0        # when the read pipe has passed all data given to it
         self._completions = Queue()     # (send time in ns, completion) in send order
         self._sender = None
@@ -111,6 +114,8 @@ class GpuFunction(MemoryEndpoint):
         _, offset = bar
         data = self.memory[offset:offset + 4 * tlp.length]
         self.reads += 1
+        if self.first_read_ns is None:
+            self.first_read_ns = get_sim_time("ns")
         plan = completion_plan(tlp.address + tlp.get_first_be_offset(), tlp.get_be_byte_count(),
                                tlp.length, 128, 128 << self.pcie_cap.max_payload_size, False)
         ready = get_sim_time("ns") + self.read_latency_ns
@@ -134,6 +139,7 @@ class GpuFunction(MemoryEndpoint):
             if wait > 0:
                 await Timer(get_sim_steps(wait, "ns", round_mode="round"), "step")
             await self.send(cpl)
+            self.last_completion_ns = get_sim_time("ns")
 
 
 class GpuModel(Device):

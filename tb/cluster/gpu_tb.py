@@ -7,7 +7,8 @@ TCA address map's GPU windows leave port N (002 section 3.5).  Parameters (``PEA
 - ``gpu_transfers``: at once, node 0's DMA reads its GPU 0 into node 2's GPU 1 (GPU to remote
   GPU), node 1's DMA copies its host memory into node 3's GPU 0 (host to remote GPU), and host
   3 stores into node 1's GPU 1 (PIO); sizes from 1 byte, odd offsets; every byte of every GPU
-  and host memory is checked against a model, every chip's drop counters are zero.
+  and host memory is checked against a model, every chip's drop counters are zero, and the
+  GPU's completions took at least the read pipe's time (latency + bytes / bandwidth).
 - ``gpu_read_rate``: for each of ``sizes``, a chained DMA of ``descs`` descriptors of that
   size from node 0 to node 1's host memory, once from node 0's host memory and once from its
   GPU 0; the rates from the DMA start to the last byte's arrival, beside the wire-format bound
@@ -147,7 +148,14 @@ async def gpu_transfers(dut):
                   get_sim_time("ns") - t0)
     await cluster.quiet()
     check_memories(cluster, shadows)
-    assert cluster.gpus[a][0].function.reads > 0, "the DMA did not read GPU 0 of node 0"
+    gpu = cluster.gpus[a][0].function
+    assert gpu.reads > 0, "the DMA did not read GPU 0 of node 0"
+    # the read pipe: no faster than its latency plus the data at its bandwidth (1 ns rounding)
+    span = gpu.last_completion_ns - gpu.first_read_ns
+    least = gpu.read_latency_ns + gpu.bytes_read / gpu.read_bandwidth * 1e9
+    assert span >= least - 1, f"GPU read {gpu.bytes_read} B in {span} ns, pipe needs {least}"
+    dut._log.info("GPU 0.0 returned %d B in %.0f ns from the first read (%.0f MB/s; pipe: "
+                  "%.0f ns at least)", gpu.bytes_read, span, gpu.bytes_read / span * 1e3, least)
     for node in range(n):
         assert cluster.bytes_received(node) == 0, f"host {node} received writes meant for GPUs"
     await check_no_drops(cluster)
