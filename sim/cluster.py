@@ -34,6 +34,8 @@ every host's TCA BAR must sit at the same bus address, the address map's ``tca_b
 identical hosts enumerated the same way, and what the shared layout of 002 section 3.5 needs).
 """
 
+from dataclasses import replace
+
 import cocotb
 from cocotb.triggers import ClockCycles
 from cocotb.utils import get_sim_time
@@ -137,9 +139,12 @@ class Cluster:
         ``dut`` is a :class:`~peach2.sim.cluster_top.ClusterTop` (its ``cluster_tb`` wrapper):
         the cables and the clock are in HDL, only the N ports have Python models, and those
         sleep while idle.  ``cables`` then holds ``(a, port_a, b, port_b, None)``.
+    n_gpus : int, optional
+        GPUs per node (:class:`~peach2.sim.gpu.GpuModel`), one behind each GPU window; default
+        ``address_map.n_gpus``.  Another count replaces the map's (``address_map`` then holds
+        the map in use).
     gpu_read_bandwidth, gpu_read_latency_ns : float
-        Read path of every GPU (:class:`~peach2.sim.gpu.GpuModel`; default 002's 870 MB/s
-        ceiling).  The GPUs themselves come from ``address_map.n_gpus``.
+        Read path of every GPU (default 002's 870 MB/s ceiling after 500 ns).
 
     Members
     -------
@@ -156,7 +161,7 @@ class Cluster:
 
     def __init__(self, dut, topology, address_map, *, prefixes=None, seed=0, mps=256,
                  dirty=True, port_delay_ns=None, above_4g=True, hdl_cables=False,
-                 routes="shortest", hardip_pipeline_ns=0.0,
+                 routes="shortest", hardip_pipeline_ns=0.0, n_gpus=None,
                  gpu_read_bandwidth=GPU_READ_BANDWIDTH, gpu_read_latency_ns=GPU_READ_LATENCY_NS):
         self.routes = routes
         self.hardip_pipeline_ns = hardip_pipeline_ns
@@ -164,6 +169,8 @@ class Cluster:
         self.above_4g = above_4g
         self.dut = dut
         self.topology = topology
+        if n_gpus is not None and n_gpus != address_map.n_gpus:
+            address_map = replace(address_map, n_gpus=n_gpus)     # checks that they fit
         self.address_map = address_map
         self.mps = mps
         prefixes = prefixes or [f"c{i}_" for i in range(n)]

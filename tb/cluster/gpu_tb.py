@@ -39,15 +39,18 @@ async def start_cluster(dut):
     memory filled with seeded noise.  Returns ``(cluster, shadows)``: shadows of every host
     memory (``"host", node``) and GPU memory (``node, i``)."""
     topo = Topology.parse(PARAMS.get("topology", "ring:4"))
-    amap = default_address_map(topo.n_nodes, n_gpus=PARAMS.get("gpus", 2), gpu_size=GPU_SIZE)
+    amap = default_address_map(topo.n_nodes, gpu_size=GPU_SIZE)
     cluster = Cluster(dut, topo, amap, seed=SEED, hdl_cables=True, routes="safe",
-                      hardip_pipeline_ns=PARAMS.get("pipeline_ns", 0.0))
+                      hardip_pipeline_ns=PARAMS.get("pipeline_ns", 0.0),
+                      n_gpus=PARAMS.get("gpus", 2))
+    assert cluster.address_map.n_gpus == PARAMS.get("gpus", 2)
     await cluster.reset_and_start()
     rng = random.Random(SEED + 5)
     shadows = {}
     for node in range(topo.n_nodes):
         memories = [("host", node, cluster.memory(node)[1])]
-        memories += [(node, i, cluster.gpu_memory(node, i)[1]) for i in range(amap.n_gpus)]
+        memories += [(node, i, cluster.gpu_memory(node, i)[1])
+                     for i in range(cluster.address_map.n_gpus)]
         for a, b, memory in memories:
             noise = rng.randbytes(len(memory))
             memory[0:len(noise)] = noise
