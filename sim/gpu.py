@@ -5,12 +5,13 @@ its address space, so PEACH2 reads and writes GPU memory directly (002 section 3
 Support for RDMA on Kepler K20 with CUDA 5.0).  The TCA address map gives every node's GPUs
 windows in the node's region (002 section 3.5); the chip subtracts the node's offset from what
 leaves port N, so GPU window ``i`` of node ``n`` must be where that GPU's BAR is in host ``n``'s
-physical address space (:meth:`Host.place_peer` puts it there, :class:`~peach2.sim.cluster.Cluster`
+physical address space (:func:`place_gpu` puts it there, :class:`~peach2.sim.cluster.Cluster`
 checks it).
 
 :class:`GpuModel` is a cocotbext-pcie device with one function: device memory behind a 64-bit
-prefetchable BAR 0 (what the GPU's BAR1 aperture is to its peers), PCIe IDs of a Tesla K20,
-Gen2 x16 link (002 Table 1: K20).  What 002 measured, and the model reproduces:
+prefetchable BAR 0 (what the GPU's BAR1 aperture is to its peers), PCIe IDs of a Tesla K20
+(the GPU of 002's test system, section 4, Table 1) on its Gen2 x16 link.  What 002 measured, and
+the model reproduces:
 
 - **Writes into the GPU** go at link rate: PEACH2's DMA into a GPU is about as fast as into
   host memory (002 section 4.1.2, Figures 4-6; section 4.2, Figure 7 "CPU-to-rGPU").  Every
