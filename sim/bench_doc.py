@@ -27,7 +27,7 @@ HEAD = """# Benchmarks
 Each section below is written from its saved results, `docs/results/<section>.json` (committed:
 the figures, and the command, commit, date, seconds, machine load and anything `--quick`
 shortened of the run that measured them). `peach2 bench [SECTION ...] [--quick]` (sections
-adapters, router, dma, cluster; the same as `python tb/benchmarks.py` and
+adapters, router, dma, cluster, gpu; the same as `python tb/benchmarks.py` and
 `python tb/cluster/bench_cluster.py`) measures only the sections it names, saves their files
 and rebuilds this document from all saved files; `peach2 bench --doc-only` only rebuilds it. A
 section without a saved file keeps its text as committed and names its own run. Every figure is
@@ -145,12 +145,17 @@ cable's length or the host's memory path, which is why it is far below the 782 n
 measured on hardware (002 section 4)."""
 
 
+def gpu_section(saved):
+    from .bench_gpu_doc import section
+    return section(saved)
+
+
 def dma_section(saved):
     return dma_markdown(saved, IMG)
 
 
 RENDER = {"adapters": adapters_section, "router": router_section, "dma": dma_section,
-          "cluster": cluster_section}
+          "cluster": cluster_section, "gpu": gpu_section}
 
 
 def _markers(name):

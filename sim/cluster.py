@@ -18,6 +18,12 @@ every node a region of its host's memory (above 4 GiB by default) and programs e
 :meth:`~peach2.sim.driver.Driver.program`.  After that a store by host ``a`` into node ``b``'s
 host window (:meth:`Cluster.pio_write`) lands in host ``b``'s memory (:meth:`Cluster.memory`).
 
+GPUs: with an address map of ``n_gpus`` GPU windows (:func:`default_address_map`), every node
+gets that many :class:`~peach2.sim.gpu.GpuModel` on its host's root complex, each BAR placed
+where the chip's offset subtraction sends GPU window ``i`` (002 section 3.5): a store or DMA to
+``address_map.gpu_base(b, i)`` lands in :meth:`Cluster.gpu_memory` ``(b, i)``, and node ``b``'s
+DMA reads its own GPU ``i`` at ``gpu_memory(b, i)[0]``.
+
 Cabling rule: a topology link ``(a, p) -> b`` is paired with a port ``q`` of ``b`` that leads
 back to ``a``, preferring the opposite port (E with W, S with S), so a ring of two nodes
 (``Topology.ring(2)``) is two cables, c0.E-c1.W and c0.W-c1.E.
@@ -28,13 +34,17 @@ every host's TCA BAR must sit at the same bus address, the address map's ``tca_b
 identical hosts enumerated the same way, and what the shared layout of 002 section 3.5 needs).
 """
 
+from dataclasses import replace
+
 import cocotb
 from cocotb.triggers import ClockCycles
 from cocotb.utils import get_sim_time
 from cocotbext.pcie.core.tlp import TlpType
 
 from .chip import PORTS, TCA_BAR, TCA_SIZE, ChipHarness
+from .cluster_layout import _MASK64
 from .driver import AddressMap, Driver
+from .gpu import GPU_READ_BANDWIDTH, GPU_READ_LATENCY_NS, GpuModel, attach_gpu, place_gpu
 from .link import connect
 from .routes import RouteSet
 from .ticker import EdgeTicker
@@ -68,13 +78,16 @@ def cable_plan(topology):
     return cables
 
 
-def default_address_map(n_nodes, *, host_size=1 << 20, node_size=1 << 32):
-    """Return an :class:`AddressMap` for ``n_nodes`` at :data:`TCA_BAR_BASE` (no GPU windows)."""
+def default_address_map(n_nodes, *, host_size=1 << 20, node_size=1 << 32, n_gpus=0,
+                        gpu_size=None):
+    """Return an :class:`AddressMap` for ``n_nodes`` at :data:`TCA_BAR_BASE`, with ``n_gpus``
+    GPU windows of ``gpu_size`` bytes (default ``host_size``; at least 1 MiB when there are
+    GPUs) per node."""
     if n_nodes * node_size > TCA_SIZE:
         raise ValueError(f"{n_nodes} regions of {node_size:#x} bytes exceed the simulated TCA "
                          f"BAR ({TCA_SIZE:#x} bytes)")
     return AddressMap(tca_base=TCA_BAR_BASE, node_size=node_size, host_size=host_size,
-                      gpu_size=host_size)
+                      gpu_size=gpu_size or host_size, n_gpus=n_gpus)
 
 
 def write_tlps(address, length, mps=256):
@@ -126,6 +139,12 @@ class Cluster:
         ``dut`` is a :class:`~peach2.sim.cluster_top.ClusterTop` (its ``cluster_tb`` wrapper):
         the cables and the clock are in HDL, only the N ports have Python models, and those
         sleep while idle.  ``cables`` then holds ``(a, port_a, b, port_b, None)``.
+    n_gpus : int, optional
+        GPUs per node (:class:`~peach2.sim.gpu.GpuModel`), one behind each GPU window; default
+        ``address_map.n_gpus``.  Another count replaces the map's (``address_map`` then holds
+        the map in use).
+    gpu_read_bandwidth, gpu_read_latency_ns : float
+        Read path of every GPU (default 002's 870 MB/s ceiling after 500 ns).
 
     Members
     -------
@@ -136,17 +155,22 @@ class Cluster:
         One per node, through its own host (after :meth:`start`).
     arrivals : list of list of (float, Tlp)
         Per host, every memory write its root complex received, with the time in ns.
+    gpus : list of list of GpuModel
+        ``gpus[node][i]``: GPU ``i`` of ``node`` (empty lists without GPU windows).
     """
 
     def __init__(self, dut, topology, address_map, *, prefixes=None, seed=0, mps=256,
                  dirty=True, port_delay_ns=None, above_4g=True, hdl_cables=False,
-                 routes="shortest", hardip_pipeline_ns=0.0):
+                 routes="shortest", hardip_pipeline_ns=0.0, n_gpus=None,
+                 gpu_read_bandwidth=GPU_READ_BANDWIDTH, gpu_read_latency_ns=GPU_READ_LATENCY_NS):
         self.routes = routes
         self.hardip_pipeline_ns = hardip_pipeline_ns
         n = topology.n_nodes
         self.above_4g = above_4g
         self.dut = dut
         self.topology = topology
+        if n_gpus is not None and n_gpus != address_map.n_gpus:
+            address_map = replace(address_map, n_gpus=n_gpus)     # checks that they fit
         self.address_map = address_map
         self.mps = mps
         prefixes = prefixes or [f"c{i}_" for i in range(n)]
@@ -183,6 +207,12 @@ class Cluster:
         self._memory = []
         for i, chip in enumerate(self.chips):
             self._watch_writes(chip.host.rc, i)
+        self.gpus = [[GpuModel(address_map.gpu_size, read_bandwidth=gpu_read_bandwidth,
+                               read_latency_ns=gpu_read_latency_ns)
+                      for _ in range(address_map.n_gpus)] for _ in range(n)]
+        for chip, gpus in zip(self.chips, self.gpus):
+            for gpu in gpus:
+                attach_gpu(chip.host, gpu)
 
     @staticmethod
     def _passer(linked):
@@ -244,8 +274,32 @@ class Cluster:
         routes = self.routes
         if isinstance(routes, str):     # one route set for all chips (the safe search is slow)
             routes = RouteSet.build(self.topology, amap, routes)
+        if amap.n_gpus:
+            await _all(self._place_gpus(i) for i in range(self.n_nodes))
         await _all(drv.program(self.topology, amap, i, self._memory[i][0], routes=routes)
                    for i, drv in enumerate(self.drivers))
+        if amap.n_gpus:
+            await _all(self._check_gpu_windows(i) for i in range(self.n_nodes))
+
+    async def _place_gpus(self, node):
+        """Put GPU ``i``'s BAR at ``host window memory + gpu_start + i * gpu_size``: where the
+        chip's offset subtraction (``region base - memory``) sends GPU window ``i``."""
+        host, amap = self.chips[node].host, self.address_map
+        for i, gpu in enumerate(self.gpus[node]):
+            address = self._memory[node][0] + amap.gpu_start + i * amap.gpu_size
+            host.reserve(address, amap.gpu_size)
+            await place_gpu(host, gpu, address)
+
+    async def _check_gpu_windows(self, node):
+        """Check, with the OFFSET the chip reads back, that GPU window ``i`` of ``node``
+        leaves port N at GPU ``i``'s BAR."""
+        offset = await self.drivers[node].get_offset()
+        for i, gpu in enumerate(self.gpus[node]):
+            leaves = (self.address_map.gpu_base(node, i) - offset) & _MASK64
+            bar = self.gpu_memory(node, i)[0]
+            if leaves != bar:
+                raise ValueError(f"node {node}: GPU window {i} leaves port N at {leaves:#x}, "
+                                 f"but GPU {i}'s BAR is at {bar:#x}")
 
     def set_pauses(self, rng, *, idle=0.2, backpressure=0.2):
         """Give every model seeded random pauses: RX idles between packets, TX ready drops.
@@ -267,8 +321,17 @@ class Cluster:
         """Return ``(bus address, MemoryRegion)`` of the memory behind ``node``'s host window."""
         return self._memory[node]
 
+    def gpu_memory(self, node, i):
+        """Return ``(bus address, memory)`` of GPU ``i`` of ``node``: the BAR's address in the
+        node's host (a DMA source on that node) and the device memory (``memory[a:b]`` reads
+        and writes it without simulation time)."""
+        gpu = self.gpus[node][i]
+        dev = self.chips[node].host.rc.find_device(gpu.function.pcie_id)
+        return dev.bar_addr[0], gpu.memory
+
     async def pio_write(self, src, dst, offset, data, window="host"):
-        """Store ``data`` from host ``src`` into node ``dst``'s ``window`` at ``offset``.
+        """Store ``data`` from host ``src`` into node ``dst``'s ``window`` (``"host"`` or
+        ``("gpu", i)``) at ``offset``.
 
         Returns when host ``src``'s root complex has queued the TLPs (stores are posted).
         """
@@ -295,6 +358,12 @@ class Cluster:
         """Wait until host ``node`` has received ``count`` bytes in memory writes in all
         (independent of how the writes were split)."""
         await self._wait_for(node, lambda: self._bytes[node], count, "bytes", timeout_ns)
+
+    async def wait_gpu_bytes(self, node, i, count, timeout_ns=200_000):
+        """Wait until GPU ``i`` of ``node`` has received ``count`` bytes in memory writes."""
+        gpu = self.gpus[node][i].function
+        await self._wait_for(node, lambda: gpu.bytes_written, count, f"bytes into GPU {i}",
+                             timeout_ns)
 
     async def quiet(self, cycles=100):
         """Wait until no model holds a TLP for its chip or its link, then ``cycles`` more."""

@@ -305,6 +305,10 @@ class AddressMap:
             return base + self.gpu_start + i * self.gpu_size, self.gpu_size
         raise ValueError(f'window must be "host" or ("gpu", i), not {window!r}')
 
+    def gpu_base(self, node, i):
+        """Return the TCA address of GPU window ``i`` of ``node`` (a DMA or PIO destination)."""
+        return self.window(node, ("gpu", i))[0]
+
     def node_of(self, address):
         """Return the node whose region holds ``address`` (``None`` below ``tca_base``)."""
         if address < self.tca_base:

@@ -447,6 +447,31 @@ class Host:
             region = self.rc.mem_pool.alloc_region(size)
         return region.get_absolute_address(0), region
 
+    def reserve(self, address, size):
+        """Keep bus addresses ``[address, address + size)`` of host memory from ever being
+        allocated (a peer device's BAR is placed there: :func:`peach2.sim.gpu.place_gpu`).
+
+        ``size`` is a power of two and ``address`` aligned to it, inside the pool below 2 GiB or
+        the one above 4 GiB (:meth:`alloc`).  Raises ``ValueError`` if part of it is allocated.
+        """
+        high = getattr(self, "_high_pool", None)
+        pools = [self.rc.mem_pool] + ([high] if high is not None else [])
+        pool = next((p for p in pools if p.base <= address and address + size <= p.base
+                     + p.size), None)
+        if pool is None or size & (size - 1) or address % size:
+            raise ValueError(f"cannot reserve {size:#x} bytes at {address:#x}: not an aligned "
+                             f"power of two inside a host memory pool")
+        taken, want = [], address - pool.base
+        try:                # the buddy allocator hands out aligned blocks: take until it is ours
+            while (block := pool.allocator.alloc(size)) != want:
+                taken.append(block)
+        except Exception as error:      # cocotbext-axi raises a bare Exception when full
+            raise ValueError(f"{size:#x} bytes at {address:#x} are already allocated") \
+                from error
+        finally:
+            for block in taken:
+                pool.allocator.free(block)
+
     def check(self):
         """Raise ``AssertionError`` if the root complex recorded any check failure."""
         if self.rc.errors:

@@ -2,7 +2,7 @@
 
 Usage (from the repository root, after the README's test install; ``peach2 bench`` is the same)::
 
-    python tb/benchmarks.py                   # every section: adapters router dma cluster
+    python tb/benchmarks.py                   # every section: adapters router dma cluster gpu
     python tb/benchmarks.py adapters router   # only these; the others keep their saved results
     python tb/benchmarks.py dma --quick       # fewer, shorter points (printed: what is shortened)
     python tb/benchmarks.py --doc-only        # rebuild the document from the saved results
@@ -11,8 +11,10 @@ Sections: ``adapters`` (hard-IP adapters' loopback write stream, 10 points), ``r
 through one chip, all four ports busy, PIO latency host to host), ``dma`` (002 section 4.1,
 Figures 4-7, and the halo planes; the longest: about 40 minutes on 2 cores), ``cluster``
 (``tb/cluster/bench_cluster.py``, run in a child process: the HDL sub-cluster's speed, build
-time and latency per hop).  A run saves only the sections it measured, so it never removes
-another section's figures; each point prints a progress line with how many are left.
+time and latency per hop), ``gpu`` (``tb/cluster/bench_gpu.py``, run in a child process: a DMA
+reading the local GPU against one reading host memory, beside 002's 870 MB/s GPU read ceiling
+and the wire bound).  A run saves only the sections it measured, so it never removes another
+section's figures; each point prints a progress line with how many are left.
 
 Every figure comes from a simulation of the real design, timed by the wire model of the link
 (cocotbext-pcie ``SimPort``, Gen2 x8), and is printed beside the wire-format bound for the same
@@ -23,11 +25,12 @@ import argparse
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from peach2.sim import bench_cluster_doc
+from peach2.sim import bench_cluster_doc, bench_gpu_doc
 from peach2.sim.bench_dma_doc import print_dma
 from peach2.sim.bench_doc import rebuild
 from peach2.sim.bench_results import (SECTIONS, Progress, follow, run_info, save, shortened_note,
@@ -137,6 +140,8 @@ def shortened(section, quick, chain=None, max_total=None):
                 ] if quick else []
     if section == "cluster":
         return bench_cluster_doc.quick_shortened() if quick else []
+    if section == "gpu":
+        return bench_gpu_doc.quick_shortened() if quick else []
     chain = chain or (QUICK_CHAIN if quick else FULL_CHAIN)
     max_total = max_total or (QUICK_TOTAL if quick else FULL_TOTAL)
     out = []
@@ -179,6 +184,16 @@ def cluster(quick, conditions, command):
     args += ["--quick"] if quick else []
     args += ["--conditions", conditions] if conditions else []
     subprocess.run(args, check=True)
+
+
+def gpu(quick):
+    """The GPU read section: ``tb/cluster/bench_gpu.py`` in a child process (it imports its test
+    folder's ``test_cluster``); return the data it measured."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "gpu.json"
+        args = [sys.executable, str(HERE / "cluster" / "bench_gpu.py"), "--out", str(out)]
+        subprocess.run(args + (["--quick"] if quick else []), check=True)
+        return json.loads(out.read_text())
 
 
 def _ints(text):
@@ -282,7 +297,7 @@ def main(argv=None, prog="python tb/benchmarks.py"):
         if name == "dma":
             data = dma(args.quick, args.read_latency, args.chain, args.max_total)
         else:
-            data = {"adapters": adapters, "router": router}[name](args.quick)
+            data = {"adapters": adapters, "router": router, "gpu": gpu}[name](args.quick)
         run = run_info(command, start, less[name], args.conditions)
         save(name, {"run": run, **data})
         print(f"{name}: saved docs/results/{name}.json ({run['seconds']} s)", flush=True)

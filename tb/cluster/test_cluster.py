@@ -29,8 +29,10 @@ TEST_CABLE = {"rx_credits": (4, 32, 4, 4), "cpl_buffer": (4, 32)}
 
 
 def run(name, topology, testcase=None, seed=61, chip=None, cable=TEST_CABLE,
-        pipeline_ns=HARDIP_PIPELINE_NS, any_simulator=False, threads=1, **params):
-    """Build the HDL cluster of ``topology`` and run ``cluster_tb`` (all tests or one).
+        pipeline_ns=HARDIP_PIPELINE_NS, any_simulator=False, threads=1,
+        test_module="cluster_tb", **params):
+    """Build the HDL cluster of ``topology`` and run ``test_module`` (default ``cluster_tb``;
+    all its tests or one).
 
     ``pipeline_ns`` is every hard IP's RX and TX latency: the N models' and the cables'
     (default: the calibrated value).  ``any_simulator`` runs several chips on Icarus too
@@ -47,7 +49,7 @@ def run(name, topology, testcase=None, seed=61, chip=None, cable=TEST_CABLE,
     params["pipeline_ns"] = pipeline_ns
     top = ClusterTop(topo.n_nodes, cable_plan(topo), chip=chip, cable=cable,
                      threads=threads if simulator == "verilator" else 1)
-    return run_cocotb(component=top, toplevel="cluster", test_module="cluster_tb", name=name,
+    return run_cocotb(component=top, toplevel="cluster", test_module=test_module, name=name,
                       test_dir=HERE, testcase=testcase, params={"topology": topology, **params},
                       seed=seed, simulator=simulator)
 
