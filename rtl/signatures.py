@@ -5,6 +5,11 @@
 (:class:`~peach2.dma.engine.DMA`): the DMA registers of ``docs/registers.md`` as the DMA sees them.
 The top joins the two with one ``wiring.connect``.
 
+:class:`IngressConfigSignature` is the configuration every
+:class:`~peach2.router.ingress.Ingress` reads from the register block: the route table and the
+traffic enables.  The top joins the register block's members of the same names to the four
+ingresses with one ``wiring.connect``.
+
 The DMA declares these members flat, under the same names (its own signature, unchanged);
 :func:`members_of` collects them into an interface object of the flipped signature, so that
 ``connect`` checks every name, direction, shape and initial value.
@@ -15,8 +20,9 @@ from amaranth.lib.wiring import In, Out
 
 from .dma.descriptor import Descriptor
 from .params import N_DMA_CHANNELS, N_DMA_SLOTS
+from .router.common import RouteEntry
 
-__all__ = ["DmaControlSignature", "members_of"]
+__all__ = ["DmaControlSignature", "IngressConfigSignature", "members_of"]
 
 
 class DmaControlSignature(wiring.Signature):
@@ -56,6 +62,25 @@ class DmaControlSignature(wiring.Signature):
             "ch_bytes_hi":     In(arr),
             "ch_desc_addr_lo": In(arr),
             "ch_desc_addr_hi": In(arr),
+        })
+
+
+class IngressConfigSignature(wiring.Signature):
+    """What an ingress reads from the registers, from the register block's side (``Out``).
+
+    Members
+    -------
+    route : Out(ArrayLayout(RouteEntry, n_routes))
+        The route table (registers ROUTE[i]).
+    pio_enable, route_enable : Out(1)
+        CONTROL bits.
+    """
+
+    def __init__(self, n_routes):
+        super().__init__({
+            "route":        Out(data.ArrayLayout(RouteEntry, n_routes)),
+            "pio_enable":   Out(1),
+            "route_enable": Out(1),
         })
 
 

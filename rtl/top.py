@@ -13,7 +13,7 @@ from .router.common import Port, Reason
 from .router.crossbar import Crossbar
 from .router.ingress import OUTPUTS, Ingress
 from .router.ur import URGenerator
-from .signatures import members_of
+from .signatures import IngressConfigSignature, members_of
 from .tlp.avalon_rx import AvalonST128RX
 from .tlp.avalon_tx import AvalonST128TX
 from .util import forward_members, members_with_prefix
@@ -147,6 +147,7 @@ class PEACH2(wiring.Component):
             ur.completer_id.eq(self.n_pcie_id),
         ]
 
+        ingresses = []
         for index, p in enumerate(ports):
             rx, tx = self._rx[p], self._tx[p]
             m.submodules[f"{p}_rx"] = rx
@@ -162,13 +163,11 @@ class PEACH2(wiring.Component):
             wiring.connect(m, ing.o_tlp, buf.i_tlp)
             wiring.connect(m, ing.o_ur, ur.i_req[index])
             wiring.connect(m, buf.o_tlp, xbar.i[index])
+            ingresses.append(ing)
             m.d.comb += [
                 buf.i_dest.eq(ing.o_dest),
                 buf.offset.eq(csr.node_offset),
                 xbar.i_dest[index].eq(buf.o_dest),
-                ing.routes.eq(csr.route),
-                ing.pio_enable.eq(csr.pio_enable),
-                ing.route_enable.eq(csr.route_enable),
             ]
 
             wiring.connect(m, xbar.o[OUTPUTS.index(p.upper())], tx.i_tlp)
@@ -190,6 +189,10 @@ class PEACH2(wiring.Component):
 
             ltssm = getattr(self, f"{p}_ltssm")
             m.d.comb += csr.port_status[index].eq(Cat(ltssm == LTSSM_L0, ltssm))
+
+        # The route table and the enables, from the register block to every ingress.
+        wiring.connect(m, members_of(csr, IngressConfigSignature(self.n_routes)),
+                       *(ing.config for ing in ingresses))
 
         # Register completions and UR completions enter the crossbar like packets from a port.
         wiring.connect(m, csr.o_cpl, xbar.i[_IN_CSR])

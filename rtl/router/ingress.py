@@ -6,7 +6,8 @@ from amaranth.lib.wiring import In, Out
 
 from ..tlp.layouts import Type
 from ..tlp.stream import TLPBeat, TLPStream
-from .common import Port, Reason, RouteEntry, URRequest
+from ..signatures import IngressConfigSignature
+from .common import Port, Reason, URRequest
 from .table import request_address, route_matches
 
 __all__ = ["Ingress", "OUTPUTS"]
@@ -79,9 +80,9 @@ class Ingress(wiring.Component):
         ``o_tlp``.
     o_ur : Out(stream.Signature(URRequest))
         Requests to answer with UR, from a register.
-    routes : In(ArrayLayout(RouteEntry, n_routes))
-    pio_enable, route_enable : In(1)
-        CONTROL register bits.
+    config : In(:class:`~peach2.signatures.IngressConfigSignature`)
+        From the register block: the route table (``config.route``) and the CONTROL bits
+        ``config.pio_enable`` and ``config.route_enable``.
     events : Out(ArrayLayout(1, len(Reason)))
         One-cycle strobes indexed by :class:`~peach2.router.common.Reason`, from registers.
     """
@@ -95,16 +96,15 @@ class Ingress(wiring.Component):
             "o_tlp":        Out(TLPStream()),
             "o_dest":       Out(len(OUTPUTS)),
             "o_ur":         Out(stream.Signature(URRequest)),
-            "routes":       In(data.ArrayLayout(RouteEntry, n_routes)),
-            "pio_enable":   In(1),
-            "route_enable": In(1),
+            "config":       In(IngressConfigSignature(n_routes)),
             "events":       Out(data.ArrayLayout(1, len(Reason))),
         })
 
     def elaborate(self, platform):
         m = Module()
         i, o = self.i_tlp, self.o_tlp
-        n_routes = len(self.routes)
+        routes = self.config.route
+        n_routes = len(routes)
 
         # == Stage A: classify the header and compare the address, register both with the beat ==
         # Only what needs the header bits is computed here; the decision itself (which needs the
@@ -140,7 +140,7 @@ class Ingress(wiring.Component):
         routable = Signal()
         reason_fixed = Signal(Reason)
         hit = Signal()
-        matches = route_matches(m, request_address(h), self.routes)
+        matches = route_matches(m, request_address(h), routes)
         m.d.comb += [
             a_next.beat.eq(i.p),
             a_next.first.eq(Cat(*(match & ~Cat(*matches[:k]).any()
@@ -202,7 +202,7 @@ class Ingress(wiring.Component):
 
         # == Stage B: decide on a first beat; forward (register) or drop ======================
         b = x_beat.beat
-        window_open = self.pio_enable if self.port == Port.N else self.route_enable
+        window_open = self.config.pio_enable if self.port == Port.N else self.config.route_enable
         forward = Signal()
         dest = Signal(len(OUTPUTS))
         reason = Signal(Reason)
@@ -220,7 +220,7 @@ class Ingress(wiring.Component):
             for p in Port:
                 m.d.comb += dest[OUTPUTS.index(p.name)].eq(
                     Cat(*(x_beat.first[k] & (entry.port == p)
-                          for k, entry in enumerate(self.routes))).any())
+                          for k, entry in enumerate(routes))).any())
 
         # A dropped packet is counted, and answered with UR, on its last beat, and only when that
         # beat carries no `err`: a packet the RX adapter found bad after its first beat is its
