@@ -98,7 +98,9 @@ by name; a C driver follows the same steps with the header of `peach2 regmap --f
 4. Write the node offset (`OFFSET_LO`, `OFFSET_HI`): the node's region base minus the physical
    address that region maps to in this host, modulo 2^64.  Write `NODE`.
 5. Open the windows: `CONTROL.pio_enable` and `CONTROL.route_enable`.
-6. Watch `COUNT[p][r]` (`Driver.counters()`), clear them with `COUNTER_CLEAR`."""
+6. Watch `COUNT[p][r]` (`Driver.counters()`), clear them with `COUNTER_CLEAR`.
+7. Optionally, write protection (`docs/errors.md`): `PROT_CONTROL.stamp` on every node, then on
+   each node its windows `WIN[w]` (`Driver.set_window`) and `PROT_CONTROL.enable`."""
 
 
 _DMA_NOTES = """\
