@@ -5,8 +5,9 @@ and for users scripting a simulation:
 
 - :class:`Driver` talks to one chip through any object with async ``read(addr, length)`` and
   ``write(addr, data)`` methods (a cocotbext-pcie ``bar_window``, or the Amaranth-simulator
-  adapter of ``tb/csr``): registers by name, routes, node offset, enables, counters, MSI, and PIO
-  writes into another node's host or GPU window.
+  adapter of ``tb/csr``): registers by name, routes, node offset, enables, counters, MSI,
+  protection windows (:meth:`Driver.set_window`), and PIO writes into another node's host or
+  GPU window.
 - DMA (000 section 2.5, the TCA API): :meth:`Driver.dma_config`, chains of descriptors built
   with :class:`peach2.sim.dma.Chain` (``tcaSetDMADesc_Memcpy``) and registered with
   :meth:`Driver.dma_desc_set` (``tcaDescSet``), :meth:`Driver.dma_start` (``tcaStartDMADesc``),
