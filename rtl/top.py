@@ -65,7 +65,8 @@ class PEACH2(wiring.Component):
 
     Write protection (issue 19, ``docs/errors.md``): the ingresses of E, W and S check writes
     routed to N against the windows WIN[w]; a packet buffer discards the refused ones at its
-    input and reports them (COUNT[p][PROTECTED]) to the :class:`ProtectionLog` behind
+    input and reports them (COUNT[p][PROTECTED]) to the
+    :class:`~peach2.router.protect.ProtectionLog` behind
     PROT_STATUS and PROT_SOURCES.  With PROT_CONTROL.stamp the DMA's writes, like the host's
     writes into the TCA window (at N's ingress), carry NODE in requester ID bits [15:8].
 
