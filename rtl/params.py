@@ -14,6 +14,7 @@ import enum
 
 __all__ = [
     "BAR_SIZE", "N_PORTS", "N_REASONS", "MAX_ROUTES", "MAX_BUFFER_BEATS", "DEFAULT_N_ROUTES",
+    "N_WINDOWS", "N_NODES",
     "DEFAULT_BUFFER_BEATS", "N_DMA_CHANNELS", "N_DMA_SLOTS", "DEFAULT_DMA_TAGS",
     "DEFAULT_DMA_BUFFER", "DEFAULT_DMA_TIMEOUT", "PORT_TABLE", "REASON_TABLE", "DMA_ERROR_TABLE", "Port", "CountReason",
     "COUNT_REASONS", "DmaError",
@@ -21,7 +22,9 @@ __all__ = [
 
 BAR_SIZE = 0x1000              # BAR 0, the control registers: 4 KiB
 N_PORTS = 4                    # 002 section 3.3: N, E, W, S
-N_REASONS = 16                 # counter reasons per port (COUNT[p][r]), 11 of them implemented
+N_REASONS = 16                 # counter reasons per port (COUNT[p][r]), 12 of them implemented
+N_WINDOWS = 8                  # protection windows (WIN[w]) of a node
+N_NODES = 16                   # node numbers a window's source mask names (NODE.node_id is 4 bits)
 MAX_ROUTES = 16                # route entries that fit below the counters at 0x800
 MAX_BUFFER_BEATS = (1 << 16) - 1   # CONFIG.buffer_beats is 16 bits wide
 DEFAULT_N_ROUTES = 8           # route entries of the default build (the top's minimum)
@@ -55,6 +58,8 @@ REASON_TABLE = (
     ("RX_ERR", 8, "TLPs the hard IP flagged with rx_st_err"),
     ("UNEXPECTED_CPL", 9, "completions that match no outstanding request"),
     ("UR_SENT", 10, "UR completions generated for requests from this port"),
+    ("PROTECTED", 11, "writes toward this node's host refused by the protection windows "
+                      "(PROT_CONTROL.enable; E, W and S only)"),
 )
 
 #: DMA error codes of CH_STATUS.error.

@@ -5,6 +5,12 @@
 (:class:`~peach2.dma.engine.DMA`): the DMA registers of ``docs/registers.md`` as the DMA sees them.
 The top joins the two with one ``wiring.connect``.
 
+:class:`IngressConfigSignature` is the configuration every
+:class:`~peach2.router.ingress.Ingress` reads from the register block: the route table, the
+traffic enables, the protection windows and the source stamp.  The top fills one interface
+object of it from the register block and joins it to the four ingresses with one
+``wiring.connect``.
+
 The DMA declares these members flat, under the same names (its own signature, unchanged);
 :func:`members_of` collects them into an interface object of the flipped signature, so that
 ``connect`` checks every name, direction, shape and initial value.
@@ -14,9 +20,11 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .dma.descriptor import Descriptor
-from .params import N_DMA_CHANNELS, N_DMA_SLOTS
+from .params import N_DMA_CHANNELS, N_DMA_SLOTS, N_WINDOWS
+from .router.common import RouteEntry
+from .router.protect import Window
 
-__all__ = ["DmaControlSignature", "members_of"]
+__all__ = ["DmaControlSignature", "IngressConfigSignature", "members_of"]
 
 
 class DmaControlSignature(wiring.Signature):
@@ -56,6 +64,36 @@ class DmaControlSignature(wiring.Signature):
             "ch_bytes_hi":     In(arr),
             "ch_desc_addr_lo": In(arr),
             "ch_desc_addr_hi": In(arr),
+        })
+
+
+class IngressConfigSignature(wiring.Signature):
+    """What an ingress reads from the registers, from the register block's side (``Out``).
+
+    Members
+    -------
+    route : Out(ArrayLayout(RouteEntry, n_routes))
+        The route table (registers ROUTE[i]).
+    pio_enable, route_enable : Out(1)
+        CONTROL bits.
+    windows : Out(ArrayLayout(Window, N_WINDOWS))
+        The protection windows (registers WIN[w]).
+    protect_enable, stamp : Out(1)
+        PROT_CONTROL bits.
+    stamp_id : Out(16)
+        The requester ID a stamped write carries: ``NODE.node_id`` in bits [15:8] (the bus
+        number), the chip's own device and function (from PCIE_ID) in bits [7:0].
+    """
+
+    def __init__(self, n_routes):
+        super().__init__({
+            "route":          Out(data.ArrayLayout(RouteEntry, n_routes)),
+            "pio_enable":     Out(1),
+            "route_enable":   Out(1),
+            "windows":        Out(data.ArrayLayout(Window, N_WINDOWS)),
+            "protect_enable": Out(1),
+            "stamp":          Out(1),
+            "stamp_id":       Out(16),
         })
 
 

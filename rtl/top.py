@@ -1,6 +1,6 @@
 """The PEACH2 chip: four Stratix IV PCIe ports around a router (002 section 3.3, Figure 2)."""
 
-from amaranth.hdl import Cat, Module, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -12,8 +12,9 @@ from .router.buffer import PacketBuffer
 from .router.common import Port, Reason
 from .router.crossbar import Crossbar
 from .router.ingress import OUTPUTS, Ingress
+from .router.protect import ProtectionLog, window_view
 from .router.ur import URGenerator
-from .signatures import members_of
+from .signatures import IngressConfigSignature, members_of
 from .tlp.avalon_rx import AvalonST128RX
 from .tlp.avalon_tx import AvalonST128TX
 from .util import forward_members, members_with_prefix
@@ -61,6 +62,13 @@ class PEACH2(wiring.Component):
     whose completions, like the UR generator's, are crossbar inputs.  Output DMA takes the
     completions arriving on N to the :class:`~peach2.dma.engine.DMA` controller, whose writes
     (routed by the same table) and read requests (to N) are the last two crossbar inputs.
+
+    Write protection (issue 19, ``docs/errors.md``): the ingresses of E, W and S check writes
+    routed to N against the windows WIN[w]; a packet buffer discards the refused ones at its
+    input and reports them (COUNT[p][PROTECTED]) to the
+    :class:`~peach2.router.protect.ProtectionLog` behind
+    PROT_STATUS and PROT_SOURCES.  With PROT_CONTROL.stamp the DMA's writes, like the host's
+    writes into the TCA window (at N's ingress), carry NODE in requester ID bits [15:8].
 
     Parameters
     ----------
@@ -147,6 +155,7 @@ class PEACH2(wiring.Component):
             ur.completer_id.eq(self.n_pcie_id),
         ]
 
+        ingresses, buffers = [], []
         for index, p in enumerate(ports):
             rx, tx = self._rx[p], self._tx[p]
             m.submodules[f"{p}_rx"] = rx
@@ -162,13 +171,13 @@ class PEACH2(wiring.Component):
             wiring.connect(m, ing.o_tlp, buf.i_tlp)
             wiring.connect(m, ing.o_ur, ur.i_req[index])
             wiring.connect(m, buf.o_tlp, xbar.i[index])
+            ingresses.append(ing)
+            buffers.append(buf)
             m.d.comb += [
                 buf.i_dest.eq(ing.o_dest),
+                buf.i_refuse.eq(ing.o_refuse),
                 buf.offset.eq(csr.node_offset),
                 xbar.i_dest[index].eq(buf.o_dest),
-                ing.routes.eq(csr.route),
-                ing.pio_enable.eq(csr.pio_enable),
-                ing.route_enable.eq(csr.route_enable),
             ]
 
             wiring.connect(m, xbar.o[OUTPUTS.index(p.upper())], tx.i_tlp)
@@ -183,6 +192,8 @@ class PEACH2(wiring.Component):
                         strobe = strobe | dma.unexpected_cpl    # the DMA owns N's tags
                     if index == Port.N.value and reason == Reason.POISONED:
                         strobe = strobe | dma.poisoned_cpl      # N's completions go there
+                    if reason == Reason.PROTECTED:
+                        strobe = buf.refused        # discarded at the buffer's input
                     count(reason, strobe)
             count(Reason.MALFORMED, rx.malformed_event)
             count(Reason.RX_ERR, rx.err_event)
@@ -190,6 +201,19 @@ class PEACH2(wiring.Component):
 
             ltssm = getattr(self, f"{p}_ltssm")
             m.d.comb += csr.port_status[index].eq(Cat(ltssm == LTSSM_L0, ltssm))
+
+        # The route table, the enables, the protection windows and the source stamp, from the
+        # register block to every ingress.
+        cfg = self._ingress_config(m, csr)
+        wiring.connect(m, cfg, *(ing.config for ing in ingresses))
+        # PROT_STATUS and PROT_SOURCES: the writes the windows refused.
+        m.submodules.prot_log = log = ProtectionLog()
+        for index, buf in enumerate(buffers):
+            m.d.comb += [log.refused[index].eq(buf.refused),
+                         log.source[index].eq(buf.refused_source)]
+        clear = csr.regmap["PROT_CLEAR"].all_fields[0].lsb
+        m.d.comb += [log.clear.eq(csr.prot_clear_stb & csr.prot_clear_data[clear]),
+                     csr.prot_status.eq(log.status), csr.prot_sources.eq(log.sources)]
 
         # Register completions and UR completions enter the crossbar like packets from a port.
         wiring.connect(m, csr.o_cpl, xbar.i[_IN_CSR])
@@ -200,7 +224,14 @@ class PEACH2(wiring.Component):
 
         # DMA: completions from N in, writes and read requests to the crossbar.
         wiring.connect(m, xbar.o[OUTPUTS.index("DMA")], dma.i_cpl)
-        wiring.connect(m, dma.o_wr, xbar.i[_IN_DMA_WR])
+        # The DMA's writes carry the source stamp (PROT_CONTROL.stamp) like the host's PIO.
+        dma_wr = xbar.i[_IN_DMA_WR]
+        m.d.comb += [
+            dma_wr.valid.eq(dma.o_wr.valid), dma_wr.p.eq(dma.o_wr.p),
+            dma_wr.p.hdr.mem32.requester_id.eq(Mux(cfg.stamp, cfg.stamp_id,
+                                                   dma.o_wr.p.hdr.mem32.requester_id)),
+            dma.o_wr.ready.eq(dma_wr.ready),
+        ]
         wiring.connect(m, dma.o_rd, xbar.i[_IN_DMA_RD])
         m.d.comb += [
             xbar.i_dest[_IN_DMA_WR].eq(dma.o_wr_dest),
@@ -239,3 +270,25 @@ class PEACH2(wiring.Component):
                     m.d.sync += [self.n_app_msi_req.eq(1), self.n_app_msi_num.eq(vectors[k])]
         m.d.sync += pending.eq((pending & ~sent) | raised)
         return m
+
+    def _ingress_config(self, m, csr):
+        """Return an interface of :class:`~peach2.signatures.IngressConfigSignature` driven from
+        the register block ``csr``."""
+        cfg = IngressConfigSignature(self.n_routes).create(path=("ingress_config",))
+        rm = csr.regmap
+
+        def bit(reg, name):
+            return getattr(csr, reg.lower())[next(f.lsb for f in rm[reg].fields
+                                                  if f.name == name)]
+        node = rm["NODE"].fields[0]
+        m.d.comb += [
+            cfg.route.eq(csr.route),
+            cfg.pio_enable.eq(csr.pio_enable),
+            cfg.route_enable.eq(csr.route_enable),
+            cfg.protect_enable.eq(bit("PROT_CONTROL", "enable")),
+            cfg.stamp.eq(bit("PROT_CONTROL", "stamp")),
+            cfg.stamp_id.eq(Cat(self.n_pcie_id[:8], csr.node[node.lsb:node.lsb + node.width])),
+        ]
+        for w in range(len(cfg.windows)):
+            m.d.comb += cfg.windows[w].eq(window_view(csr, rm, w))
+        return cfg

@@ -5,8 +5,9 @@ and for users scripting a simulation:
 
 - :class:`Driver` talks to one chip through any object with async ``read(addr, length)`` and
   ``write(addr, data)`` methods (a cocotbext-pcie ``bar_window``, or the Amaranth-simulator
-  adapter of ``tb/csr``): registers by name, routes, node offset, enables, counters, MSI, and PIO
-  writes into another node's host or GPU window.
+  adapter of ``tb/csr``): registers by name, routes, node offset, enables, counters, MSI,
+  protection windows (:meth:`Driver.set_window`), and PIO writes into another node's host or
+  GPU window.
 - DMA (000 section 2.5, the TCA API): :meth:`Driver.dma_config`, chains of descriptors built
   with :class:`peach2.sim.dma.Chain` (``tcaSetDMADesc_Memcpy``) and registered with
   :meth:`Driver.dma_desc_set` (``tcaDescSet``), :meth:`Driver.dma_start` (``tcaStartDMADesc``),
@@ -230,6 +231,26 @@ class Driver(DmaDriver):
             await self.write_reg("ROUTE_TARGET", 0, i)
             for name in ("MASK", "LOWER", "UPPER"):
                 await self.write_wide(f"ROUTE_{name}", 0, i)
+
+    async def set_window(self, w, base=0, limit=0, *, open=True, writable=True, sources=0xFFFF):
+        """Program protection window ``w`` (registers WIN[w], ``docs/errors.md``): the pages
+        from ``base`` to ``limit`` (TCA addresses; bits [11:0] ignored, ``limit`` inclusive),
+        applying to the nodes set in ``sources`` (bit n: node n), writable or read-only.
+
+        The window is closed while its registers change, then written with ``open``;
+        ``open=False`` just closes it (``base`` and ``limit`` are then ignored).  The
+        registers are read back, which also flushes the writes.
+        """
+        await self.write_reg("WIN_CTRL", 0, w)
+        if open:
+            await self.write_wide("WIN_BASE", _u64("base", base), w)
+            await self.write_wide("WIN_LIMIT", _u64("limit", limit), w)
+            await self.write_reg("WIN_SOURCES", index=w, nodes=sources)
+            await self.write_reg("WIN_CTRL", index=w, open=1, writable=int(bool(writable)))
+        want = {"open": int(bool(open)), "writable": int(bool(open and writable))}
+        got = await self.read_fields("WIN_CTRL", w)
+        if got != want:
+            raise DriverError(f"WIN_CTRL[{w}] reads back {got} after writing {want}")
 
     async def enable(self, pio=True, route=True):
         """Set CONTROL: ``pio`` opens host writes into the TCA window, ``route`` E/W/S ingress.

@@ -21,6 +21,7 @@ from ..params import (BAR_SIZE, COUNT_REASONS, DEFAULT_BUFFER_BEATS, DEFAULT_DMA
                       N_REASONS, PORT_TABLE, REASON_TABLE, CountReason, DmaError, Port)
 from ..router.common import RouteEntry
 from .description import Access, Enumeration, Field, Group, Register, RegisterMap
+from .regmap_protect import protection_registers, window_group, window_registers
 
 __all__ = [
     "Access", "Field", "Register", "Group", "Enumeration", "RegisterMap",
@@ -58,7 +59,7 @@ then write `TARGET` with `enable` set (the driver's `set_route` does this)."""
 _COUNT_NOTES = """\
 Counters run while traffic flows and can be read at any time; a read returns the value of one
 cycle.  Each counter stops at 0xFFFFFFFF.  Writing 1 to `COUNTER_CLEAR.clear` zeroes every
-counter (an event in that same cycle counts as the first after the clear).  Reasons 11-15 are
+counter (an event in that same cycle counts as the first after the clear).  Reasons 12-15 are
 reserved: their offsets read 0 and have no hardware."""
 
 _ACCESS_NOTES = """\
@@ -97,7 +98,9 @@ by name; a C driver follows the same steps with the header of `peach2 regmap --f
 4. Write the node offset (`OFFSET_LO`, `OFFSET_HI`): the node's region base minus the physical
    address that region maps to in this host, modulo 2^64.  Write `NODE`.
 5. Open the windows: `CONTROL.pio_enable` and `CONTROL.route_enable`.
-6. Watch `COUNT[p][r]` (`Driver.counters()`), clear them with `COUNTER_CLEAR`."""
+6. Watch `COUNT[p][r]` (`Driver.counters()`), clear them with `COUNTER_CLEAR`.
+7. Optionally, write protection (`docs/errors.md`): `PROT_CONTROL.stamp` on every node, then on
+   each node its windows `WIN[w]` (`Driver.set_window`) and `PROT_CONTROL.enable`."""
 
 
 _DMA_NOTES = """\
@@ -328,14 +331,16 @@ def peach2_regmap(*, n_routes=DEFAULT_N_ROUTES, buffer_beats=DEFAULT_BUFFER_BEAT
                          f"{buffer_beats}")
     regs = (_chip_registers(n_routes, buffer_beats, s_is_rc)
             + _dma_registers(dma_tags, dma_buffer) + _route_registers(n_routes)
-            + _channel_registers() + _slot_registers() + _counter_registers())
+            + _channel_registers() + _slot_registers() + _counter_registers()
+            + protection_registers() + window_registers())
     return RegisterMap(
         name="peach2", title="PEACH2 control registers (BAR 0)", size=BAR_SIZE,
         registers=regs,
         groups=[Group("ROUTE", 0x100, 0x20, n_routes, "route table entry i", notes=_ROUTE_NOTES),
                 Group("CH", 0x300, 0x40, N_DMA_CHANNELS, "DMA channel c", notes=_DMA_NOTES),
                 Group("SLOT", 0x400, 0x40, N_DMA_CHANNELS * N_DMA_SLOTS,
-                      "register-mode descriptor slot s of DMA channel c (element 4c + s)")],
+                      "register-mode descriptor slot s of DMA channel c (element 4c + s)"),
+                window_group()],
         enums=[Enumeration("PORT", "port numbers (PORT_STATUS, COUNT and ROUTE_TARGET.port)",
                            PORT_TABLE),
                Enumeration("COUNT_REASON", "counter reasons r of COUNT[p][r]", _reason_values()),

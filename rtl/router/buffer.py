@@ -49,6 +49,17 @@ class PacketBuffer(wiring.Component):
         With ``translate_bit`` set: packets whose destination has that bit (the N port) are
         stored with the header :func:`~peach2.router.egress.translate_header` makes, so the
         N-port egress costs no pipeline stage of its own.
+    i_refuse : In(1)
+        Sampled with every beat: the protection windows refuse this packet, going to N (the
+        ingress's ``o_refuse``, a register held with ``i_dest`` for the whole packet).  A
+        refused packet is discarded at the input, never stored: its beats are taken (when
+        there is room, as if stored) and dropped; it arrives without ``first`` (so no header
+        is stored either, and the header FIFO's write does not wait for the discard).
+    refused : Out(1)
+        One-cycle strobe, a cycle after the last beat of a discarded packet, when that beat
+        carries no ``err`` (a packet ended with ``err`` is the RX adapter's to count).
+    refused_source : Out(8)
+        With ``refused``: the discarded packet's requester ID bits [15:8] (its source node).
     """
 
     def __init__(self, *, depth=128, max_packets=16, dest_width=5, translate_bit=None):
@@ -62,6 +73,9 @@ class PacketBuffer(wiring.Component):
             "o_tlp":  Out(TLPStream()),
             "o_dest": Out(dest_width),
             "offset": In(64),
+            "i_refuse": In(1),
+            "refused": Out(1),
+            "refused_source": Out(8),
         })
 
     def elaborate(self, platform):
@@ -73,16 +87,27 @@ class PacketBuffer(wiring.Component):
 
         w_d = data.View(_DataEntry, dfifo.w_data)
         w_h = data.View(head, hfifo.w_data)
+        # Protection: ``i_refuse`` is a register held for the whole packet.
+        discard = self.i_refuse
         m.d.comb += [
             i.ready.eq(dfifo.w_rdy & (hfifo.w_rdy | ~i.p.first)),
             w_d.data.eq(i.p.data), w_d.dw_en.eq(i.p.dw_en), w_d.first.eq(i.p.first),
             w_d.last.eq(i.p.last), w_d.err.eq(i.p.err),
-            dfifo.w_en.eq(i.valid & i.ready),
+            dfifo.w_en.eq(i.valid & i.ready & ~discard),
             w_h.hdr.eq(i.p.hdr if self._translate_bit is None else
                        Mux(self.i_dest[self._translate_bit],
                            translate_header(i.p.hdr, self.offset), i.p.hdr.as_value())),
             w_h.bar.eq(i.p.bar), w_h.dest.eq(self.i_dest),
             hfifo.w_en.eq(i.valid & i.ready & i.p.first),
+        ]
+        in_discard = Signal()           # after the first beat of a discarded packet
+        source_held = Signal(8)
+        source = Mux(in_discard, source_held, i.p.hdr.mem32.requester_id[8:])
+        with m.If(i.valid & i.ready):
+            m.d.sync += [source_held.eq(source), in_discard.eq(discard & ~i.p.last)]
+        m.d.sync += [
+            self.refused.eq(i.valid & i.ready & discard & i.p.last & ~i.p.err),
+            self.refused_source.eq(source),
         ]
 
         # Output register slice: its output register drives ``o_tlp``, its skid register takes

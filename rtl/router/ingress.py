@@ -4,9 +4,12 @@ from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from ..params import N_WINDOWS
+from ..signatures import IngressConfigSignature
 from ..tlp.layouts import Type
 from ..tlp.stream import TLPBeat, TLPStream
-from .common import Port, Reason, RouteEntry, URRequest
+from .common import Port, Reason, URRequest
+from .protect import crosses_page, window_verdict
 from .table import request_address, route_matches
 
 __all__ = ["Ingress", "OUTPUTS"]
@@ -46,7 +49,21 @@ class Ingress(wiring.Component):
     E/W/S: memory read                       dropped, READ_REJECTED
     configuration, I/O, message, other BAR   dropped, UNSUPPORTED
     routed, but no table entry matches       dropped, UNROUTABLE
+    E/W/S: memory write routed to N that     forwarded with ``o_refuse``: the packet
+    the protection windows refuse            buffer discards it, PROTECTED (below)
     ======================================  =========================================
+
+    Protection (issue 19; ``docs/errors.md``, the idea is Tofu's STAG, 004 section 4.3): on
+    E, W and S, with ``config.protect_enable``, a write routed to N must lie in an open
+    writable window admitting its source node (requester ID bits [15:8]) and in no open
+    read-only window admitting it, and must not cross 4 KiB.  Stage A compares the header with
+    every window beside the route compare and registers, per window, "admits" and "refuses",
+    and the 4 KiB crossing; stage B registers the verdict for a packet whose route leaves
+    through N into ``o_refuse`` (held with ``o_dest`` for the whole packet) and passes the
+    packet on without ``first``, so that the packet buffer stores neither its beats nor a
+    header.  The windows are read once per TLP, in the cycle stage A takes its header.  On N,
+    with ``config.stamp``, writes into the TCA window leave with ``config.stamp_id`` as their
+    requester ID (the source stamp).
 
     Every dropped non-posted request is answered: its requester ID, tag, traffic class and
     attributes go to ``o_ur`` for an Unsupported Request completion on this port.  A dropped
@@ -79,9 +96,13 @@ class Ingress(wiring.Component):
         ``o_tlp``.
     o_ur : Out(stream.Signature(URRequest))
         Requests to answer with UR, from a register.
-    routes : In(ArrayLayout(RouteEntry, n_routes))
-    pio_enable, route_enable : In(1)
-        CONTROL register bits.
+    config : In(:class:`~peach2.signatures.IngressConfigSignature`)
+        From the register block: the route table (``config.route``), the CONTROL bits
+        ``config.pio_enable`` and ``config.route_enable``, the protection windows and the
+        source stamp.
+    o_refuse : Out(1)
+        With ``o_dest`` (a register, held for the packet): the protection windows refuse this
+        packet, which goes to N; it then comes without ``first``.
     events : Out(ArrayLayout(1, len(Reason)))
         One-cycle strobes indexed by :class:`~peach2.router.common.Reason`, from registers.
     """
@@ -95,16 +116,16 @@ class Ingress(wiring.Component):
             "o_tlp":        Out(TLPStream()),
             "o_dest":       Out(len(OUTPUTS)),
             "o_ur":         Out(stream.Signature(URRequest)),
-            "routes":       In(data.ArrayLayout(RouteEntry, n_routes)),
-            "pio_enable":   In(1),
-            "route_enable": In(1),
+            "config":       In(IngressConfigSignature(n_routes)),
             "events":       Out(data.ArrayLayout(1, len(Reason))),
+            "o_refuse":     Out(1),
         })
 
     def elaborate(self, platform):
         m = Module()
         i, o = self.i_tlp, self.o_tlp
-        n_routes = len(self.routes)
+        routes = self.config.route
+        n_routes = len(routes)
 
         # == Stage A: classify the header and compare the address, register both with the beat ==
         # Only what needs the header bits is computed here; the decision itself (which needs the
@@ -120,6 +141,11 @@ class Ingress(wiring.Component):
             "reason":    Reason,        # the drop reason when neither of the above
             "answer":    1,             # non-posted: a drop is answered with UR
             "ur":        URRequest,
+            # Protection windows (E/W/S only): per window, it admits / refuses the write; and
+            # the write crosses a 4 KiB boundary.
+            "win_pass":  N_WINDOWS,
+            "win_deny":  N_WINDOWS,
+            "cross":     1,
         })
         h = i.p.hdr
         fmt = h.common.fmt.as_value()
@@ -140,7 +166,7 @@ class Ingress(wiring.Component):
         routable = Signal()
         reason_fixed = Signal(Reason)
         hit = Signal()
-        matches = route_matches(m, request_address(h), self.routes)
+        matches = route_matches(m, request_address(h), routes)
         m.d.comb += [
             a_next.beat.eq(i.p),
             a_next.first.eq(Cat(*(match & ~Cat(*matches[:k]).any()
@@ -159,6 +185,11 @@ class Ingress(wiring.Component):
             a_next.ur.attr.eq(h.common.attr | (h.common.attr2 << 2)),
             a_next.ur.locked.eq(typ == Type.MEM_LOCKED.value),
         ]
+        if self.port != Port.N:
+            # Protection (issue 19): checked once per TLP, against this cycle's registers.
+            passed, denied = window_verdict(h, self.config.windows)
+            m.d.comb += [a_next.win_pass.eq(Cat(*passed)), a_next.win_deny.eq(Cat(*denied)),
+                         a_next.cross.eq(crosses_page(h))]
         # The Ingress table, in its order, without the parts that need the table or the enables.
         with m.If(is_cpl & on_n):
             # Poisoned ones too: the DMA fails the read they answer (CPL_POISONED).
@@ -202,7 +233,7 @@ class Ingress(wiring.Component):
 
         # == Stage B: decide on a first beat; forward (register) or drop ======================
         b = x_beat.beat
-        window_open = self.pio_enable if self.port == Port.N else self.route_enable
+        window_open = self.config.pio_enable if self.port == Port.N else self.config.route_enable
         forward = Signal()
         dest = Signal(len(OUTPUTS))
         reason = Signal(Reason)
@@ -220,7 +251,19 @@ class Ingress(wiring.Component):
             for p in Port:
                 m.d.comb += dest[OUTPUTS.index(p.name)].eq(
                     Cat(*(x_beat.first[k] & (entry.port == p)
-                          for k, entry in enumerate(self.routes))).any())
+                          for k, entry in enumerate(routes))).any())
+
+        # Protection: the windows' verdict on a routed write going to N, registered into
+        # ``o_refuse`` with ``o_dest`` (the packet buffer discards the packet).  Worked
+        # out for each of the two registers stage B may read, then picked (as ``x_ready``).
+        def refuse_if(st):
+            bad = ~st.win_pass.any() | st.win_deny.any() | st.cross
+            return st.routable & self.config.protect_enable & bad
+        refuse = Signal()
+        refuse_n = Signal()
+        if self.port != Port.N:
+            m.d.comb += [refuse.eq(Mux(s_valid, refuse_if(s_beat), refuse_if(a_beat))),
+                         refuse_n.eq(refuse & dest[OUTPUTS.index("N")])]
 
         # A dropped packet is counted, and answered with UR, on its last beat, and only when that
         # beat carries no `err`: a packet the RX adapter found bad after its first beat is its
@@ -279,8 +322,15 @@ class Ingress(wiring.Component):
             # The beat is loaded whenever the output register is free or leaving; it is valid
             # only for a forwarded beat (stage B takes every beat then: x_ready = room).
             m.d.sync += [o.valid.eq(x_valid & ~drop), o.p.eq(b)]
+            if self.port == Port.N:
+                # The source stamp: host writes into the TCA window carry this node's number.
+                m.d.sync += o.p.hdr.mem32.requester_id.eq(
+                    Mux(x_beat.routable & self.config.stamp, self.config.stamp_id,
+                        b.hdr.mem32.requester_id))
+            # A refused packet leaves without `first`: the buffer stores no header for it.
+            m.d.sync += o.p.first.eq(b.first & ~refuse_n)
             with m.If(deciding):
-                m.d.sync += self.o_dest.eq(dest)
+                m.d.sync += [self.o_dest.eq(dest), self.o_refuse.eq(refuse_n)]
 
         # Written without `take` (see above): a refused drop keeps its state.
         with m.If(x_valid & drop):

@@ -103,7 +103,7 @@ def test_json_describes_every_register():
     assert doc["groups"][0] == {"name": "ROUTE", "base": 0x100, "stride": 0x20, "count": 8,
                                 "doc": "route table entry i"}
     assert [(g["name"], g["base"], g["count"]) for g in doc["groups"][1:]] == \
-        [("CH", 0x300, 4), ("SLOT", 0x400, 16)]
+        [("CH", 0x300, 4), ("SLOT", 0x400, 16), ("WIN", 0x900, 8)]
     assert [e["name"] for e in doc["enums"]["DMA_ERROR"]] == [e.name for e in DmaError]
 
 

@@ -1,0 +1,29 @@
+"""Write protection windows (issue 19): rules on every link port, the PIO and DMA source stamp,
+windows opened and closed under traffic (cocotb, ``protect_tb``; docs/errors.md).
+
+The chip is the same build as ``test_router.py``'s (one Verilator build for both).
+"""
+
+from pathlib import Path
+
+from peach2.sim.runner import run_cocotb
+from peach2.top import PEACH2
+
+HERE = Path(__file__).parent
+
+
+def run(name, testcase, seed=41, **params):
+    run_cocotb(component=PEACH2(), toplevel="peach2", test_module="protect_tb", name=name,
+               test_dir=HERE, testcase=testcase, params=params, seed=seed, simulator="verilator")
+
+
+def test_window_rules():
+    run("router-protect-rules", "window_rules")
+
+
+def test_stamp_sources():
+    run("router-protect-stamp", "stamp_sources")
+
+
+def test_open_close_during_traffic():
+    run("router-protect-open_close", "open_close_during_traffic")
