@@ -101,9 +101,9 @@ def control(m, pl, ch):
         status = Signal(32)
         desc_addr = Mux(ch_err[c] != 0, fault_addr[c], cur_addr[c])
         m.d.comb += [
-            status[CH_STATUS["busy"].lsb].eq(st[c] != Chan.IDLE),
-            status[CH_STATUS["start_ignored"].lsb].eq(ch.ignored[c]),
-            status[CH_STATUS["error"].lsb:][:4].eq(ch_err[c]),
+            field(status, "busy", CH_STATUS).eq(st[c] != Chan.IDLE),
+            field(status, "start_ignored", CH_STATUS).eq(ch.ignored[c]),
+            field(status, "error", CH_STATUS).eq(ch_err[c]),
             pl.ch_status[c].eq(status),
             pl.ch_desc_done[c].eq(ch.desc_done[c]),
             pl.ch_bytes_lo[c].eq(ch.nbytes[c][:32]),
