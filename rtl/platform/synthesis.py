@@ -209,6 +209,9 @@ def synthesize(top, *, name="peach2", jobs=2, workdir=None, parameters=None, des
     text, instances = _rtlil_and_blocks(top, name, progress)
     modules = _modules(text)
     blocks = [Block(inst, kind, f"{name}.{inst}") for inst, kind in instances]
+    # What the report is made from (the sources as they are now, with the RTLIL).
+    fingerprint = (record(text, modules, name, [b.name for b in blocks], design)
+                   if design is not None else None)
     glue = Block("(top)", type(top).__name__, name)
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(workdir or scratch)
@@ -234,8 +237,6 @@ def synthesize(top, *, name="peach2", jobs=2, workdir=None, parameters=None, des
         for flow in ("generic", "alm"):
             _say(progress, f"measuring logic depth across the core ({flow} mapping)...")
             paths[flow] = _measure(work, flow, name, blocks, glue, runs)
-    fingerprint = (record(text, modules, name, [b.name for b in blocks], design)
-                   if design is not None else None)
     return Report(parameters or {}, blocks + [glue], paths, time.monotonic() - started,
                   _yosys_version(), fingerprint)
 
