@@ -169,7 +169,7 @@ def _synth_report(args):
                     print("         via " + " > ".join(p.nets))
         return 0
     report = synthesize(top, jobs=args.jobs, workdir=args.keep, parameters=_parameters(args),
-                        progress=progress)
+                        design=_design_options(args), progress=progress)
     section = to_markdown(report)
     if args.output is None:
         sys.stdout.write(section)

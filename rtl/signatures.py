@@ -3,7 +3,10 @@
 :class:`DmaControlSignature` is the boundary between the register block
 (:class:`~peach2.csr.block.CSR`, member ``dma``) and the DMA controller
 (:class:`~peach2.dma.engine.DMA`): the DMA registers of ``docs/registers.md`` as the DMA sees them.
-The top joins the two with one ``wiring.connect``.
+The top joins the two with one ``wiring.connect``.  The bit fields of the registers the DMA
+decodes or builds (:data:`DMA_CONFIG_FIELDS`, :data:`CH_CTRL_FIELDS`, :data:`CH_STATUS_FIELDS`)
+are described here once: the register map (:mod:`peach2.csr.regmap`) documents them from these
+tables and the DMA reads its field positions from them, so ``dma/`` does not import ``csr/``.
 
 :class:`IngressConfigSignature` is the configuration every
 :class:`~peach2.router.ingress.Ingress` reads from the register block: the route table, the
@@ -24,7 +27,34 @@ from .params import N_DMA_CHANNELS, N_DMA_SLOTS, N_WINDOWS
 from .router.common import RouteEntry
 from .router.protect import Window
 
-__all__ = ["DmaControlSignature", "IngressConfigSignature", "members_of"]
+__all__ = ["DmaControlSignature", "IngressConfigSignature", "members_of", "DMA_CONFIG_FIELDS",
+           "CH_CTRL_FIELDS", "CH_STATUS_FIELDS"]
+
+# Bit fields of the DMA registers, ``(name, lsb, width, description)`` rows (the arguments of
+# the register map's ``Field``).
+
+#: DMA_CONFIG (``dma_config``).
+DMA_CONFIG_FIELDS = (
+    ("mps", 0, 2, "max payload size of DMA writes: 0 128 B, 1 256 B, 2 512 B (3 is taken as 2)"),
+    ("mrrs", 4, 2, "max read request size: 0 128 B, 1 256 B, 2 512 B (3 is taken as 2)"),
+    ("ext_tags", 8, 1, "8-bit tags (the host enabled Extended Tag Field); 0: 5-bit tags, at "
+                       "most 32 reads outstanding"),
+)
+
+#: CH_CTRL[c] (``ch_ctrl_data``, valid with ``ch_ctrl_stb[c]``).
+CH_CTRL_FIELDS = (
+    ("start", 0, 1, "walk the chain from CH_HEAD"),
+    ("reg_start", 1, 1, "run register-mode slots 0 .. slots-1"),
+    ("abort", 2, 1, "stop the chain (error ABORTED)"),
+    ("slots", 8, 3, "register mode: number of slots, 1..4"),
+)
+
+#: CH_STATUS[c] (``ch_status``).
+CH_STATUS_FIELDS = (
+    ("busy", 0, 1, "the channel runs a chain"),
+    ("start_ignored", 1, 1, "a start arrived while busy"),
+    ("error", 4, 4, "error code of the last chain (DMA_ERROR)"),
+)
 
 
 class DmaControlSignature(wiring.Signature):

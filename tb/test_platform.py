@@ -7,6 +7,7 @@ a small design (the full core's report is a slow test).
 
 import fnmatch
 import re
+from pathlib import Path
 
 import pytest
 from amaranth.hdl import Module, Signal
@@ -21,6 +22,7 @@ from peach2.cli import main
 from peach2.platform.board import PLACEHOLDER, board_resources
 from peach2.platform.hardip import ConfigSampler
 from peach2.platform.project import write_project
+from peach2.platform.fingerprint import from_document
 from peach2.platform.report import BEGIN, END, to_markdown, update_document
 from peach2.platform.synthesis import LEVEL_BUDGET, block_paths, synthesize
 
@@ -308,7 +310,7 @@ class _Toy(wiring.Component):
 def toy_report(tmp_path_factory):
     lines = []
     report = synthesize(_Toy(), jobs=2, workdir=tmp_path_factory.mktemp("yosys"),
-                        parameters={"toy": 1}, progress=lines.append)
+                        parameters={"toy": 1}, design={}, progress=lines.append)
     report.progress = lines
     return report
 
@@ -370,6 +372,10 @@ def test_synth_markdown(toy_report):
     assert text.startswith(BEGIN) and text.rstrip().endswith(END)
     assert "| `adder` | _Adder |" in text and "EP4SGX530" in text
     assert f"budget {LEVEL_BUDGET}" in text
+    # What it was made from (design {}: _Toy()), for tb/test_synthesis_fingerprint.py.
+    fp = from_document(text)
+    assert fp == toy_report.fingerprint and set(fp["blocks"]) == {"adder", "parity"}
+    assert f"RTLIL SHA-256 `{fp['rtlil'][:16]}`" in text
     doc = update_document("# Title\n\nflow text\n", text)
     again = update_document(doc.replace("| `adder`", "| `old`"), text)
     assert again == doc and doc.startswith("# Title")
@@ -377,9 +383,21 @@ def test_synth_markdown(toy_report):
 
 @pytest.mark.slow
 def test_synth_report_of_the_core(tmp_path, capsys):
+    """The whole core synthesised again gives docs/synthesis.md's report, figure for figure
+    (all but the run time), with the same Yosys: the document is the design's."""
     out = tmp_path / "synthesis.md"
     assert main(["synth-report", "-o", str(out)]) == 0
     text = out.read_text()
     for block in ("csr", "xbar", "ur", "n_rx", "n_tx", "n_ingress", "n_buffer"):
         assert f"| `{block}` |" in text
     assert "Total against the EP4SGX530" in text
+
+    def section(doc):
+        part = doc[doc.index(BEGIN):doc.index(END)]
+        return re.sub(r"Run time: \d+ s\.", "Run time: - s.", part)
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "synthesis.md").read_text()
+    tool = re.search(r"Tool: (.*?)\. ", section(doc)).group(1)
+    if tool not in section(text):
+        pytest.skip(f"docs/synthesis.md was made with {tool}, another Yosys")
+    assert section(text) == section(doc), \
+        "docs/synthesis.md differs from a fresh report: run `peach2 synth-report -o docs/synthesis.md`"

@@ -20,6 +20,7 @@ from ..params import (BAR_SIZE, COUNT_REASONS, DEFAULT_BUFFER_BEATS, DEFAULT_DMA
                       MAX_BUFFER_BEATS, MAX_ROUTES, N_DMA_CHANNELS, N_DMA_SLOTS, N_PORTS,
                       N_REASONS, PORT_TABLE, REASON_TABLE, CountReason, DmaError, Port)
 from ..router.common import RouteEntry
+from ..signatures import CH_CTRL_FIELDS, CH_STATUS_FIELDS, DMA_CONFIG_FIELDS
 from .description import Access, Enumeration, Field, Group, Register, RegisterMap
 from .regmap_protect import protection_registers, window_group, window_registers
 
@@ -211,19 +212,18 @@ def _chip_registers(n_routes, buffer_beats, s_is_rc):
     ]
 
 
+def _fields(rows):
+    """``Field`` s from ``(name, lsb, width, description)`` rows (:mod:`peach2.signatures`)."""
+    return tuple(Field(*row) for row in rows)
+
+
 def _dma_registers(dma_tags, dma_buffer):
     """DMA configuration and build parameters (0x040-0x04B)."""
     return [
         Register("DMA_CONFIG", 0x040, Access.RW, "DMA request sizes and tags",
-                 value=(1 << 0) | (2 << 4) | (1 << 8), fields=(
-                     Field("mps", 0, 2, "max payload size of DMA writes: 0 128 B, 1 256 B, "
-                                        "2 512 B (3 is taken as 2)"),
-                     Field("mrrs", 4, 2, "max read request size: 0 128 B, 1 256 B, 2 512 B "
-                                         "(3 is taken as 2)"),
-                     Field("ext_tags", 8, 1, "8-bit tags (the host enabled Extended Tag "
-                                             "Field); 0: 5-bit tags, at most 32 reads "
-                                             "outstanding"),
-                 ), notes="Set `mps` and `mrrs` to the values the host programmed into the "
+                 value=(1 << 0) | (2 << 4) | (1 << 8),
+                 fields=_fields(DMA_CONFIG_FIELDS),
+                 notes="Set `mps` and `mrrs` to the values the host programmed into the "
                           "device control register of port N (and no larger than the MPS of "
                           "every link a write crosses).  Change them only while every channel "
                           "is idle."),
@@ -251,20 +251,13 @@ def _channel_registers():
                  **ch, notes="Bit 0: the head descriptor is 64 bytes (`ext`).  Bits [4:1] are "
                              "ignored (descriptors are 32-byte aligned)."),
         Register("CH_HEAD_HI", 0x304, Access.RW, "channel c: head pointer, bits [63:32]", **ch),
-        Register("CH_CTRL", 0x308, Access.ACTION, "channel c: start or abort", fields=(
-            Field("start", 0, 1, "walk the chain from CH_HEAD"),
-            Field("reg_start", 1, 1, "run register-mode slots 0 .. slots-1"),
-            Field("abort", 2, 1, "stop the chain (error ABORTED)"),
-            Field("slots", 8, 3, "register mode: number of slots, 1..4"),
-        ), **ch),
+        Register("CH_CTRL", 0x308, Access.ACTION, "channel c: start or abort",
+                 fields=_fields(CH_CTRL_FIELDS), **ch),
         Register("CH_CFG", 0x30C, Access.RW, "channel c: interrupt vector",
                  fields=(Field("msi_vector", 0, 5, "MSI vector of descriptors with irq"),),
                  **ch),
-        Register("CH_STATUS", 0x310, Access.RO, "channel c: state", fields=(
-            Field("busy", 0, 1, "the channel runs a chain"),
-            Field("start_ignored", 1, 1, "a start arrived while busy"),
-            Field("error", 4, 4, "error code of the last chain (DMA_ERROR)"),
-        ), **ch),
+        Register("CH_STATUS", 0x310, Access.RO, "channel c: state",
+                 fields=_fields(CH_STATUS_FIELDS), **ch),
         Register("CH_DESC_DONE", 0x314, Access.RO, "channel c: descriptors done since the start",
                  **ch),
         Register("CH_BYTES_LO", 0x318, Access.RO, "channel c: bytes written since the start, "

@@ -74,9 +74,9 @@ def channel_registers(nxt, nxt_valid):
 
 
 def fail(m, ch, c, code, addr):
-    """Stop channel ``c`` with ``code``, blaming descriptor ``addr``."""
-    m.d.sync += [ch.abort[c].eq(1), ch.f_en[c].eq(1), ch.f_code[c].eq(code),
-                 ch.f_addr[c].eq(addr)]
+    """Record a fault of channel ``c`` with ``code``, blaming descriptor ``addr`` (its
+    ``abort`` is set in :func:`reports`, from the same conditions)."""
+    m.d.sync += [ch.f_en[c].eq(1), ch.f_code[c].eq(code), ch.f_addr[c].eq(addr)]
 
 
 def control(m, pl, ch):
@@ -101,9 +101,9 @@ def control(m, pl, ch):
         status = Signal(32)
         desc_addr = Mux(ch_err[c] != 0, fault_addr[c], cur_addr[c])
         m.d.comb += [
-            status[CH_STATUS["busy"].lsb].eq(st[c] != Chan.IDLE),
-            status[CH_STATUS["start_ignored"].lsb].eq(ch.ignored[c]),
-            status[CH_STATUS["error"].lsb:][:4].eq(ch_err[c]),
+            field(status, "busy", CH_STATUS).eq(st[c] != Chan.IDLE),
+            field(status, "start_ignored", CH_STATUS).eq(ch.ignored[c]),
+            field(status, "error", CH_STATUS).eq(ch_err[c]),
             pl.ch_status[c].eq(status),
             pl.ch_desc_done[c].eq(ch.desc_done[c]),
             pl.ch_bytes_lo[c].eq(ch.nbytes[c][:32]),
@@ -117,6 +117,17 @@ def control(m, pl, ch):
         m.d.sync += ch.last_pre[c].eq(Mux(ch.regmode[c], ch.slot[c] + 1 >= ch.nslots[c],
                                           bits(ch.cur[c].control, "end")))
     ctrl = pl.ch_ctrl_data
+    # What a control write does to ``abort`` (set: an abort of a busy channel, a register-mode
+    # start with a bad slot count; clear: any other accepted start), for :func:`reports`.
+    ch.abort_set, ch.abort_clear = [], []
+    for c in range(NC):
+        busy, stb = st[c] != Chan.IDLE, pl.ch_ctrl_stb[c]
+        start, rstart = field(ctrl, "start", CH_CTRL), field(ctrl, "reg_start", CH_CTRL)
+        n = field(ctrl, "slots", CH_CTRL)
+        accept = stb & (start | rstart) & ~busy
+        ch.abort_set.append(stb & field(ctrl, "abort", CH_CTRL) & busy
+                            | accept & ~start & ((n == 0) | (n > N_DMA_SLOTS)))
+        ch.abort_clear.append(accept)
     for c in range(NC):
         with m.If(pl.ch_ctrl_stb[c]):
             start = field(ctrl, "start", CH_CTRL)
@@ -129,7 +140,7 @@ def control(m, pl, ch):
             with m.Elif(start | rstart):
                 head = Cat(pl.ch_head_lo[c], pl.ch_head_hi[c])
                 m.d.sync += [
-                    ch.ignored[c].eq(0), ch_err[c].eq(0), ch.abort[c].eq(0),
+                    ch.ignored[c].eq(0), ch_err[c].eq(0),
                     ch.unroutable[c].eq(0), ch.desc_done[c].eq(0), ch.nbytes[c].eq(0),
                     ch.regmode[c].eq(~start), ch.slot[c].eq(0), ch.nslots[c].eq(n),
                     ch.nxt_ptr[c].eq(head), cur_addr[c].eq(head & ~0x1f),
@@ -140,7 +151,7 @@ def control(m, pl, ch):
                     m.d.sync += st[c].eq(Chan.HEAD)
                 with m.Elif((n == 0) | (n > N_DMA_SLOTS)):
                     m.d.sync += [st[c].eq(Chan.DRAIN), ch_err[c].eq(DmaError.DESC_MALFORMED),
-                                 ch.abort[c].eq(1), cur_addr[c].eq(0), fault_addr[c].eq(0)]
+                                 cur_addr[c].eq(0), fault_addr[c].eq(0)]
                 with m.Else():
                     m.d.sync += [st[c].eq(Chan.WAIT), cur_addr[c].eq(0)]
 
@@ -149,13 +160,27 @@ def reports(m, pl, ch):
     """What the writer reports (``pl.report``: ``fail``, ``fail_route``, ``count``): after the
     control writes and the planner, so its updates win."""
     NC = N_DMA_CHANNELS
+    # Whether a report is the channel's, as nets of their own: the mapping otherwise spreads
+    # the writer's report over the control writes' priority chain of ``abort`` (a level more).
+    hits = {}
+    for kind in ("fail", "fail_route"):
+        for c in range(NC):
+            rep = getattr(pl.report, kind)
+            hits[kind, c] = Signal(name=f"ch{c}_{kind}_hit", attrs={"keep": 1})
+            m.d.comb += hits[kind, c].eq(rep.en & (rep.chan == c))
     for c in range(NC):
-        with m.If(pl.report.fail.en & (pl.report.fail.chan == c)):
+        with m.If(hits["fail", c]):
             fail(m, ch, c, pl.report.fail.code, pl.report.fail.desc)
     for c in range(NC):
-        with m.If(pl.report.fail_route.en & (pl.report.fail_route.chan == c)):
+        with m.If(hits["fail_route", c]):
             fail(m, ch, c, pl.report.fail_route.code, pl.report.fail_route.desc)
             m.d.sync += ch.unroutable[c].eq(1)
+    # ``abort``: set by a fault (a report, or a control write's), cleared by an accepted
+    # start, else kept; written as that (no multiplexer), so the mapping makes no clock
+    # enable of it, which would put the reset into the enable behind the reports (a level).
+    for c in range(NC):
+        m.d.sync += ch.abort[c].eq(hits["fail", c] | hits["fail_route", c] | ch.abort_set[c]
+                                   | ch.abort[c] & ~ch.abort_clear[c])
     m.d.sync += pl.msi_req.eq(0)
     cnt = pl.report.count
     with m.If(cnt.en):

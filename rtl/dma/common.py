@@ -9,7 +9,7 @@ the bookkeeping in :class:`~peach2.dma.engine.DMA`.
 from amaranth.hdl import Array, Cat, Const, Mux
 from amaranth.lib import data, enum
 
-from ..csr.regmap import REGS
+from ..signatures import CH_CTRL_FIELDS, CH_STATUS_FIELDS, DMA_CONFIG_FIELDS
 from ..tlp.layouts import Type
 from .descriptor import CONTROL_BITS
 
@@ -17,22 +17,28 @@ __all__ = ["Chan", "Kind", "Act", "Item", "bits", "field", "end_mask", "mem_head
            "ceil_log2", "tag_info_layout", "entry_layout", "CH_CTRL", "DMA_CONFIG", "CH_STATUS"]
 
 
-_CTRL = {name: (lsb, width) for name, lsb, width, _ in CONTROL_BITS}
-CH_CTRL = {f.name: f for f in REGS["CH_CTRL"].fields}
-DMA_CONFIG = {f.name: f for f in REGS["DMA_CONFIG"].fields}
-CH_STATUS = {f.name: f for f in REGS["CH_STATUS"].fields}
+def _positions(rows):
+    """``{name: (lsb, width)}`` of ``(name, lsb, width, description)`` rows."""
+    return {name: (lsb, width) for name, lsb, width, _ in rows}
+
+
+_CTRL = _positions(CONTROL_BITS)
+#: The register fields the DMA decodes or builds (described in :mod:`peach2.signatures`).
+CH_CTRL = _positions(CH_CTRL_FIELDS)
+DMA_CONFIG = _positions(DMA_CONFIG_FIELDS)
+CH_STATUS = _positions(CH_STATUS_FIELDS)
 
 
 def bits(value, name):
     """Return the descriptor control field ``name`` of ``value`` (``descriptor.CONTROL_BITS``)."""
-    lsb, width = _CTRL[name]
-    return value[lsb:lsb + width]
+    return field(value, name, _CTRL)
 
 
 def field(value, name, table):
-    """Return the register field ``name`` of ``value``; ``table`` maps names to regmap fields."""
-    f = table[name]
-    return value[f.lsb:f.lsb + f.width]
+    """Return the register field ``name`` of ``value``; ``table`` maps names to
+    ``(lsb, width)`` (:data:`CH_CTRL`, :data:`DMA_CONFIG`, :data:`CH_STATUS`)."""
+    lsb, width = table[name]
+    return value[lsb:lsb + width]
 
 
 class Chan(enum.Enum, shape=3):

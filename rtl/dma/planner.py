@@ -153,6 +153,7 @@ class Planner(wiring.Component):
                 m.d.sync += st[c].eq(Chan.DRAIN)
 
         k = self._calc_registers(m, ch)
+        self._calc_inputs(m, ch, k)
         # Round robin: the first wanting channel after the last one served.
         found = Const(0, 1)
         pick = Signal(range(NC))
@@ -266,17 +267,13 @@ class Planner(wiring.Component):
         k.go_fetch = k.fetch_ok & ~room.rd_busy
         return k
 
-    def _calc(self, m, ch, k):
-        """CALC: what ACT will do, and everything it needs that does not change meanwhile (only
-        the channel's own ACT changes its registers; an abort is looked at here).  The next
-        descriptor is prefetched before the current one's reads (002 section 3.4)."""
+    def _calc_inputs(self, m, ch, k):
+        """What CALC decides from, as nets outside the state machine (``k.act``, the selected
+        channel's action; ``k.room_hdr_now``, ``k.room_dat_now``, the credits left): only CALC
+        looks at them, and assigned inside its state they would carry the state's decode in
+        front of the channels' actions, a LUT level more on the way to ``k_st_en``."""
         NC = N_DMA_CHANNELS
-        sel, cand, iss, room = k.sel, k.cand, self.issue, self.room
-        c_src, c_brem_m1, c_cur = ch.cur_src[sel], ch.brem_m1[sel], ch.cur[sel]
-
-        def pick_of(values):
-            return select(values, k.w_idx)
-        d_hdrs, d_dats = zip(*[cpl_credits(c_src, v) for v in cand])
+        sel, iss, room = k.sel, self.issue, self.room
         # Each channel's action from its own registers, then the selected one's (so the
         # channel multiplexer comes last).
         acts = []
@@ -300,16 +297,28 @@ class Planner(wiring.Component):
             act_g = Signal(Act, name=f"ch{c}_act_go", attrs={"keep": 1})
             m.d.comb += act_g.eq(Mux(ch.abort[c], Act.NONE, act_c))
             acts.append(act_g)
-        act = Signal(Act)
+        k.act = act = Signal(Act, name="act")
         m.d.comb += act.eq(select(acts, sel))
+        k.room_hdr_now = room_hdr_now = Signal(signed(11), name="room_hdr_now")
+        k.room_dat_now = room_dat_now = Signal(signed(15), name="room_dat_now")
+        m.d.comb += [room_hdr_now.eq(room.room_hdr - Mux(k.unbooked, iss.hdr, 0)),
+                     room_dat_now.eq(room.room_dat - Mux(k.unbooked, iss.dat, 0))]
+
+    def _calc(self, m, ch, k):
+        """CALC: what ACT will do, and everything it needs that does not change meanwhile (only
+        the channel's own ACT changes its registers; an abort is looked at here).  The next
+        descriptor is prefetched before the current one's reads (002 section 3.4)."""
+        sel, cand, iss, room, act = k.sel, k.cand, self.issue, self.room, k.act
+        room_hdr_now, room_dat_now = k.room_hdr_now, k.room_dat_now
+        c_src, c_brem_m1, c_cur = ch.cur_src[sel], ch.brem_m1[sel], ch.cur[sel]
+
+        def pick_of(values):
+            return select(values, k.w_idx)
+        d_hdrs, d_dats = zip(*[cpl_credits(c_src, v) for v in cand])
         m.d.sync += [v.eq(act == a) for a, v in k.do.items()]
         last_now = ch.last_pre[sel]
         tag_limit = Mux(self.ext_tags, self.n_tags, min(self.n_tags, 32))
         tags_now = Mux(iss.en, room.outstanding + 1 < tag_limit, room.outstanding < tag_limit)
-        room_hdr_now = Signal(signed(11))
-        room_dat_now = Signal(signed(15))
-        m.d.comb += [room_hdr_now.eq(room.room_hdr - Mux(k.unbooked, iss.hdr, 0)),
-                     room_dat_now.eq(room.room_dat - Mux(k.unbooked, iss.dat, 0))]
         # Every candidate's sums are made at once and picked with the winner's index: no
         # adder after the compares.
         cand1 = [v + 1 for v in cand]

@@ -285,16 +285,31 @@ class Receiver(wiring.Component):
         f2_good, f2_fail, f3_done = f.f2_good, f.f2_fail, f.f3_done
         m.d.sync += [f2_good.eq(0), f2_fail.eq(0),
                      f3_done.eq(s2.valid & s2.beat.last & s2.good & s2.final)]
+        known = t.known & ~(t.same2 & f2_fail) & ~(t.same3 & f3_done)
+        fault = t.bad | ~Mux(t.same2 & f2_good, t.k0_fw, t.k0_ok)
+        # Whether this beat fails its tag (a header beat, known, faulty) and whether an
+        # err-ended completion does (a data beat), as nets: each tag's state update then
+        # ANDs a finished condition with its tag compare (the mapping otherwise spreads them
+        # over the compares, a level more into ``done``).
+        fail_hdr = Signal(name="t_fail_hdr", attrs={"keep": 1})
+        fail_err = Signal(name="t_fail_err", attrs={"keep": 1})
+        m.d.comb += [fail_hdr.eq(t.valid & t.beat.first & known & fault),
+                     fail_err.eq(t.valid & ~t.beat.first & t.beat.err & pkt.good)]
+        with m.If(fail_hdr):
+            for tg in range(NT):
+                with m.If(t.idx == tg):
+                    m.d.sync += [terr[tg].eq(t.code), tbad[tg].eq(1), done[tg].eq(1)]
+        with m.If(fail_err):
+            # A completion the RX adapter ended with err: its data is lost.
+            for tg in range(NT):
+                with m.If(pkt.idx == tg):
+                    m.d.sync += [terr[tg].eq(DmaError.CPL_MALFORMED), tbad[tg].eq(1),
+                                 done[tg].eq(1)]
         with m.If(t.valid & t.beat.first):
-            known = t.known & ~(t.same2 & f2_fail) & ~(t.same3 & f3_done)
-            fault = t.bad | ~Mux(t.same2 & f2_good, t.k0_fw, t.k0_ok)
             m.d.sync += self.poisoned_cpl.eq(t.beat.hdr.common.ep & ~t.beat.err)
             with m.If(~known):
                 m.d.sync += self.unexpected_cpl.eq(~t.beat.err & ~t.beat.hdr.common.ep)
             with m.Elif(fault):
-                for tg in range(NT):
-                    with m.If(t.idx == tg):
-                        m.d.sync += [terr[tg].eq(t.code), tbad[tg].eq(1), done[tg].eq(1)]
                 m.d.sync += f2_fail.eq(1)
             good = known & ~fault
             with m.If(good):
@@ -312,12 +327,7 @@ class Receiver(wiring.Component):
             m.d.sync += [s2.good.eq(pkt.good), s2.k.eq(pkt.k), s2.base.eq(pkt.base),
                          s2.idx.eq(pkt.idx), s2.final.eq(pkt.final), pkt.k.eq(pkt.k + 4),
                          s2.fetch.eq(pkt.fetch), s2.chan.eq(pkt.chan)]
-            with m.If(t.beat.err & pkt.good):
-                # A completion the RX adapter ended with err: its data is lost.
-                for tg in range(NT):
-                    with m.If(pkt.idx == tg):
-                        m.d.sync += [terr[tg].eq(DmaError.CPL_MALFORMED), tbad[tg].eq(1),
-                                     done[tg].eq(1)]
+            with m.If(t.beat.err & pkt.good):       # (its tag fails above: fail_err)
                 m.d.sync += [s2.good.eq(0), f2_fail.eq(1)]
         m.d.sync += [s2.beat.eq(t.beat), s2.valid.eq(t.valid)]
 

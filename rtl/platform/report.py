@@ -3,6 +3,7 @@
 import re
 from collections import defaultdict
 
+from .fingerprint import to_comment
 from .synthesis import DEVICE, LEVEL_BUDGET
 
 __all__ = ["BEGIN", "END", "to_markdown", "update_document"]
@@ -38,6 +39,12 @@ def to_markdown(report):
     params = ", ".join(f"{k}={v}" for k, v in report.parameters.items()) or "defaults"
     out += [f"Design: `peach2` core ({params}). Tool: {report.yosys}. "
             f"Run time: {report.seconds:.0f} s.", ""]
+    if report.fingerprint:
+        fp = report.fingerprint
+        out += [f"Gateware: RTLIL SHA-256 `{fp['rtlil'][:16]}`, `rtl/` sources SHA-256 "
+                f"`{fp['sources'][:16]}` (checked by `tb/test_synthesis_fingerprint.py`: a "
+                "change to `rtl/` that changes the RTLIL makes it fail until this report is "
+                "made again).", "", to_comment(fp), ""]
 
     out += ["### Per block", "",
             "Depth: the block alone, its ports taken as registers (own), and the deepest path "

