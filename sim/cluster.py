@@ -11,7 +11,7 @@
 
 :class:`Cluster` builds one :class:`~peach2.sim.chip.ChipHarness` per node of a
 :class:`~peach2.sim.driver.Topology` on a top holding every chip's pins (``c<i>_<pin>``, e.g.
-``tb/system/chips_top.py``), cables each topology link as a timed Gen2 x8 link between the two
+:class:`~peach2.sim.chips_top.Chips`), cables each topology link as a timed Gen2 x8 link between the two
 hard-IP models (:func:`~peach2.sim.link.connect`: wire time of every TLP and DLLP, 10 ns port
 delay one way, credit flow control), and on :meth:`Cluster.start` enumerates every host, gives
 every node a region of its host's memory (above 4 GiB by default) and programs every chip with
