@@ -181,8 +181,17 @@ def cluster_section(saved):
     return section(saved)
 
 
+def collectives_section(saved):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("coll_report",
+                                                  HERE / "collectives" / "coll_report.py")
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)
+    return report.section(saved)
+
+
 RENDER = {"adapters": adapters_section, "router": router_section, "dma": dma_section,
-          "cluster": cluster_section}
+          "cluster": cluster_section, "collectives": collectives_section}
 
 
 def _markers(name):

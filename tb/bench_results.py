@@ -26,7 +26,7 @@ __all__ = ["ROOT", "RESULTS", "SECTIONS", "result_path", "load", "save", "commit
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "docs" / "results"
 #: The document's sections, in the document's order.
-SECTIONS = ("adapters", "router", "dma", "cluster")
+SECTIONS = ("adapters", "router", "dma", "cluster", "collectives")
 
 
 def result_path(section):

@@ -42,6 +42,8 @@ FULL_TLPS, QUICK_TLPS = 1000, 200            # adapters: TLPs per point
 FULL_BUSY, QUICK_BUSY = 1000, 300            # router: TLPs per all-ports-busy flow
 FULL_CHAIN, QUICK_CHAIN = 128, 32            # dma: transfers per chain, Figures 4 and 7
 FULL_TOTAL, QUICK_TOTAL = 1 << 19, 1 << 17   # dma: bytes per point at most, Figures 4 and 7
+#: collectives: what --quick leaves out (tb/collectives/bench_collectives.py says the same)
+QUICK_COLLECTIVES = "sizes 8 B, 512 B, 32 KiB; halo N = 16, 32; collision 64 KiB"
 
 # The adapters' points: (run name, payload, header).
 LOOPBACK = [(f"bench-loopback-{payload}-{header}", payload, header)
@@ -135,6 +137,8 @@ def shortened(section, quick, chain=None, max_total=None):
     if section == "cluster":
         import bench_cluster
         return bench_cluster.quick_shortened() if quick else []
+    if section == "collectives":
+        return [QUICK_COLLECTIVES] if quick else []
     chain = chain or (QUICK_CHAIN if quick else FULL_CHAIN)
     max_total = max_total or (QUICK_TOTAL if quick else FULL_TOTAL)
     out = []
@@ -177,6 +181,17 @@ def cluster(quick, conditions, command):
     import bench_cluster
     bench_cluster.measure(bench_cluster.quick_options() if quick else bench_cluster.defaults(),
                           conditions=conditions, command=command)
+
+
+def collectives(quick, conditions):
+    """The collectives section (``tb/collectives/bench_collectives.py``; it saves its results)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "bench_collectives", HERE / "collectives" / "bench_collectives.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    bench.main((["--quick"] if quick else [])
+               + (["--conditions", conditions] if conditions else []))
 
 
 def _ints(text):
@@ -277,6 +292,9 @@ def main(argv=None, prog="python tb/benchmarks.py"):
         start = started()
         if name == "cluster":
             cluster(args.quick, args.conditions, command)
+            continue
+        if name == "collectives":     # tb/collectives/bench_collectives.py saves its own
+            collectives(args.quick, args.conditions)
             continue
         if name == "dma":
             data = dma(args.quick, args.read_latency, args.chain, args.max_total)

@@ -1,0 +1,144 @@
+"""Collective figures on the HDL sub-cluster: Broadcast, Allgather, halo exchange, collision,
+latency per hop.
+
+    python tb/collectives/bench_collectives.py [--quick] [--nodes 8,16] [--doc-only]
+
+Runs ``collectives_bench`` (tb/collectives/collectives_tb.py) on the 2x4 (8 nodes) and the 2x8
+(16 nodes) with the cable model's default credits and the calibrated hard-IP pipeline, the two
+simulations side by side:
+
+- Broadcast (root 0) and Allgather (recursive doubling; the size is one node's block) for
+  8 B .. 1 MiB on 8 and 16 nodes (``--quick``: 8 B, 512 B, 32 KiB);
+- halo exchange of ``N^3`` (8-byte elements) on a 2x4 process grid (8 nodes), N = 16 .. 128,
+  pairwise and naive descriptor order (``--quick``: 16, 32);
+- the collision case on 8 nodes: node 1 and node 3 each put the same size into node 2 at once
+  (each one's time and the total), against one alone;
+- an 8-byte put with completion write from node 0 to every other node of the 2x8: time against
+  the hops of the route set, and the time per extra hop.
+
+Every result is checked byte for byte against the reference model during the run.  Results go
+to ``docs/results/collectives.json``, ``docs/benchmarks.md`` is rebuilt (``bench_doc``) and the
+plots go to ``docs/img/coll_*.png`` (``coll_report``).
+"""
+
+import argparse
+import importlib.util
+import json
+import shlex
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+TB = HERE.parent
+
+SIZES = [8, 64, 512, 4096, 32768, 262144, 1 << 20]
+QUICK_SIZES = [8, 512, 32768]
+HALO_NS = [16, 32, 64, 128]
+QUICK_HALO_NS = [16, 32]
+COLLISION = [4096, 65536, 1 << 20]
+QUICK_COLLISION = [65536]
+TOPOLOGY = {8: "2x4", 16: "2x8"}
+
+
+def tb_module(name, folder=TB):
+    """Import ``tb/<name>.py`` (the benchmark helpers shared by every section) by path."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def plan(nodes, quick):
+    """The parameters of the ``collectives_bench`` run on ``nodes`` nodes."""
+    sizes = QUICK_SIZES if quick else SIZES
+    params = {"bcast_sizes": sizes, "allgather_sizes": sizes}
+    if nodes == 8:
+        params.update(halo_ns=QUICK_HALO_NS if quick else HALO_NS, halo_grid=[2, 4],
+                      collision_sizes=QUICK_COLLISION if quick else COLLISION)
+    else:
+        params["hops"] = True
+    need = max(max(sizes) * nodes, max(COLLISION) * 2) + (1 << 16)
+    params["host_size"] = 1 << (need - 1).bit_length()
+    params["buffer"] = params["host_size"] - (1 << 16)
+    return params
+
+
+def measure(nodes, quick, progress):
+    """Run the benchmark simulation on ``nodes`` nodes; return its JSON result."""
+    run = tb_module("test_collectives", HERE).run
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
+        out = Path(f.name)
+    t0 = time.perf_counter()
+    run(f"bench-coll-{nodes}", TOPOLOGY[nodes], "collectives_bench", cable=None,
+        result_file=str(out), progress_file=str(progress), **plan(nodes, quick))
+    result = json.loads(out.read_text())
+    result["wall_s"] = time.perf_counter() - t0
+    out.unlink()
+    return result
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer sizes (see the docstring)")
+    parser.add_argument("--nodes", default="8,16",
+                        help="node counts to measure, among 8 and 16 (default both)")
+    parser.add_argument("--doc-only", action="store_true",
+                        help="only rebuild docs/benchmarks.md and the plots from saved results")
+    parser.add_argument("--conditions", default=None,
+                        help="what else ran on the machine (saved with the run)")
+    args = parser.parse_args(argv)
+    try:
+        nodes = [int(x) for x in args.nodes.split(",") if x]
+    except ValueError:
+        parser.error(f"--nodes takes 8 and/or 16, not {args.nodes!r}")
+    if not nodes or any(n not in TOPOLOGY for n in nodes):
+        parser.error(f"--nodes takes 8 and/or 16, not {args.nodes!r}")
+    results_mod = tb_module("bench_results")
+    report = tb_module("coll_report", HERE)
+    if not args.doc_only:
+        start = results_mod.started()
+        command = shlex.join(["python", "tb/collectives/bench_collectives.py",
+                              *(argv if argv is not None else sys.argv[1:])])
+        saved = results_mod.load("collectives") or {}
+        progress = Path(tempfile.gettempdir()) / f"peach2-coll-progress-{start['time']:.0f}"
+        got, errors = {}, []
+
+        def job(n):
+            try:
+                got[n] = measure(n, args.quick, f"{progress}-{n}")
+            except BaseException as exc:   # reported below, after the other finishes
+                errors.append((n, exc))
+        threads = [threading.Thread(target=job, args=(n,)) for n in nodes]
+        for t in threads:
+            t.start()
+        seen = {n: 0 for n in nodes}
+        while any(t.is_alive() for t in threads):
+            time.sleep(5)
+            for n in nodes:
+                path = Path(f"{progress}-{n}")
+                text = path.read_text() if path.exists() else ""
+                lines = text.splitlines()
+                for line in lines[seen[n]:]:
+                    print(line, flush=True)
+                seen[n] = len(lines)
+        if errors:
+            raise errors[0][1]
+        shortened = ["sizes 8 B, 512 B, 32 KiB; halo N = 16, 32; collision 64 KiB"] \
+            if args.quick else []
+        for n, res in got.items():
+            saved[str(n)] = res
+        saved["run"] = results_mod.run_info(command, start, shortened, args.conditions)
+        results_mod.save("collectives", saved)
+        print(report.summary(saved), flush=True)
+    tb_module("bench_doc").rebuild()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
