@@ -7,8 +7,10 @@ Runs ``collectives_bench`` (tb/collectives/collectives_tb.py) on the 2x4 (8 node
 (16 nodes) with the cable model's default credits and the calibrated hard-IP pipeline, the two
 simulations side by side:
 
-- Broadcast (root 0) and Allgather (recursive doubling; the size is one node's block) for
-  8 B .. 1 MiB on 8 and 16 nodes (``--quick``: 8 B, 512 B, 32 KiB);
+- Broadcast (root 0) for 8 B .. 1 MiB and Allgather (recursive doubling; the size is one
+  node's block) from 8 B up to 1 MiB gathered (128 KiB blocks on 8 nodes, 64 KiB on 16: a
+  16-node Allgather of 1 MiB blocks is 4.5 ms of simulated time, over an hour on a shared
+  machine), on 8 and 16 nodes (``--quick``: 8 B, 512 B, 32 KiB);
 - halo exchange of ``N^3`` (8-byte elements) on a 2x4 process grid (8 nodes), N = 16 .. 128,
   pairwise and naive descriptor order (``--quick``: 16, 32);
 - the collision case on 8 nodes: node 1 and node 3 each put the same size into node 2 at once
@@ -41,6 +43,9 @@ QUICK_HALO_NS = [16, 32]
 COLLISION = [4096, 65536, 1 << 20]
 QUICK_COLLISION = [65536]
 TOPOLOGY = {8: "2x4", 16: "2x8"}
+#: The Allgather's largest gathered total per node (the full run).
+ALLGATHER_TOTAL = 1 << 20
+QUICK_NOTE = "sizes 8 B, 512 B, 32 KiB; halo N = 16, 32; collision 64 KiB"
 
 
 def tb_module(name, folder=TB):
@@ -54,33 +59,65 @@ def tb_module(name, folder=TB):
     return module
 
 
-def plan(nodes, quick):
-    """The parameters of the ``collectives_bench`` run on ``nodes`` nodes."""
+def allgather_sizes(nodes, sizes):
+    """Block sizes of the Allgather: those of ``sizes`` whose gathered total (``nodes`` blocks)
+    is at most :data:`ALLGATHER_TOTAL`, and the block that makes exactly that total."""
+    out = [x for x in sizes if x * nodes <= ALLGATHER_TOTAL]
+    return out + ([ALLGATHER_TOTAL // nodes] if ALLGATHER_TOTAL // nodes not in out else [])
+
+
+def jobs(nodes, quick):
+    """The ``collectives_bench`` runs on ``nodes`` nodes: ``[(part name, parameters)]``.  On
+    16 nodes the Allgather runs in a simulation of its own, beside the rest."""
     sizes = QUICK_SIZES if quick else SIZES
-    params = {"bcast_sizes": sizes, "allgather_sizes": sizes}
+    gather = {"allgather_sizes": sizes if quick else allgather_sizes(nodes, sizes)}
+    rest = {"bcast_sizes": sizes}
     if nodes == 8:
-        params.update(halo_ns=QUICK_HALO_NS if quick else HALO_NS, halo_grid=[2, 4],
-                      collision_sizes=QUICK_COLLISION if quick else COLLISION)
+        rest.update(halo_ns=QUICK_HALO_NS if quick else HALO_NS, halo_grid=[2, 4],
+                    collision_sizes=QUICK_COLLISION if quick else COLLISION)
     else:
-        params["hops"] = True
-    need = max(max(sizes) * nodes, max(COLLISION) * 2) + (1 << 16)
-    params["host_size"] = 1 << (need - 1).bit_length()
-    params["buffer"] = params["host_size"] - (1 << 16)
-    return params
+        rest["hops"] = True
+    parts = [("all", {**rest, **gather})] if nodes == 8 or quick else \
+        [("bcast", rest), ("allgather", gather)]
+    out = []
+    for name, params in parts:
+        need = max(max(params.get("bcast_sizes", [0])),
+                   max(params.get("allgather_sizes", [0])) * nodes,
+                   2 * max(params.get("collision_sizes", [0])), 1 << 20) + (1 << 16)
+        params["host_size"] = 1 << (need - 1).bit_length()
+        params["buffer"] = params["host_size"] - (1 << 16)
+        out.append((name, params))
+    return out
 
 
-def measure(nodes, quick, progress):
-    """Run the benchmark simulation on ``nodes`` nodes; return its JSON result."""
+def measure(nodes, part, params, progress):
+    """Run one benchmark simulation on ``nodes`` nodes; return its JSON result."""
     run = tb_module("test_collectives", HERE).run
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
         out = Path(f.name)
     t0 = time.perf_counter()
-    run(f"bench-coll-{nodes}", TOPOLOGY[nodes], "collectives_bench", cable=None,
-        result_file=str(out), progress_file=str(progress), **plan(nodes, quick))
+    run(f"bench-coll-{nodes}-{part}", TOPOLOGY[nodes], "collectives_bench", cable=None,
+        result_file=str(out), progress_file=str(progress), **params)
     result = json.loads(out.read_text())
-    result["wall_s"] = time.perf_counter() - t0
+    result["wall_s"] = {part: time.perf_counter() - t0}
     out.unlink()
     return result
+
+
+def merge(results):
+    """One result per node count from its parts' results (lists joined, wall times kept)."""
+    out = {}
+    for r in results:
+        n = str(r["nodes"])
+        if n not in out:
+            out[n] = r
+            continue
+        for key, value in r.items():
+            if isinstance(value, list):
+                out[n].setdefault(key, []).extend(value)
+            elif key == "wall_s":
+                out[n]["wall_s"].update(value)
+    return out
 
 
 def main(argv=None):
@@ -107,32 +144,30 @@ def main(argv=None):
                               *(argv if argv is not None else sys.argv[1:])])
         saved = results_mod.load("collectives") or {}
         progress = Path(tempfile.gettempdir()) / f"peach2-coll-progress-{start['time']:.0f}"
-        got, errors = {}, []
+        got, errors = [], []
+        todo = [(n, part, params) for n in nodes for part, params in jobs(n, args.quick)]
 
-        def job(n):
+        def job(n, part, params):
             try:
-                got[n] = measure(n, args.quick, f"{progress}-{n}")
-            except BaseException as exc:   # reported below, after the other finishes
+                got.append(measure(n, part, params, f"{progress}-{n}-{part}"))
+            except BaseException as exc:   # reported below, after the others finish
                 errors.append((n, exc))
-        threads = [threading.Thread(target=job, args=(n,)) for n in nodes]
+        threads = [threading.Thread(target=job, args=j) for j in todo]
         for t in threads:
             t.start()
-        seen = {n: 0 for n in nodes}
+        seen = {j[:2]: 0 for j in todo}
         while any(t.is_alive() for t in threads):
             time.sleep(5)
-            for n in nodes:
-                path = Path(f"{progress}-{n}")
-                text = path.read_text() if path.exists() else ""
-                lines = text.splitlines()
-                for line in lines[seen[n]:]:
+            for n, part in seen:
+                path = Path(f"{progress}-{n}-{part}")
+                lines = path.read_text().splitlines() if path.exists() else []
+                for line in lines[seen[(n, part)]:]:
                     print(line, flush=True)
-                seen[n] = len(lines)
+                seen[(n, part)] = len(lines)
         if errors:
             raise errors[0][1]
-        shortened = ["sizes 8 B, 512 B, 32 KiB; halo N = 16, 32; collision 64 KiB"] \
-            if args.quick else []
-        for n, res in got.items():
-            saved[str(n)] = res
+        shortened = [QUICK_NOTE] if args.quick else []
+        saved.update(merge(got))
         saved["run"] = results_mod.run_info(command, start, shortened, args.conditions)
         results_mod.save("collectives", saved)
         print(report.summary(saved), flush=True)

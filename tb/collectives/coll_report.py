@@ -141,10 +141,10 @@ def plot(saved, path=IMG / "coll_times.png"):
     return path
 
 
-def section(saved):
-    """``(title, body)`` of the section for ``bench_doc``."""
+def section(saved, img=IMG):
+    """``(title, body)`` of the section for ``bench_doc``; the plot goes to ``img``."""
     L, h = _calibration(saved)
-    image = plot(saved)
+    image = plot(saved, img / "coll_times.png")
     out = ["", "Collectives of `peach2.sim.collectives` / `peach2.sim.halo` "
            "([collectives](collectives.md)) on the HDL sub-cluster (Verilator, cable credits "
            "of the cable model's defaults, calibrated hard-IP pipeline "
@@ -152,7 +152,7 @@ def section(saved):
            "every node's start (one instant) to the last node seeing its last completion "
            "write; every result was checked byte for byte. Model: `coll_report.py` docstring "
            f"(L = {L and round(L)} ns, h = {h and round(h)} ns per extra hop, "
-           f"B = {B_WIRE:.3f} GB/s).", "", f"![collectives]({image.relative_to(ROOT / 'docs')})",
+           f"B = {B_WIRE:.3f} GB/s).", "", f"![collectives](img/{image.name})",
            ""]
     hops = (saved.get("16") or {}).get("hops")
     if hops:
