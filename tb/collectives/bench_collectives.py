@@ -96,8 +96,14 @@ def measure(nodes, part, params, progress):
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
         out = Path(f.name)
     t0 = time.perf_counter()
-    run(f"bench-coll-{nodes}-{part}", TOPOLOGY[nodes], "collectives_bench", cable=None,
-        result_file=str(out), progress_file=str(progress), **params)
+    try:
+        run(f"bench-coll-{nodes}-{part}", TOPOLOGY[nodes], "collectives_bench", cable=None,
+            result_file=str(out), progress_file=str(progress), **params)
+    except BaseException as exc:    # keep the points measured before it stopped
+        if not out.stat().st_size:
+            raise
+        print(f"{nodes} nodes, {part}: stopped ({exc!r}); keeping the points measured",
+              flush=True)
     result = json.loads(out.read_text())
     result["wall_s"] = {part: time.perf_counter() - t0}
     out.unlink()

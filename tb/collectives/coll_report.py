@@ -154,6 +154,10 @@ def section(saved, img=IMG):
            f"(L = {L and round(L)} ns, h = {h and round(h)} ns per extra hop, "
            f"B = {B_WIRE:.3f} GB/s).", "", f"![collectives](img/{image.name})",
            ""]
+    for n in ("8", "16"):
+        if saved.get(n) and not saved[n].get("complete"):
+            out += [f"The {n}-node run stopped before its last point; the tables show the "
+                    "points it measured.", ""]
     hops = (saved.get("16") or {}).get("hops")
     if hops:
         rows = sorted({r["hops"] for r in hops})

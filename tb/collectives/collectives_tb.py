@@ -201,6 +201,8 @@ async def collectives_bench(dut):
     def point(kind, **row):
         out[kind].append(row)
         dut._log.info("%s %s", kind, row)
+        with open(PARAMS["result_file"], "w") as f:      # what is done so far, if stopped
+            json.dump(out, f, indent=1)
         if PARAMS.get("progress_file"):
             with open(PARAMS["progress_file"], "a") as f:
                 f.write(f"{tb.n} nodes {kind} {row}\n")
@@ -231,5 +233,6 @@ async def collectives_bench(dut):
             point("hops", dst=dst, hops=tb.routes.hops(0, dst), ns=arrival(r, c, 0))
     await tb.counters_clean()
     tb.cluster.check()
+    out["complete"] = True
     with open(PARAMS["result_file"], "w") as f:
         json.dump(out, f, indent=1)
