@@ -118,6 +118,7 @@ def merge(results):
         if n not in out:
             out[n] = r
             continue
+        out[n]["complete"] = out[n].get("complete", False) and r.get("complete", False)
         for key, value in r.items():
             if isinstance(value, list):
                 out[n].setdefault(key, []).extend(value)
