@@ -82,27 +82,32 @@ class Result:
 
 async def prepare(mem, coll):
     """Write every chain of ``coll`` into its node's host memory and register the chains of
-    nodes whose steps use distinct channels.  Call once; :func:`run` as often as wanted."""
+    nodes whose steps use distinct channels (all nodes at once).  Call once; :func:`run` as
+    often as wanted."""
     for prog in coll.programs:
-        drv = await mem.dma_ready(prog.node)
-        channels = [s.channel for s in prog.steps]
         for s in prog.steps:
             if not 0 <= s.channel < N_DMA_CHANNELS:
                 raise ValueError(f"node {prog.node}: channel {s.channel} out of range")
             if not s.transfers:
                 raise ValueError(f"node {prog.node}: a step without descriptors")
-        distinct = len(set(channels)) == len(channels)
-        for i, s in enumerate(prog.steps):
-            chain = Chain(s.channel, 0)
-            for t in s.transfers:
-                chain.add(t)
-            chain.base = mem.alloc_descriptors(prog.node, chain.size)
-            for address, raw in chain.image():
-                await drv.memory.write(address, raw)
-            coll._chains[(prog.node, i)] = chain
-            if distinct:
-                await drv.dma_set_head(s.channel, chain.head)
-                coll._preset.add((prog.node, i))
+    await gather(_prepare_node(mem, coll, prog) for prog in coll.programs)
+
+
+async def _prepare_node(mem, coll, prog):
+    drv = await mem.dma_ready(prog.node)
+    channels = [s.channel for s in prog.steps]
+    distinct = len(set(channels)) == len(channels)
+    for i, s in enumerate(prog.steps):
+        chain = Chain(s.channel, 0)
+        for t in s.transfers:
+            chain.add(t)
+        chain.base = mem.alloc_descriptors(prog.node, chain.size)
+        for address, raw in chain.image():
+            await drv.memory.write(address, raw)
+        coll._chains[(prog.node, i)] = chain
+        if distinct:
+            await drv.dma_set_head(s.channel, chain.head)
+            coll._preset.add((prog.node, i))
 
 
 async def _node(mem, coll, prog, seen, done, clk):
@@ -135,8 +140,10 @@ async def run(mem, coll):
     start = get_sim_time("ns")
     await gather(_node(mem, coll, prog, seen, done, clk) for prog in coll.programs)
     result = Result(start, done, seen)
-    for prog in coll.programs:
+
+    async def channels_ended(prog):
         drv = mem.cluster.drivers[prog.node]
         for channel in sorted({s.channel for s in prog.steps}):
             await drv.dma_wait(channel, pause=lambda: ClockCycles(clk, 64))
+    await gather(channels_ended(prog) for prog in coll.programs)
     return result
