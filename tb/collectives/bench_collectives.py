@@ -5,7 +5,7 @@ latency per hop.
 
 Runs ``collectives_bench`` (tb/collectives/collectives_tb.py) on the 2x4 (8 nodes) and the 2x8
 (16 nodes) with the cable model's default credits and the calibrated hard-IP pipeline, the two
-simulations side by side:
+simulations side by side (four in the full run: each node count's Broadcast apart from the rest):
 
 - Broadcast (root 0) for 8 B .. 1 MiB and Allgather (recursive doubling; the size is one
   node's block) from 8 B up to 1 MiB gathered (128 KiB blocks on 8 nodes, 64 KiB on 16: a
@@ -40,7 +40,7 @@ SIZES = [8, 64, 512, 4096, 32768, 262144, 1 << 20]
 QUICK_SIZES = [8, 512, 32768]
 HALO_NS = [16, 32, 64, 128]
 QUICK_HALO_NS = [16, 32]
-COLLISION = [4096, 65536, 1 << 20]
+COLLISION = [4096, 65536, 262144]
 QUICK_COLLISION = [65536]
 TOPOLOGY = {8: "2x4", 16: "2x8"}
 #: The Allgather's largest gathered total per node (the full run).
@@ -67,8 +67,9 @@ def allgather_sizes(nodes, sizes):
 
 
 def jobs(nodes, quick):
-    """The ``collectives_bench`` runs on ``nodes`` nodes: ``[(part name, parameters)]``.  On
-    16 nodes the Allgather runs in a simulation of its own, beside the rest."""
+    """The ``collectives_bench`` runs on ``nodes`` nodes: ``[(part name, parameters)]``;
+    the full run measures the Broadcast (and the hops) in one simulation and the rest in
+    another, side by side."""
     sizes = QUICK_SIZES if quick else SIZES
     gather = {"allgather_sizes": sizes if quick else allgather_sizes(nodes, sizes)}
     rest = {"bcast_sizes": sizes}
@@ -77,13 +78,17 @@ def jobs(nodes, quick):
                     collision_sizes=QUICK_COLLISION if quick else COLLISION)
     else:
         rest["hops"] = True
-    parts = [("all", {**rest, **gather})] if nodes == 8 or quick else \
-        [("bcast", rest), ("allgather", gather)]
+    parts = [("all", {**rest, **gather})] if quick else \
+        [("bcast", {k: v for k, v in rest.items() if k in ("bcast_sizes", "hops")}),
+         ("rest", {**{k: v for k, v in rest.items() if k not in ("bcast_sizes", "hops")},
+                   **gather})]
     out = []
     for name, params in parts:
         need = max(max(params.get("bcast_sizes", [0])),
                    max(params.get("allgather_sizes", [0])) * nodes,
-                   2 * max(params.get("collision_sizes", [0])), 1 << 20) + (1 << 16)
+                   2 * max(params.get("collision_sizes", [0])), 1 << 20,
+                   max((n // 2 + 2) * (n // 4 + 2) * n * 8 for n in params.get("halo_ns", [0])))
+        need += 1 << 16
         params["host_size"] = 1 << (need - 1).bit_length()
         params["buffer"] = params["host_size"] - (1 << 16)
         out.append((name, params))
@@ -145,6 +150,7 @@ def main(argv=None):
         parser.error(f"--nodes takes 8 and/or 16, not {args.nodes!r}")
     results_mod = tb_module("bench_results")
     report = tb_module("coll_report", HERE)
+    tb_module("test_collectives", HERE)     # before the threads: they share it
     if not args.doc_only:
         start = results_mod.started()
         command = shlex.join(["python", "tb/collectives/bench_collectives.py",

@@ -207,6 +207,10 @@ async def collectives_bench(dut):
             with open(PARAMS["progress_file"], "a") as f:
                 f.write(f"{tb.n} nodes {kind} {row}\n")
 
+    if PARAMS.get("hops"):
+        for dst in range(1, tb.n):
+            r, c = await run_puts(tb, [(0, dst, 8)], buf)
+            point("hops", dst=dst, hops=tb.routes.hops(0, dst), ns=arrival(r, c, 0))
     for size in PARAMS.get("bcast_sizes", []):
         times = [(await run_bcast(tb, size, 0, buf)).time for _ in range(repeat)]
         point("bcast", bytes=size, ns=min(times), steps=(tb.n - 1).bit_length())
@@ -227,10 +231,6 @@ async def collectives_bench(dut):
         each = [arrival(both, c2, i) for i in range(2)]
         point("collision", bytes=size, senders=senders, receiver=receiver,
               alone_ns=arrival(alone, c1, 0), each_ns=each)
-    if PARAMS.get("hops"):
-        for dst in range(1, tb.n):
-            r, c = await run_puts(tb, [(0, dst, 8)], buf)
-            point("hops", dst=dst, hops=tb.routes.hops(0, dst), ns=arrival(r, c, 0))
     await tb.counters_clean()
     tb.cluster.check()
     out["complete"] = True
