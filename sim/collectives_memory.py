@@ -24,8 +24,9 @@ every ``poll_cycles`` clock cycles instead (no write event to hook).  :meth:`rea
 :meth:`write` touch memory without simulation time: tests use them to set inputs and check
 results, and a node's program uses them only on its own memory (clearing its flags).
 
-GPU windows: pass ``regions={(node, ("gpu", i)): (bus address, MemoryRegion)}`` (the GPU
-endpoint's BAR as its host sees it); the host window comes from
+GPU windows: a cluster with a ``gpu_memory(node, i)`` method (``(bus address, memory)``: the
+GPU's BAR as its host sees it, and the device memory) serves them; ``regions={(node, ("gpu",
+i)): (bus address, memory)}`` overrides it.  The host window comes from
 :meth:`peach2.sim.cluster.Cluster.memory`.
 """
 
@@ -86,11 +87,13 @@ class Memories:
         """Return ``(bus address, MemoryRegion)`` of the memory behind ``node``'s ``window``."""
         if window == "host":
             return self.cluster.memory(node)
-        try:
+        if (node, window) in self._regions:
             return self._regions[(node, window)]
-        except KeyError:
-            raise ValueError(f"no memory registered for window {window!r} of node {node}; "
-                             "pass regions= to Memories") from None
+        gpu_memory = getattr(self.cluster, "gpu_memory", None)     # a cluster with GPUs
+        if gpu_memory is not None and isinstance(window, tuple) and window[0] == "gpu":
+            return gpu_memory(node, window[1])
+        raise ValueError(f"no memory registered for window {window!r} of node {node}; pass "
+                         "regions= to Memories")
 
     def _check(self, place, size):
         _, window_size = self.amap.window(place.node, place.window)
