@@ -143,3 +143,22 @@ def test_refusals():
         puts(mem, [(Place(1, "host", 0), Place(1, "host", 4), 8)])
     with pytest.raises(ValueError, match="GPU window"):
         mem.local(Place(1, ("gpu", 0), 0))
+
+
+def test_gpu_windows_from_the_cluster():
+    """A place in a GPU window: TCA address in the node's GPU window, DMA source at the GPU's
+    BAR as the cluster's ``gpu_memory`` gives it; an Allgather over GPU memory executes."""
+    from dataclasses import replace
+    cluster = _Cluster(4)
+    cluster.address_map = replace(cluster.address_map, n_gpus=1)
+    gpus = [bytearray(HOST) for _ in range(4)]
+    cluster.gpu_memory = lambda node, i: (0x9_0000_0000 * (node + 1), gpus[node])
+    mem = Memories(cluster)
+    place = Place(2, ("gpu", 0), 0x40)
+    assert mem.local(place) == 0x9_0000_0000 * 3 + 0x40
+    assert mem.tca(place) == cluster.address_map.window(2, ("gpu", 0))[0] + 0x40
+    mem.write(place, b"gpu!")
+    assert gpus[2][0x40:0x44] == b"gpu!"
+    coll = allgather(mem, [0, 1, 2, 3], 0x100, 8, window=("gpu", 0))
+    assert all(t.src >= 0x9_0000_0000 for p in coll.programs for s in p.steps
+               for t in s.transfers)
