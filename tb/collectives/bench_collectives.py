@@ -15,12 +15,12 @@ simulations side by side (four in the full run: each node count's Broadcast apar
   pairwise and naive descriptor order (``--quick``: 16, 32);
 - the collision case on 8 nodes: node 1 and node 3 each put the same size into node 2 at once
   (each one's time and the total), against one alone;
-- an 8-byte put with completion write from node 0 to every other node of the 2x8: time against
-  the hops of the route set, and the time per extra hop.
+- an 8-byte put with completion write from node 0 to the nearest node at each hop count of
+  the 2x8: time against the hops of the route set, and the time per extra hop.
 
 Every result is checked byte for byte against the reference model during the run.  Results go
 to ``docs/results/collectives.json``, ``docs/benchmarks.md`` is rebuilt (``bench_doc``) and the
-plots go to ``docs/img/coll_*.png`` (``coll_report``).
+plot goes to ``docs/img/coll_times.png`` (``coll_report``).
 """
 
 import argparse

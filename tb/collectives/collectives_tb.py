@@ -11,8 +11,8 @@ Parameters (``PEACH2_PARAMS``): ``topology`` (``ring:4``, ``2x4``, ``2x8``), ``h
   nothing else may change), then every chip's drop counters must be 0.
 - ``collectives_bench``: times of ``bcast_sizes``, ``allgather_sizes``, ``halo_ns`` (on the
   ``halo_grid``), ``collision_sizes`` and the latency of an 8-byte put from node 0 to the
-  nearest node at each hop count (hops from the chips' route set), each result checked against the reference; written to
-  ``result_file`` (JSON).
+  nearest node at each hop count (hops from the chips' route set), each result checked
+  against the reference; written to ``result_file`` (JSON) after every point.
 """
 
 import json
