@@ -33,7 +33,7 @@ i)): (bus address, memory)}`` overrides it.  The host window comes from
 from dataclasses import dataclass, replace
 
 import cocotb
-from cocotb.triggers import ClockCycles, Event
+from cocotb.triggers import ClockCycles, Event, SimTimeoutError, with_timeout
 from cocotb.utils import get_sim_time
 from cocotbext.pcie.core.tlp import TlpType
 
@@ -162,20 +162,42 @@ class Memories:
                         event.set()
             rc.register_rx_tlp_handler(ft, watched)
 
-    async def wait_word(self, place, value):
+    async def wait_word(self, place, value, timeout_ns=None):
         """Wait until the word at ``place`` (own memory of ``place.node``) is ``value``;
-        return the simulated time (ns) it was seen."""
+        return the simulated time (ns) it was seen.
+
+        Raises
+        ------
+        TimeoutError
+            Not seen within ``timeout_ns`` (None: wait for ever), naming the place and what it
+            holds.
+        """
         if self.word(place) == value:
             return get_sim_time("ns")
         if place.window != "host":
+            start = get_sim_time("ns")
             while self.word(place) != value:
+                if timeout_ns is not None and get_sim_time("ns") - start > timeout_ns:
+                    self._timeout(place, value, timeout_ns)
                 await ClockCycles(self.cluster.dut.clk, self.poll_cycles)
             return get_sim_time("ns")
         self._hook(place.node)
         event = Event()
         self._waiters[place.node].append((place, value, event))
-        await event.wait()
+        if timeout_ns is None:
+            await event.wait()
+        else:
+            try:
+                await with_timeout(event.wait(), timeout_ns, "ns")
+            except SimTimeoutError:
+                self._waiters[place.node].remove((place, value, event))
+                self._timeout(place, value, timeout_ns)
         return get_sim_time("ns")
+
+    def _timeout(self, place, value, timeout_ns):
+        raise TimeoutError(f"node {place.node}: the word at {place.window} offset "
+                           f"{place.offset:#x} still holds {self.word(place):#x}, not "
+                           f"{value:#x}, after {timeout_ns} ns")
 
     # -- DMA set-up ----------------------------------------------------------------------------
 

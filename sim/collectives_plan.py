@@ -110,12 +110,12 @@ async def _prepare_node(mem, coll, prog):
             coll._preset.add((prog.node, i))
 
 
-async def _node(mem, coll, prog, seen, done, clk):
+async def _node(mem, coll, prog, seen, done, clk, timeout_ns):
     drv = mem.cluster.drivers[prog.node]
     started = set()
     for i, step in enumerate(prog.steps):
         for place, value in step.wait:
-            seen[(place.node, place.offset)] = await mem.wait_word(place, value)
+            seen[(place.node, place.offset)] = await mem.wait_word(place, value, timeout_ns)
         if (prog.node, i) not in coll._preset:
             if step.channel in started:     # the channel's previous chain must be over
                 await drv.dma_wait(step.channel, pause=lambda: ClockCycles(clk, 16))
@@ -124,13 +124,23 @@ async def _node(mem, coll, prog, seen, done, clk):
         started.add(step.channel)
     t = get_sim_time("ns")
     for place, value in prog.done:
-        t = seen[(place.node, place.offset)] = await mem.wait_word(place, value)
+        t = seen[(place.node, place.offset)] = await mem.wait_word(place, value, timeout_ns)
     done[prog.node] = t
 
 
-async def run(mem, coll):
+def default_timeout_ns(coll):
+    """A bound no run of ``coll`` should reach: 200 us plus 20 ns per byte a node receives
+    (50 MB/s)."""
+    return 200_000 + 20 * coll.info.get("gathered", coll.info.get("bytes", 0))
+
+
+async def run(mem, coll, timeout_ns=None):
     """Clear ``coll``'s flags, run every node's program from the same instant, return the
-    :class:`Result`; then check every channel used ended without an error (``DmaFault``)."""
+    :class:`Result`; then check every channel used ended without an error (``DmaFault``).
+
+    A flag not seen within ``timeout_ns`` (default :func:`default_timeout_ns`) raises
+    ``TimeoutError`` naming it; a channel that stopped with an error raises ``DmaFault``."""
+    timeout_ns = default_timeout_ns(coll) if timeout_ns is None else timeout_ns
     if not coll._chains and any(p.steps for p in coll.programs):
         await prepare(mem, coll)
     for place in coll.flags:
@@ -138,12 +148,17 @@ async def run(mem, coll):
     clk = mem.cluster.dut.clk
     seen, done = {}, {}
     start = get_sim_time("ns")
-    await gather(_node(mem, coll, prog, seen, done, clk) for prog in coll.programs)
-    result = Result(start, done, seen)
 
     async def channels_ended(prog):
         drv = mem.cluster.drivers[prog.node]
         for channel in sorted({s.channel for s in prog.steps}):
-            await drv.dma_wait(channel, pause=lambda: ClockCycles(clk, 64))
+            await drv.dma_wait(channel, pause=lambda: ClockCycles(clk, 64), max_polls=10_000)
+    try:
+        await gather(_node(mem, coll, prog, seen, done, clk, timeout_ns)
+                     for prog in coll.programs)
+    except TimeoutError:        # a flag never came: a channel that stopped says why
+        await gather(channels_ended(prog) for prog in coll.programs)
+        raise
+    result = Result(start, done, seen)
     await gather(channels_ended(prog) for prog in coll.programs)
     return result

@@ -6,7 +6,7 @@ Parameters (``PEACH2_PARAMS``): ``topology`` (``ring:4``, ``2x4``, ``2x8``), ``h
 - ``collectives_check``: every collective of ``peach2.sim.collectives`` / ``peach2.sim.halo``
   the parameters name, one after the other in one simulation: ``bcast`` (sizes), ``roots``,
   ``allgather`` (block sizes), ``halo`` (``[N, px, py]`` list), ``collision`` (bytes per
-  sender, or 0).  Every host window starts as random noise; after each collective every byte
+  sender, or 0), ``fault`` (a put from unmapped memory must raise the channel's DmaFault).  Every host window starts as random noise; after each collective every byte
   of every node's host window is compared with the reference model (inputs, results, flags;
   nothing else may change), then every chip's drop counters must be 0.
 - ``collectives_bench``: times of ``bcast_sizes``, ``allgather_sizes``, ``halo_ns`` (on the
@@ -17,6 +17,7 @@ Parameters (``PEACH2_PARAMS``): ``topology`` (``ring:4``, ``2x4``, ``2x8``), ``h
 
 import json
 import random
+from dataclasses import replace
 
 import cocotb
 from cocotb.triggers import ClockCycles
@@ -27,7 +28,8 @@ from peach2.sim.cocotb_env import run_inputs
 from peach2.sim.collectives import (allgather, allgather_reference, broadcast,
                                     broadcast_reference, puts)
 from peach2.sim.collectives_memory import Memories, Place
-from peach2.sim.collectives_plan import FLAG, run
+from peach2.sim.collectives_plan import FLAG, Collective, run
+from peach2.sim.driver import DmaFault
 from peach2.sim.halo import HaloGrid, halo_exchange, halo_local, halo_reference
 from peach2.sim.routes import RouteSet
 
@@ -182,9 +184,30 @@ async def collectives_check(dut):
         each = [arrival(result, coll, i) for i in range(2)]
         log.info("collision: %s -> %d, %d B each: %s ns, total %.3f GB/s", senders, receiver,
                  size, [round(t) for t in each], 2 * size / max(each))
+    if PARAMS.get("fault"):
+        await bad_source(tb, buf)
     await tb.counters_clean()
     tb.cluster.check()
     await ClockCycles(dut.clk, 10)
+
+
+async def bad_source(tb, buf):
+    """A put whose source is outside the node's memory: the host answers its read with UR, the
+    channel stops, the receiver's flag never comes: ``run`` raises the channel's DmaFault."""
+    dst = Place(1, "host", buf)
+    coll = puts(tb.mem, [(Place(0, "host", buf), dst, 64)])
+    step = coll.programs[0].steps[0]
+    step.transfers[0] = replace(step.transfers[0], src=0x7F00_0000_0000)   # nothing there
+    try:
+        await run(tb.mem, coll, timeout_ns=20_000)
+    except DmaFault as fault:
+        tb.dut._log.info("bad source: %s", fault)
+        assert fault.channel == 0 and fault.desc_done == 0, fault
+    else:
+        raise AssertionError("a put from unmapped memory completed")
+    for place in coll.flags:                # cleared by run, never written
+        tb.shadow[place.node][place.offset:place.offset + 4] = bytes(4)
+    tb.check("bad source", Collective("none", [], []))
 
 
 @cocotb.test()

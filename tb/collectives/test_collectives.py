@@ -56,9 +56,10 @@ def run(name, topology, testcase, seed=71, cable="test", threads=1, test_dir=HER
 def test_ring4_collectives():
     """Ring of 4: Broadcast (1 B, 13 B, 4 KiB + 5 from roots 0 and 3), Allgather (blocks of
     1, 3, 16 and 300 B), halo exchange of N = 8 on 2x2 (pairwise and naive order), two
-    senders into one receiver; every host window byte-exact after each."""
+    senders into one receiver; every host window byte-exact after each; a put from unmapped
+    memory ends in the channel's DmaFault."""
     run("coll-ring4", "ring:4", "collectives_check", bcast=[1, 13, 4101], roots=[0, 3],
-        allgather=[1, 3, 16, 300], halo=[[8, 2, 2]], collision=8192)
+        allgather=[1, 3, 16, 300], halo=[[8, 2, 2]], collision=8192, fault=True)
 
 
 def test_double_ring_2x4_collectives():
