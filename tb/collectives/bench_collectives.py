@@ -45,6 +45,8 @@ QUICK_COLLISION = [65536]
 TOPOLOGY = {8: "2x4", 16: "2x8"}
 #: The Allgather's largest gathered total per node (the full run).
 ALLGATHER_TOTAL = 1 << 20
+#: What a run measures; parameters named ``<kind>...`` belong to that kind.
+KINDS = ("bcast", "allgather", "halo", "collision", "hops")
 QUICK_NOTE = "sizes 8 B, 512 B, 32 KiB; halo N = 16, 32; collision 64 KiB"
 
 
@@ -141,6 +143,15 @@ def main(argv=None):
                         help="only rebuild docs/benchmarks.md and the plots from saved results")
     parser.add_argument("--conditions", default=None,
                         help="what else ran on the machine (saved with the run)")
+    parser.add_argument("--part", choices=("bcast", "rest"), default=None,
+                        help="measure one part of the full run only (bcast: Broadcast and "
+                             "hops; rest: the others) and replace its rows in the saved "
+                             "results, keeping the other rows")
+    parser.add_argument("--kinds", default=None,
+                        help="with --part: only these of its measurements, comma-separated "
+                             f"among {', '.join(KINDS)}")
+    parser.add_argument("--awake", action="store_true",
+                        help="the N hard-IP models never sleep while idle (slower)")
     args = parser.parse_args(argv)
     try:
         nodes = [int(x) for x in args.nodes.split(",") if x]
@@ -155,10 +166,16 @@ def main(argv=None):
         start = results_mod.started()
         command = shlex.join(["python", "tb/collectives/bench_collectives.py",
                               *(argv if argv is not None else sys.argv[1:])])
-        saved = results_mod.load("collectives") or {}
         progress = Path(tempfile.gettempdir()) / f"peach2-coll-progress-{start['time']:.0f}"
         got, errors = [], []
-        todo = [(n, part, params) for n in nodes for part, params in jobs(n, args.quick)]
+        kinds = args.kinds.split(",") if args.kinds else list(KINDS)
+        if any(k not in KINDS for k in kinds) or (args.kinds and not args.part):
+            parser.error(f"--kinds takes {', '.join(KINDS)}, with --part")
+        todo = [(n, part, {k: v for k, v in params.items()
+                           if not any(k.startswith(x) for x in KINDS) or
+                           any(k.startswith(x) for x in kinds)} | {"awake": args.awake})
+                for n in nodes for part, params in jobs(n, args.quick)
+                if args.part in (None, part)]
 
         def job(n, part, params):
             try:
@@ -180,8 +197,20 @@ def main(argv=None):
         if errors:
             raise errors[0][1]
         shortened = [QUICK_NOTE] if args.quick else []
-        saved.update(merge(got))
-        saved["run"] = results_mod.run_info(command, start, shortened, args.conditions)
+        saved = results_mod.load("collectives") or {}     # now: another run may have saved
+        info = results_mod.run_info(command, start, shortened, args.conditions)
+        if args.part is None:
+            saved.update(merge(got))
+            saved["run"] = info
+            saved["parts"] = {}
+        else:       # replace the rows this part measured, keep the rest and say whose they are
+            for n, res in merge(got).items():
+                old = saved.setdefault(n, res)
+                for kind, rows in res.items():
+                    if isinstance(rows, list) and rows:
+                        old[kind] = rows
+                        saved.setdefault("parts", {})[f"{n} nodes, {kind}"] = info
+                old["complete"] = old.get("complete", False) and res.get("complete", False)
         results_mod.save("collectives", saved)
         print(report.summary(saved), flush=True)
     tb_module("bench_doc").rebuild()

@@ -49,6 +49,18 @@ def model_allgather(p, size, L, h, extra_hops=0):
     return _steps(p) * L + (p - 1) * size / B_WIRE + extra_hops * h
 
 
+def _stamp():
+    """``bench_doc.stamp`` (loaded by path: tb/ is not a package)."""
+    import importlib.util
+    import sys
+    if "bench_doc" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("bench_doc", ROOT / "tb" / "bench_doc.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["bench_doc"] = module
+        spec.loader.exec_module(module)
+    return sys.modules["bench_doc"].stamp
+
+
 def _calibration(saved):
     rows = (saved.get("16") or {}).get("hops") or (saved.get("8") or {}).get("hops") or []
     return hop_fit(rows)
@@ -154,6 +166,9 @@ def section(saved, img=IMG):
            f"(L = {L and round(L)} ns, h = {h and round(h)} ns per extra hop, "
            f"B = {B_WIRE:.3f} GB/s).", "", f"![collectives](img/{image.name})",
            ""]
+    stamp = _stamp()
+    for what, run in sorted((saved.get("parts") or {}).items()):
+        out += [f"Rows of {what} from a later run: {stamp(run)}", ""]
     for n in ("8", "16"):
         if saved.get(n) and not saved[n].get("complete"):
             out += [f"The {n}-node run stopped before its last point; the tables show the "

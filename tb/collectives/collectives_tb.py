@@ -1,7 +1,8 @@
 """cocotb tests of the collectives on the HDL sub-cluster (``peach2.sim.cluster_top``).
 
 Parameters (``PEACH2_PARAMS``): ``topology`` (``ring:4``, ``2x4``, ``2x8``), ``host_size``
-(bytes of every host window), ``pipeline_ns`` (the hard IPs' latency), and per test:
+(bytes of every host window), ``pipeline_ns`` (the hard IPs' latency), ``awake`` (the N
+hard-IP models never sleep while idle: slower, the same timing), and per test:
 
 - ``collectives_check``: every collective of ``peach2.sim.collectives`` / ``peach2.sim.halo``
   the parameters name, one after the other in one simulation: ``bcast`` (sizes), ``roots``,
@@ -55,6 +56,10 @@ class TB:
         self.shadow = []
 
     async def start(self, noise=True):
+        if PARAMS.get("awake"):     # the N models never sleep (a check of their sleeping)
+            for chip in self.cluster.chips:
+                for model in chip.models.values():
+                    model.sleep_when_idle = False
         await self.cluster.reset_and_start()
         self.mem = Memories(self.cluster)
         size = self.amap.host_size
