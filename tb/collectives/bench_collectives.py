@@ -35,6 +35,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 TB = HERE.parent
+ROOT = TB.parent
 
 SIZES = [8, 64, 512, 4096, 32768, 262144, 1 << 20]
 QUICK_SIZES = [8, 512, 32768]
@@ -100,8 +101,9 @@ def jobs(nodes, quick):
 def measure(nodes, part, params, progress):
     """Run one benchmark simulation on ``nodes`` nodes; return its JSON result."""
     run = tb_module("test_collectives", HERE).run
-    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
-        out = Path(f.name)
+    out = ROOT / "build" / "bench" / f"collectives-{nodes}-{part}.json"   # kept: the raw run
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("")
     t0 = time.perf_counter()
     try:
         run(f"bench-coll-{nodes}-{part}", TOPOLOGY[nodes], "collectives_bench", cable=None,
@@ -113,7 +115,6 @@ def measure(nodes, part, params, progress):
               flush=True)
     result = json.loads(out.read_text())
     result["wall_s"] = {part: time.perf_counter() - t0}
-    out.unlink()
     return result
 
 
