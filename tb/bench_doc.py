@@ -29,11 +29,11 @@ Each section below is written from its saved results, `docs/results/<section>.js
 the figures, and the command, commit, date, seconds, machine load and anything `--quick`
 shortened of the run that measured them). `peach2 bench [SECTION ...] [--quick]` (sections
 adapters, router, dma, cluster, collectives; the same as `python tb/benchmarks.py`,
-`python tb/cluster/bench_cluster.py` and `python tb/collectives/bench_collectives.py`) measures only the sections it names, saves their files
-and rebuilds this document from all saved files; `peach2 bench --doc-only` only rebuilds it. A
-section without a saved file keeps its text as committed and names its own run. Every figure is
-simulated time of the real design (Icarus Verilog unless the section says otherwise), with the
-link timed by cocotbext-pcie's wire model at Gen2 x8 (4 GB/s raw; each TLP costs header +
+`python tb/cluster/bench_cluster.py` and `python tb/collectives/bench_collectives.py`)
+measures only the sections it names, saves their files and rebuilds this document from all
+saved files; `peach2 bench --doc-only` only rebuilds it. A section without a saved file keeps
+its text as committed and names its own run. Every figure is simulated time of the real design
+(Icarus Verilog unless the section says otherwise), with the link timed by cocotbext-pcie's wire model at Gen2 x8 (4 GB/s raw; each TLP costs header +
 payload + 8 bytes of framing). The bound is that wire-format bound for exactly the TLPs
 measured.
 """

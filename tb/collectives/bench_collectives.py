@@ -98,10 +98,15 @@ def jobs(nodes, quick):
     return out
 
 
+def raw_path(nodes, part):
+    """Where a simulation's raw results are kept (build/bench/)."""
+    return ROOT / "build" / "bench" / f"collectives-{nodes}-{part}.json"
+
+
 def measure(nodes, part, params, progress):
     """Run one benchmark simulation on ``nodes`` nodes; return its JSON result."""
     run = tb_module("test_collectives", HERE).run
-    out = ROOT / "build" / "bench" / f"collectives-{nodes}-{part}.json"   # kept: the raw run
+    out = raw_path(nodes, part)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("")
     t0 = time.perf_counter()
@@ -135,6 +140,23 @@ def merge(results):
     return out
 
 
+def run_jobs(todo, job, progress):
+    """Run ``job(nodes, part, params)`` for every ``todo`` entry in threads, printing the
+    progress files' new lines meanwhile."""
+    threads = [threading.Thread(target=job, args=j) for j in todo]
+    for t in threads:
+        t.start()
+    seen = {j[:2]: 0 for j in todo}
+    while any(t.is_alive() for t in threads):
+        time.sleep(5)
+        for n, part in seen:
+            path = Path(f"{progress}-{n}-{part}")
+            lines = path.read_text().splitlines() if path.exists() else []
+            for line in lines[seen[(n, part)]:]:
+                print(line, flush=True)
+            seen[(n, part)] = len(lines)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer sizes (see the docstring)")
@@ -151,6 +173,9 @@ def main(argv=None):
     parser.add_argument("--kinds", default=None,
                         help="with --part: only these of its measurements, comma-separated "
                              f"among {', '.join(KINDS)}")
+    parser.add_argument("--from-raw", action="store_true",
+                        help="measure nothing: take the simulations' raw results kept under "
+                             "build/bench/ by the last run of the same options")
     parser.add_argument("--awake", action="store_true",
                         help="the N hard-IP models never sleep while idle (slower)")
     args = parser.parse_args(argv)
@@ -165,8 +190,9 @@ def main(argv=None):
     tb_module("test_collectives", HERE)     # before the threads: they share it
     if not args.doc_only:
         start = results_mod.started()
-        command = shlex.join(["python", "tb/collectives/bench_collectives.py",
-                              *(argv if argv is not None else sys.argv[1:])])
+        given = argv if argv is not None else sys.argv[1:]
+        command = shlex.join(["python", "tb/collectives/bench_collectives.py",      # as measured
+                              *[a for a in given if a != "--from-raw"]])
         progress = Path(tempfile.gettempdir()) / f"peach2-coll-progress-{start['time']:.0f}"
         got, errors = [], []
         kinds = args.kinds.split(",") if args.kinds else list(KINDS)
@@ -183,18 +209,10 @@ def main(argv=None):
                 got.append(measure(n, part, params, f"{progress}-{n}-{part}"))
             except BaseException as exc:   # reported below, after the others finish
                 errors.append((n, exc))
-        threads = [threading.Thread(target=job, args=j) for j in todo]
-        for t in threads:
-            t.start()
-        seen = {j[:2]: 0 for j in todo}
-        while any(t.is_alive() for t in threads):
-            time.sleep(5)
-            for n, part in seen:
-                path = Path(f"{progress}-{n}-{part}")
-                lines = path.read_text().splitlines() if path.exists() else []
-                for line in lines[seen[(n, part)]:]:
-                    print(line, flush=True)
-                seen[(n, part)] = len(lines)
+        if args.from_raw:
+            got = [json.loads(raw_path(n, part).read_text()) for n, part, _ in todo]
+        else:
+            run_jobs(todo, job, progress)
         if errors:
             raise errors[0][1]
         shortened = [QUICK_NOTE] if args.quick else []
@@ -205,6 +223,7 @@ def main(argv=None):
             saved["run"] = info
             saved["parts"] = {}
         else:       # replace the rows this part measured, keep the rest and say whose they are
+            saved.setdefault("run", info)
             for n, res in merge(got).items():
                 old = saved.setdefault(n, res)
                 for kind, rows in res.items():
