@@ -27,13 +27,14 @@ HEAD = """# Benchmarks
 Each section below is written from its saved results, `docs/results/<section>.json` (committed:
 the figures, and the command, commit, date, seconds, machine load and anything `--quick`
 shortened of the run that measured them). `peach2 bench [SECTION ...] [--quick]` (sections
-adapters, router, dma, cluster, gpu; the same as `python tb/benchmarks.py` and
-`python tb/cluster/bench_cluster.py`) measures only the sections it names, saves their files
-and rebuilds this document from all saved files; `peach2 bench --doc-only` only rebuilds it. A
-section without a saved file keeps its text as committed and names its own run. Every figure is
-simulated time of the real design (Icarus Verilog unless the section says otherwise), with the
-link timed by cocotbext-pcie's wire model at Gen2 x8 (4 GB/s raw; each TLP costs header +
-payload + 8 bytes of framing). The bound is that wire-format bound for exactly the TLPs
+adapters, router, dma, cluster, gpu, collectives; the same as `python tb/benchmarks.py`, which
+runs `tb/cluster/bench_cluster.py`, `tb/cluster/bench_gpu.py` and
+`tb/collectives/bench_collectives.py` for theirs) measures only the sections it names, saves
+their files and rebuilds this document from all saved files; `peach2 bench --doc-only` only
+rebuilds it. A section without a saved file keeps its text as committed and names its own run.
+Every figure is simulated time of the real design (Icarus Verilog unless the section says
+otherwise), with the link timed by cocotbext-pcie's wire model at Gen2 x8 (4 GB/s raw; each TLP
+costs header + payload + 8 bytes of framing). The bound is that wire-format bound for exactly the TLPs
 measured.
 """
 
@@ -145,6 +146,11 @@ cable's length or the host's memory path, which is why it is far below the 782 n
 measured on hardware (002 section 4)."""
 
 
+def collectives_section(saved):
+    from .bench_collectives_doc import section
+    return section(saved)
+
+
 def gpu_section(saved):
     from .bench_gpu_doc import section
     return section(saved)
@@ -155,7 +161,7 @@ def dma_section(saved):
 
 
 RENDER = {"adapters": adapters_section, "router": router_section, "dma": dma_section,
-          "cluster": cluster_section, "gpu": gpu_section}
+          "cluster": cluster_section, "gpu": gpu_section, "collectives": collectives_section}
 
 
 def _markers(name):

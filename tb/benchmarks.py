@@ -47,6 +47,8 @@ FULL_TLPS, QUICK_TLPS = 1000, 200            # adapters: TLPs per point
 FULL_BUSY, QUICK_BUSY = 1000, 300            # router: TLPs per all-ports-busy flow
 FULL_CHAIN, QUICK_CHAIN = 128, 32            # dma: transfers per chain, Figures 4 and 7
 FULL_TOTAL, QUICK_TOTAL = 1 << 19, 1 << 17   # dma: bytes per point at most, Figures 4 and 7
+#: collectives: what --quick leaves out (tb/collectives/bench_collectives.py says the same)
+QUICK_COLLECTIVES = "sizes 8 B, 512 B, 32 KiB; halo N = 16, 32; collision 64 KiB"
 
 # The adapters' points: (run name, payload, header).
 LOOPBACK = [(f"bench-loopback-{payload}-{header}", payload, header)
@@ -142,6 +144,8 @@ def shortened(section, quick, chain=None, max_total=None):
         return bench_cluster_doc.quick_shortened() if quick else []
     if section == "gpu":
         return bench_gpu_doc.quick_shortened() if quick else []
+    if section == "collectives":
+        return [QUICK_COLLECTIVES] if quick else []
     chain = chain or (QUICK_CHAIN if quick else FULL_CHAIN)
     max_total = max_total or (QUICK_TOTAL if quick else FULL_TOTAL)
     out = []
@@ -194,6 +198,15 @@ def gpu(quick):
         args = [sys.executable, str(HERE / "cluster" / "bench_gpu.py"), "--out", str(out)]
         subprocess.run(args + (["--quick"] if quick else []), check=True)
         return json.loads(out.read_text())
+
+
+def collectives(quick, conditions):
+    """The collectives section: ``tb/collectives/bench_collectives.py`` in a child process (it
+    saves its own results)."""
+    args = [sys.executable, str(HERE / "collectives" / "bench_collectives.py")]
+    args += ["--quick"] if quick else []
+    args += ["--conditions", conditions] if conditions else []
+    subprocess.run(args, check=True)
 
 
 def _ints(text):
@@ -293,6 +306,9 @@ def main(argv=None, prog="python tb/benchmarks.py"):
         start = started()
         if name == "cluster":
             cluster(args.quick, args.conditions, command)
+            continue
+        if name == "collectives":     # tb/collectives/bench_collectives.py saves its own
+            collectives(args.quick, args.conditions)
             continue
         if name == "dma":
             data = dma(args.quick, args.read_latency, args.chain, args.max_total)

@@ -121,7 +121,7 @@ def test_follow_prints_what_the_job_appends(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["bench", "routers"], "sections are adapters, router, dma, cluster, gpu, not routers"),
+    (["bench", "routers"], "sections are adapters, router, dma, cluster, gpu, collectives, not routers"),
     (["bench", "router", "--figures", "halo"], "go with the dma section alone"),
     (["bench", "dma", "--figures", "chain"], "figures are chain128, single, chain4k, halo"),
     (["bench", "dma", "--chain", "0"], "--chain must be at least 1"),

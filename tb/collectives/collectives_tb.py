@@ -1,0 +1,269 @@
+"""cocotb tests of the collectives on the HDL sub-cluster (``peach2.sim.cluster_top``).
+
+Parameters (``PEACH2_PARAMS``): ``topology`` (``ring:4``, ``2x4``, ``2x8``), ``host_size``
+(bytes of every host window), ``pipeline_ns`` (the hard IPs' latency), ``awake`` (the N
+hard-IP models never sleep while idle: slower, the same timing), and per test:
+
+- ``collectives_check``: every collective of ``peach2.sim.collectives`` / ``peach2.sim.halo``
+  the parameters name, one after the other in one simulation: ``bcast`` (sizes), ``roots``,
+  ``allgather`` (block sizes), ``halo`` (``[N, px, py]`` list), ``collision`` (bytes per
+  sender, or 0), ``fault`` (a put from unmapped memory must raise the channel's DmaFault).  Every host window starts as random noise; after each collective every byte
+  of every node's host window is compared with the reference model (inputs, results, flags;
+  nothing else may change), then every chip's drop counters must be 0.
+- ``collectives_bench``: times of ``bcast_sizes``, ``allgather_sizes``, ``halo_ns`` (on the
+  ``halo_grid``), ``collision_sizes`` and the latency of an 8-byte put from node 0 to the
+  nearest node at each hop count (hops from the chips' route set), each result checked
+  against the reference; written to ``result_file`` (JSON) after every point.
+"""
+
+import json
+import random
+from dataclasses import replace
+
+import cocotb
+from cocotb.triggers import ClockCycles
+
+from peach2.sim.cluster import Cluster, default_address_map
+from peach2.sim.cluster_layout import Topology
+from peach2.sim.cocotb_env import run_inputs
+from peach2.sim.collectives import (allgather, allgather_reference, broadcast,
+                                    broadcast_reference, puts)
+from peach2.sim.collectives_memory import Memories, Place
+from peach2.sim.collectives_plan import FLAG, Collective, run
+from peach2.sim.driver import DmaFault
+from peach2.sim.halo import HaloGrid, halo_exchange, halo_local, halo_reference
+from peach2.sim.routes import RouteSet
+
+PARAMS, SEED = run_inputs()
+DROPS = ("UNROUTABLE", "WINDOW_CLOSED", "UNSUPPORTED", "READ_REJECTED", "MALFORMED",
+         "POISONED", "RX_ERR", "UNEXPECTED_CPL", "UR_SENT")
+
+
+class TB:
+    """The sub-cluster, its memories by place, and a shadow of every host window."""
+
+    def __init__(self, dut):
+        self.dut = dut
+        self.topology = Topology.parse(PARAMS.get("topology", "ring:4"))
+        self.n = self.topology.n_nodes
+        self.amap = default_address_map(self.n, host_size=PARAMS.get("host_size", 1 << 20))
+        self.routes = RouteSet.build(self.topology, self.amap, "safe")
+        self.cluster = Cluster(dut, self.topology, self.amap, seed=SEED, hdl_cables=True,
+                               routes=self.routes,
+                               hardip_pipeline_ns=PARAMS.get("pipeline_ns", 0.0))
+        self.rng = random.Random(SEED + 5)
+        self.mem = None
+        self.shadow = []
+
+    async def start(self, noise=True):
+        if PARAMS.get("awake"):     # the N models never sleep (a check of their sleeping)
+            for chip in self.cluster.chips:
+                for model in chip.models.values():
+                    model.sleep_when_idle = False
+        await self.cluster.reset_and_start()
+        self.mem = Memories(self.cluster)
+        size = self.amap.host_size
+        for node in range(self.n):
+            data = self.rng.randbytes(size) if noise else bytes(size)
+            self.mem.write(Place(node, "host", 0), data)
+            self.shadow.append(bytearray(data))
+
+    def put(self, place, data):
+        """Write an input (memory and shadow)."""
+        self.mem.write(place, data)
+        self.expect(place, data)
+
+    def expect(self, place, data):
+        self.shadow[place.node][place.offset:place.offset + len(data)] = data
+
+    def check(self, what, coll):
+        """Flags of ``coll`` set, then every host window equal to its shadow."""
+        for place in coll.flags:
+            self.expect(place, FLAG.to_bytes(4, "little"))
+        for node in range(self.n):
+            got = self.mem.read(Place(node, "host", 0), self.amap.host_size)
+            if got != bytes(self.shadow[node]):
+                bad = [i for i, (a, b) in enumerate(zip(got, self.shadow[node])) if a != b]
+                raise AssertionError(f"{what}: node {node} differs at {len(bad)} bytes, "
+                                     f"offsets {bad[0]:#x} .. {bad[-1]:#x}")
+
+    async def counters_clean(self):
+        for node, ports in enumerate(await self.cluster.counters()):
+            for port, c in ports.items():
+                for reason in DROPS:
+                    assert c[reason] == 0, f"chip {node} port {port}: {reason} = {c[reason]}"
+
+
+async def run_bcast(tb, size, root, buf):
+    nodes = list(range(tb.n))
+    data = tb.rng.randbytes(size)
+    tb.put(Place(root, "host", buf), data)
+    coll = broadcast(tb.mem, nodes, buf, size, root=root)
+    result = await run(tb.mem, coll)
+    for node, want in zip(nodes, broadcast_reference(data, tb.n)):
+        tb.expect(Place(node, "host", buf), want)
+    tb.check(f"broadcast of {size} B from {root}", coll)
+    return result
+
+
+async def run_allgather(tb, size, buf):
+    nodes = list(range(tb.n))
+    blocks = [tb.rng.randbytes(size) for _ in nodes]
+    for r, node in enumerate(nodes):
+        tb.put(Place(node, "host", buf + r * size), blocks[r])
+    coll = allgather(tb.mem, nodes, buf, size)
+    result = await run(tb.mem, coll)
+    for node, want in zip(nodes, allgather_reference(blocks)):
+        tb.expect(Place(node, "host", buf), want)
+    tb.check(f"allgather of {size} B blocks", coll)
+    return result
+
+
+async def run_halo(tb, grid, buf, order="pairwise"):
+    nodes = list(range(grid.px * grid.py))
+    whole = tb.rng.randbytes(grid.n ** 3 * grid.elem)
+    before = []
+    for r, node in enumerate(nodes):
+        fill = bytes(tb.mem.read(Place(node, "host", buf), grid.local_bytes))
+        before.append(halo_local(grid, whole, r, fill))
+        tb.put(Place(node, "host", buf), before[-1])
+    coll = halo_exchange(tb.mem, grid, nodes, buf, order=order)
+    result = await run(tb.mem, coll)
+    for r, node in enumerate(nodes):
+        tb.expect(Place(node, "host", buf), halo_reference(grid, whole, r, before[r]))
+    tb.check(f"halo N={grid.n} on {grid.px}x{grid.py} ({order})", coll)
+    return result
+
+
+def collision_nodes(topology):
+    """A receiver and the two neighbours that send into it (its W and E links)."""
+    receiver = 2
+    senders = sorted({b for (a, _), b in topology.links.items() if a == receiver})[:2]
+    return senders, receiver
+
+
+async def run_puts(tb, plan, buf):
+    """``plan``: ``[(src node, dst node, size)]``, source and destination at ``buf`` plus the
+    transfer's own slot; returns ``(Result, Collective)``."""
+    transfers, at = [], buf
+    for src, dst, size in plan:
+        data = tb.rng.randbytes(size)
+        tb.put(Place(src, "host", at), data)
+        transfers.append((Place(src, "host", at), Place(dst, "host", at), size))
+        tb.expect(Place(dst, "host", at), data)
+        at += -(-size // 64) * 64
+    coll = puts(tb.mem, transfers)
+    result = await run(tb.mem, coll)
+    tb.check(f"puts {plan}", coll)
+    return result, coll
+
+
+def arrival(result, coll, i):
+    """Simulated ns from the start to transfer ``i``'s completion write at its receiver."""
+    dst = coll.info["transfers"][i][1].node
+    return result.seen[(dst, coll.info["flags"][i])] - result.start
+
+
+@cocotb.test()
+async def collectives_check(dut):
+    """Broadcast, Allgather, halo exchange and the collision case, byte-exact everywhere."""
+    tb = TB(dut)
+    await tb.start()
+    log = dut._log
+    buf = tb.mem.symmetric(PARAMS.get("buffer", 256 * 1024))
+    for size in PARAMS.get("bcast", []):
+        for root in PARAMS.get("roots", [0]):
+            r = await run_bcast(tb, size, root % tb.n, buf)
+            log.info("broadcast %d B from %d on %d nodes: %.0f ns", size, root, tb.n, r.time)
+    for size in PARAMS.get("allgather", []):
+        r = await run_allgather(tb, size, buf)
+        log.info("allgather %d B blocks on %d nodes: %.0f ns", size, tb.n, r.time)
+    for n, px, py in PARAMS.get("halo", []):
+        for order in ("pairwise", "naive"):
+            r = await run_halo(tb, HaloGrid(n, px, py), buf, order)
+            log.info("halo N=%d on %dx%d (%s): %.0f ns", n, px, py, order, r.time)
+    size = PARAMS.get("collision", 0)
+    if size:
+        senders, receiver = collision_nodes(tb.topology)
+        result, coll = await run_puts(tb, [(s, receiver, size) for s in senders], buf)
+        each = [arrival(result, coll, i) for i in range(2)]
+        log.info("collision: %s -> %d, %d B each: %s ns, total %.3f GB/s", senders, receiver,
+                 size, [round(t) for t in each], 2 * size / max(each))
+    if PARAMS.get("fault"):
+        await bad_source(tb, buf)
+    await tb.counters_clean()
+    tb.cluster.check()
+    await ClockCycles(dut.clk, 10)
+
+
+async def bad_source(tb, buf):
+    """A put whose source is outside the node's memory: the host answers its read with UR, the
+    channel stops, the receiver's flag never comes: ``run`` raises the channel's DmaFault."""
+    dst = Place(1, "host", buf)
+    coll = puts(tb.mem, [(Place(0, "host", buf), dst, 64)])
+    step = coll.programs[0].steps[0]
+    step.transfers[0] = replace(step.transfers[0], src=0x7F00_0000_0000)   # nothing there
+    try:
+        await run(tb.mem, coll, timeout_ns=20_000)
+    except DmaFault as fault:
+        tb.dut._log.info("bad source: %s", fault)
+        assert fault.channel == 0 and fault.desc_done == 0, fault
+    else:
+        raise AssertionError("a put from unmapped memory completed")
+    for place in coll.flags:                # cleared by run, never written
+        tb.shadow[place.node][place.offset:place.offset + 4] = bytes(4)
+    tb.check("bad source", Collective("none", [], []))
+
+
+@cocotb.test()
+async def collectives_bench(dut):
+    """Times of the collectives against size (each result checked), written as JSON."""
+    tb = TB(dut)
+    await tb.start(noise=False)
+    out = {"topology": PARAMS.get("topology"), "nodes": tb.n,
+           "pipeline_ns": tb.cluster.hardip_pipeline_ns,
+           "bcast": [], "allgather": [], "halo": [], "collision": [], "hops": []}
+    buf = tb.mem.symmetric(PARAMS.get("buffer", tb.amap.host_size // 2))
+    repeat = PARAMS.get("repeat", 1)
+
+    def point(kind, **row):
+        out[kind].append(row)
+        dut._log.info("%s %s", kind, row)
+        with open(PARAMS["result_file"], "w") as f:      # what is done so far, if stopped
+            json.dump(out, f, indent=1)
+        if PARAMS.get("progress_file"):
+            with open(PARAMS["progress_file"], "a") as f:
+                f.write(f"{tb.n} nodes {kind} {row}\n")
+
+    if PARAMS.get("hops"):     # the nearest node at each hop count (the run is deterministic)
+        nearest = {}
+        for dst in range(1, tb.n):
+            nearest.setdefault(tb.routes.hops(0, dst), dst)
+        for hops, dst in sorted(nearest.items()):
+            r, c = await run_puts(tb, [(0, dst, 8)], buf)
+            point("hops", dst=dst, hops=hops, ns=arrival(r, c, 0))
+    for size in PARAMS.get("bcast_sizes", []):
+        times = [(await run_bcast(tb, size, 0, buf)).time for _ in range(repeat)]
+        point("bcast", bytes=size, ns=min(times), steps=(tb.n - 1).bit_length())
+    for size in PARAMS.get("allgather_sizes", []):
+        times = [(await run_allgather(tb, size, buf)).time for _ in range(repeat)]
+        point("allgather", bytes=size, ns=min(times), steps=(tb.n - 1).bit_length())
+    px, py = PARAMS.get("halo_grid", (0, 0))
+    for n in PARAMS.get("halo_ns", []):
+        grid = HaloGrid(n, px, py)
+        for order in ("pairwise", "naive"):
+            r = await run_halo(tb, grid, buf, order)
+            point("halo", n=n, grid=[px, py], order=order, ns=r.time,
+                  jk_bytes=grid.nj * n * 8, ik_bytes=grid.ni * n * 8)
+    senders, receiver = collision_nodes(tb.topology)
+    for size in PARAMS.get("collision_sizes", []):
+        alone, c1 = await run_puts(tb, [(senders[0], receiver, size)], buf)
+        both, c2 = await run_puts(tb, [(s, receiver, size) for s in senders], buf)
+        each = [arrival(both, c2, i) for i in range(2)]
+        point("collision", bytes=size, senders=senders, receiver=receiver,
+              alone_ns=arrival(alone, c1, 0), each_ns=each)
+    await tb.counters_clean()
+    tb.cluster.check()
+    out["complete"] = True
+    with open(PARAMS["result_file"], "w") as f:
+        json.dump(out, f, indent=1)

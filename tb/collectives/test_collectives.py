@@ -1,0 +1,75 @@
+"""Collectives on the HDL sub-cluster (``collectives_tb``), on Verilator.
+
+The tops are exactly those of ``tb/cluster/test_cluster.py`` (same topology, cable credits
+``TEST_CABLE`` and calibrated pipeline), so the Verilator builds in ``build/sim/_verilator`` are
+shared with those tests; each topology runs all its collectives in one simulation.
+"""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from peach2.sim.calibration import HARDIP_PIPELINE_NS, pipeline_cycles
+from peach2.sim.cluster import cable_plan
+from peach2.sim.cluster_layout import Topology
+from peach2.sim.cluster_top import ClusterTop
+from peach2.sim.runner import pick_simulator, run_cocotb
+
+HERE = Path(__file__).parent
+
+
+def _test_cable():
+    """``TEST_CABLE`` of tb/cluster/test_cluster.py (read from there, so the builds match)."""
+    spec = importlib.util.spec_from_file_location("_cluster_tests",
+                                                  HERE.parent / "cluster" / "test_cluster.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.TEST_CABLE
+
+
+def cluster_top(topology, cable="test", pipeline_ns=HARDIP_PIPELINE_NS, threads=1):
+    """The ClusterTop of ``topology`` with the calibrated pipeline and ``cable`` credits:
+    ``"test"`` (tb/cluster's small credits) or ``None`` (the cable model's defaults, as the
+    benchmarks use)."""
+    cycles = pipeline_cycles(pipeline_ns)
+    extra = _test_cable() if cable == "test" else (cable or {})
+    topo = Topology.parse(topology)
+    return ClusterTop(topo.n_nodes, cable_plan(topo),
+                      cable={"tx_pipeline": cycles, "rx_pipeline": cycles, **extra},
+                      threads=threads)
+
+
+def run(name, topology, testcase, seed=71, cable="test", threads=1, test_dir=HERE, **params):
+    """Run ``collectives_tb``'s ``testcase`` on the cluster top of ``topology`` (Verilator)."""
+    simulator = pick_simulator("verilator")
+    if simulator == "icarus":
+        pytest.skip(f"{topology}: multi-chip tops are too slow on Icarus (tens of cycles per "
+                    "second); the collectives run on Verilator")
+    params.setdefault("pipeline_ns", HARDIP_PIPELINE_NS)
+    top = cluster_top(topology, cable, params["pipeline_ns"], threads)
+    return run_cocotb(component=top, toplevel="cluster", test_module="collectives_tb",
+                      name=name, test_dir=test_dir, testcase=testcase,
+                      params={"topology": topology, **params}, seed=seed, simulator=simulator)
+
+
+def test_ring4_collectives():
+    """Ring of 4: Broadcast (1 B, 13 B, 4 KiB + 5 from roots 0 and 3), Allgather (blocks of
+    1, 3, 16 and 300 B), halo exchange of N = 8 on 2x2 (pairwise and naive order), two
+    senders into one receiver; every host window byte-exact after each; a put from unmapped
+    memory ends in the channel's DmaFault."""
+    run("coll-ring4", "ring:4", "collectives_check", bcast=[1, 13, 4101], roots=[0, 3],
+        allgather=[1, 3, 16, 300], halo=[[8, 2, 2]], collision=8192, fault=True)
+
+
+def test_double_ring_2x4_collectives():
+    """2x4 (8 nodes): Broadcast (5 B, 2 KiB + 3), Allgather (1 B, 24 B), halo exchange of
+    N = 16 on a 2x4 process grid (block and block-stride planes), the collision case."""
+    run("coll-2x4", "2x4", "collectives_check", seed=72, bcast=[5, 2051],
+        allgather=[1, 24], halo=[[16, 2, 4]], collision=4096)
+
+
+def test_double_ring_2x8_collectives():
+    """2x8 (16 nodes, the full sub-cluster): Broadcast of 100 B and Allgather of 7-byte
+    blocks."""
+    run("coll-2x8", "2x8", "collectives_check", seed=73, bcast=[100], allgather=[7])

@@ -1,0 +1,164 @@
+"""The collectives' plans without a simulator: every descriptor executed in Python, in an order
+the flags allow, must give the reference result; the shapes 000 describes (one chain per
+forwarding node, log2(p) steps, one sender per receiver per halo phase) are checked."""
+
+import random
+
+import pytest
+
+from peach2.sim.cluster import default_address_map
+from peach2.sim.collectives import (allgather, allgather_reference, broadcast,
+                                    broadcast_reference, log2_exact, puts)
+from peach2.sim.collectives_memory import Memories, Place
+from peach2.sim.halo import HaloGrid, halo_exchange, halo_local, halo_reference
+
+HOST = 1 << 20
+BUS = 0x4_0000_0000          # node n's host window memory sits at BUS * (n + 1) on its host
+
+
+class _Cluster:
+    """Just what ``Memories`` asks of a cluster: the map, the node count, the host memories."""
+
+    def __init__(self, n):
+        self.n_nodes = n
+        self.address_map = default_address_map(n, host_size=HOST)
+        self.mem = [bytearray(random.Random(n * 100 + i).randbytes(HOST)) for i in range(n)]
+
+    def memory(self, node):
+        return BUS * (node + 1), self.mem[node]
+
+
+def execute(coll, cluster):
+    """Run every step whose flags are set, descriptor by descriptor, until none is left;
+    return the order of (node, step) run.  Completion writes set the receiver's flag."""
+    amap = cluster.address_map
+    for place in coll.flags:
+        cluster.mem[place.node][place.offset:place.offset + 4] = bytes(4)
+    pending = {(p.node, i): s for p in coll.programs for i, s in enumerate(p.steps)}
+    done_steps, order = set(), []
+    while pending:
+        ready = [k for k, s in sorted(pending.items())
+                 if (k[0], k[1] - 1) not in pending
+                 and all(int.from_bytes(cluster.mem[pl.node][pl.offset:pl.offset + 4],
+                                        "little") == v for pl, v in s.wait)]
+        assert ready, f"no step can start: {sorted(pending)} wait forever"
+        for key in ready:
+            node = key[0]
+            for t in pending.pop(key).transfers:
+                src = t.src - BUS * (node + 1)
+                for b in range(t.bursts):
+                    s0 = src + b * (t.length + t.src_gap)
+                    d = t.dst + b * (t.length + t.dst_gap)
+                    dn, doff = amap.node_of(d), d - amap.window(amap.node_of(d), "host")[0]
+                    cluster.mem[dn][doff:doff + t.length] = cluster.mem[node][s0:s0 + t.length]
+                dn = amap.node_of(t.seq_addr)
+                off = t.seq_addr - amap.window(dn, "host")[0]
+                cluster.mem[dn][off:off + 4] = t.seq_value.to_bytes(4, "little")
+            done_steps.add(key)
+            order.append(key)
+    for p in coll.programs:
+        for pl, v in p.done:
+            assert int.from_bytes(cluster.mem[pl.node][pl.offset:pl.offset + 4], "little") == v
+    return order
+
+
+@pytest.mark.parametrize("p", [2, 4, 8, 16])
+@pytest.mark.parametrize("root", [0, 3])
+def test_broadcast_plan(p, root):
+    cluster = _Cluster(p)
+    mem = Memories(cluster)
+    root %= p
+    buf, size = mem.symmetric(333), 333
+    data = random.Random(p).randbytes(size)
+    mem.write(Place(root, "host", buf), data)
+    coll = broadcast(mem, list(range(p)), buf, size, root=root)
+    chains = [len(s.transfers) for prog in coll.programs for s in prog.steps]
+    assert sum(chains) == p - 1                         # every node but the root gets one
+    assert all(len(prog.steps) <= 1 for prog in coll.programs)      # one chain per node
+    assert max(chains) == log2_exact(p)                 # the root's chain: log2(p) sends
+    assert max(step for step, _, _ in coll.info["sends"]) == log2_exact(p)
+    execute(coll, cluster)
+    for node, want in enumerate(broadcast_reference(data, p)):
+        assert mem.read(Place(node, "host", buf), size) == want
+
+
+@pytest.mark.parametrize("p,size", [(2, 1), (4, 3), (8, 16), (16, 5)])
+def test_allgather_plan(p, size):
+    cluster = _Cluster(p)
+    mem = Memories(cluster)
+    buf = mem.symmetric(p * size)
+    blocks = [random.Random(k).randbytes(size) for k in range(p)]
+    for r in range(p):
+        mem.write(Place(r, "host", buf + r * size), blocks[r])
+    coll = allgather(mem, list(range(p)), buf, size)
+    assert all(len(prog.steps) == log2_exact(p) for prog in coll.programs)
+    execute(coll, cluster)
+    for node, want in enumerate(allgather_reference(blocks)):
+        assert mem.read(Place(node, "host", buf), p * size) == want
+
+
+@pytest.mark.parametrize("n,px,py", [(8, 2, 2), (16, 2, 4), (12, 3, 2), (8, 4, 2)])
+@pytest.mark.parametrize("order", ["pairwise", "naive"])
+def test_halo_plan(n, px, py, order):
+    grid = HaloGrid(n, px, py)
+    cluster = _Cluster(px * py)
+    mem = Memories(cluster)
+    buf = mem.symmetric(grid.local_bytes)
+    whole = random.Random(n).randbytes(n ** 3 * 8)
+    before = []
+    for r in range(px * py):
+        before.append(halo_local(grid, whole, r, mem.read(Place(r, "host", buf),
+                                                          grid.local_bytes)))
+        mem.write(Place(r, "host", buf), before[-1])
+    coll = halo_exchange(mem, grid, list(range(px * py)), buf, order=order)
+    strided = [t for prog in coll.programs for s in prog.steps for t in s.transfers
+               if t.count is not None]
+    assert strided and all(t.count == grid.ni and t.length == n * 8 for t in strided)
+    if order == "pairwise":     # in each phase (chain position by phase) one sender per receiver
+        by_phase = {}
+        for prog in coll.programs:
+            for t in prog.steps[0].transfers if prog.steps else []:
+                phase = (t.seq_addr - mem.tca(Place(0, "host", 0))) % (1 << 32)
+                by_phase.setdefault(phase, []).append(cluster.address_map.node_of(t.dst))
+        for receivers in by_phase.values():
+            assert len(receivers) == len(set(receivers))
+    execute(coll, cluster)
+    for r in range(px * py):
+        assert mem.read(Place(r, "host", buf), grid.local_bytes) == \
+            halo_reference(grid, whole, r, before[r])
+
+
+def test_refusals():
+    cluster = _Cluster(4)
+    mem = Memories(cluster)
+    with pytest.raises(ValueError, match="power-of-two"):
+        broadcast(mem, [0, 1, 2], 0, 8)
+    with pytest.raises(ValueError, match="at least 1 byte"):
+        allgather(mem, [0, 1, 2, 3], 0, 0)
+    with pytest.raises(ValueError, match="do not fit"):
+        allgather(mem, [0, 1, 2, 3], HOST - 8, 4)
+    with pytest.raises(ValueError, match="divide"):
+        HaloGrid(10, 3, 2)
+    with pytest.raises(ValueError, match="overlap"):
+        puts(mem, [(Place(1, "host", 0), Place(1, "host", 4), 8)])
+    with pytest.raises(ValueError, match="GPU window"):
+        mem.local(Place(1, ("gpu", 0), 0))
+
+
+def test_gpu_windows_from_the_cluster():
+    """A place in a GPU window: TCA address in the node's GPU window, DMA source at the GPU's
+    BAR as the cluster's ``gpu_memory`` gives it; an Allgather over GPU memory executes."""
+    from dataclasses import replace
+    cluster = _Cluster(4)
+    cluster.address_map = replace(cluster.address_map, n_gpus=1)
+    gpus = [bytearray(HOST) for _ in range(4)]
+    cluster.gpu_memory = lambda node, i: (0x9_0000_0000 * (node + 1), gpus[node])
+    mem = Memories(cluster)
+    place = Place(2, ("gpu", 0), 0x40)
+    assert mem.local(place) == 0x9_0000_0000 * 3 + 0x40
+    assert mem.tca(place) == cluster.address_map.window(2, ("gpu", 0))[0] + 0x40
+    mem.write(place, b"gpu!")
+    assert gpus[2][0x40:0x44] == b"gpu!"
+    coll = allgather(mem, [0, 1, 2, 3], 0x100, 8, window=("gpu", 0))
+    assert all(t.src >= 0x9_0000_0000 for p in coll.programs for s in p.steps
+               for t in s.transfers)
