@@ -123,14 +123,16 @@ class Ingress(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        i, o = self.i_tlp, self.o_tlp
-        routes = self.config.route
-        n_routes = len(routes)
+        stage = self._stage_layout(len(self.config.route))
+        a_next = self._stage_a(m, stage)
+        skid = self._skid(m, stage, a_next)
+        self._stage_b(m, *skid)
+        return m
 
-        # == Stage A: classify the header and compare the address, register both with the beat ==
-        # Only what needs the header bits is computed here; the decision itself (which needs the
-        # table hit and the enable bits) is taken in stage B from these registered results.
-        stage = data.StructLayout({
+    @staticmethod
+    def _stage_layout(n_routes):
+        """What stage A registers with each beat."""
+        return data.StructLayout({
             "beat":      TLPBeat,
             "first":     n_routes,      # one-hot: the lowest-numbered matching table entry
             "fwd_fixed": 1,             # forwarded whatever the table says (to DMA or CSR)
@@ -147,6 +149,14 @@ class Ingress(wiring.Component):
             "win_deny":  N_WINDOWS,
             "cross":     1,
         })
+
+    def _stage_a(self, m, stage):
+        """Stage A's combinational part: the beat with what its header alone gives."""
+        i = self.i_tlp
+        routes = self.config.route
+        # == Stage A: classify the header and compare the address, register both with the beat ==
+        # Only what needs the header bits is computed here; the decision itself (which needs the
+        # table hit and the enable bits) is taken in stage B from these registered results.
         h = i.p.hdr
         fmt = h.common.fmt.as_value()
         typ = h.common.type.as_value()
@@ -207,7 +217,11 @@ class Ingress(wiring.Component):
                 m.d.comb += reason_fixed.eq(Reason.READ_REJECTED)
         with m.Else():
             m.d.comb += reason_fixed.eq(Reason.UNSUPPORTED)
+        return a_next
 
+    def _skid(self, m, stage, a_next):
+        """Stage A's register and the skid register behind it; what stage B reads."""
+        i = self.i_tlp
         # Stage A register `a_beat` with a skid register `s_beat` behind it, so that `i_tlp.ready`
         # is a register: it falls for the cycle after stage B failed to take `a_beat`, which then
         # waits in `s_beat`.  Stage B reads `s_beat` when it is full (it is older), else `a_beat`.
@@ -230,7 +244,12 @@ class Ingress(wiring.Component):
                          s_beat.eq(a_beat), s_valid.eq(a_valid & ~take)]
         with m.Elif(take):
             m.d.sync += s_valid.eq(0)
+        return a_beat, s_beat, s_valid, x_beat, x_valid, x_ready, take
 
+    def _stage_b(self, m, a_beat, s_beat, s_valid, x_beat, x_valid, x_ready, take):
+        """Stage B: decide on a first beat, forward (register) or drop; UR requests; events."""
+        o = self.o_tlp
+        routes = self.config.route
         # == Stage B: decide on a first beat; forward (register) or drop ======================
         b = x_beat.beat
         window_open = self.config.pio_enable if self.port == Port.N else self.config.route_enable
@@ -359,4 +378,3 @@ class Ingress(wiring.Component):
         ]
         for r in _DROP_REASONS:
             m.d.comb += self.events[r.value].eq(took & took_end & (took_reason == r))
-        return m
