@@ -394,22 +394,32 @@ class HardIPModel(HardIPDevice):
 
         if self.sleep_when_idle and r1 and r0 and r and self._idle(tx_valid):
             self._ticker.leave(self)
+            # Cleared here, when the decision is made, not in _sleep: a wake-up requested
+            # between now and the moment _sleep starts waiting must not be lost.
+            self._wake.clear()
             cocotb.start_soon(self._sleep(tx_valid))
 
     async def _sleep(self, tx_valid):
-        self._wake.clear()
-        await First(ValueChange(tx_valid), self._wake.wait())
+        valid_changed = ValueChange(tx_valid)
+        woke_by = await First(valid_changed, self._wake.wait())
         self._rx_ready_d = self._rx_ready_dd = 0
         now = get_sim_time("step")
         self._ticker.join(self)
-        # The edge this wake-up happened at is not this model's next cycle: the ticker may
-        # still call tick() for it in this time step (skipped, see tick), or may have already.
-        # Verilator with the clock in the HDL shows a rising edge's register updates to the
-        # edge's callbacks (Icarus shows the values from before it): there the beat that woke
-        # the model is this edge's beat, to be taken now, not at the next edge.
+        # tx_st_valid is a register of the DUT: it changes only at a rising edge, so a wake-up
+        # by its change happened at an edge, and that edge is not this model's next cycle (the
+        # ticker may still call tick() for it in this time step, or may have already): skip
+        # it (see tick).  Verilator with the clock in the HDL shows a rising edge's register
+        # updates to the edge's callbacks (Icarus shows the values from before it): there the
+        # beat that woke the model is this edge's beat, to be taken now, not at the next edge.
+        # A wake-up by the event (a TLP queued toward the DUT) can come at any point of a time
+        # step, also before the edge of the same step is evaluated: then that edge is this
+        # model's next cycle and must not be skipped, or the beat the DUT starts at it (its
+        # SOP) is lost.  So the edge is skipped only when it was already taken here.
+        took_edge = woke_by is valid_changed
         if self._edge_shows_update and bit_value(tx_valid):
             self.tick(now)
-        self._woke_at = now
+            took_edge = True
+        self._woke_at = now if took_edge else None
 
     def _count_cycles(self, now):
         """Advance :attr:`cycle` by the clock periods since the last edge seen (1 unless the
