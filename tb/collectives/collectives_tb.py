@@ -2,14 +2,18 @@
 
 Parameters (``PEACH2_PARAMS``): ``topology`` (``ring:4``, ``2x4``, ``2x8``), ``host_size``
 (bytes of every host window), ``pipeline_ns`` (the hard IPs' latency), ``awake`` (the N
-hard-IP models never sleep while idle: slower, the same timing), and per test:
+hard-IP models never sleep while idle: slower, the same timing), ``gpu`` (every node has one
+GPU, ``peach2.sim.gpu``, and the collectives' data lives in GPU window 0 instead of host memory:
+DMAs read the local GPU and write remote GPUs; completion flags stay in host memory, where the
+CPU polls them), and per test:
 
 - ``collectives_check``: every collective of ``peach2.sim.collectives`` / ``peach2.sim.halo``
   the parameters name, one after the other in one simulation: ``bcast`` (sizes), ``roots``,
   ``allgather`` (block sizes), ``halo`` (``[N, px, py]`` list), ``collision`` (bytes per
-  sender, or 0), ``fault`` (a put from unmapped memory must raise the channel's DmaFault).  Every host window starts as random noise; after each collective every byte
-  of every node's host window is compared with the reference model (inputs, results, flags;
-  nothing else may change), then every chip's drop counters must be 0.
+  sender, or 0), ``fault`` (a put from unmapped memory must raise the channel's DmaFault).
+  Every host window (and GPU memory) starts as random noise; after each collective every byte
+  of every node's host window and GPU memory is compared with the reference model (inputs,
+  results, flags; nothing else may change), then every chip's drop counters must be 0.
 - ``collectives_bench``: times of ``bcast_sizes``, ``allgather_sizes``, ``halo_ns`` (on the
   ``halo_grid``), ``collision_sizes`` and the latency of an 8-byte put from node 0 to the
   nearest node at each hop count (hops from the chips' route set), each result checked
@@ -40,20 +44,25 @@ DROPS = ("UNROUTABLE", "WINDOW_CLOSED", "UNSUPPORTED", "READ_REJECTED", "MALFORM
 
 
 class TB:
-    """The sub-cluster, its memories by place, and a shadow of every host window."""
+    """The sub-cluster, its memories by place, and a shadow of every window it checks."""
 
     def __init__(self, dut):
         self.dut = dut
         self.topology = Topology.parse(PARAMS.get("topology", "ring:4"))
         self.n = self.topology.n_nodes
-        self.amap = default_address_map(self.n, host_size=PARAMS.get("host_size", 1 << 20))
+        gpus = 1 if PARAMS.get("gpu") else 0
+        self.amap = default_address_map(self.n, host_size=PARAMS.get("host_size", 1 << 20),
+                                        n_gpus=gpus)
         self.routes = RouteSet.build(self.topology, self.amap, "safe")
         self.cluster = Cluster(dut, self.topology, self.amap, seed=SEED, hdl_cables=True,
                                routes=self.routes,
                                hardip_pipeline_ns=PARAMS.get("pipeline_ns", 0.0))
+        #: The window the collectives' data lives in; flags are always in host memory.
+        self.window = ("gpu", 0) if gpus else "host"
+        self.windows = ["host"] + ([self.window] if gpus else [])
         self.rng = random.Random(SEED + 5)
         self.mem = None
-        self.shadow = []
+        self.shadow = {}
 
     async def start(self, noise=True):
         if PARAMS.get("awake"):     # the N models never sleep (a check of their sleeping)
@@ -62,11 +71,17 @@ class TB:
                     model.sleep_when_idle = False
         await self.cluster.reset_and_start()
         self.mem = Memories(self.cluster)
-        size = self.amap.host_size
-        for node in range(self.n):
-            data = self.rng.randbytes(size) if noise else bytes(size)
-            self.mem.write(Place(node, "host", 0), data)
-            self.shadow.append(bytearray(data))
+        for window in self.windows:
+            size = self.amap.window(0, window)[1]
+            self.shadow[window] = []
+            for node in range(self.n):
+                data = self.rng.randbytes(size) if noise else bytes(size)
+                self.mem.write(Place(node, window, 0), data)
+                self.shadow[window].append(bytearray(data))
+
+    def place(self, node, offset):
+        """``offset`` in the collectives' window of ``node``."""
+        return Place(node, self.window, offset)
 
     def put(self, place, data):
         """Write an input (memory and shadow)."""
@@ -74,18 +89,19 @@ class TB:
         self.expect(place, data)
 
     def expect(self, place, data):
-        self.shadow[place.node][place.offset:place.offset + len(data)] = data
+        self.shadow[place.window][place.node][place.offset:place.offset + len(data)] = data
 
     def check(self, what, coll):
-        """Flags of ``coll`` set, then every host window equal to its shadow."""
+        """Flags of ``coll`` set, then every checked window equal to its shadow."""
         for place in coll.flags:
             self.expect(place, FLAG.to_bytes(4, "little"))
-        for node in range(self.n):
-            got = self.mem.read(Place(node, "host", 0), self.amap.host_size)
-            if got != bytes(self.shadow[node]):
-                bad = [i for i, (a, b) in enumerate(zip(got, self.shadow[node])) if a != b]
-                raise AssertionError(f"{what}: node {node} differs at {len(bad)} bytes, "
-                                     f"offsets {bad[0]:#x} .. {bad[-1]:#x}")
+        for window, shadows in self.shadow.items():
+            for node, want in enumerate(shadows):
+                got = self.mem.read(Place(node, window, 0), len(want))
+                if got != bytes(want):
+                    bad = [i for i, (a, b) in enumerate(zip(got, want)) if a != b]
+                    raise AssertionError(f"{what}: node {node} {window} differs at {len(bad)} "
+                                         f"bytes, offsets {bad[0]:#x} .. {bad[-1]:#x}")
 
     async def counters_clean(self):
         for node, ports in enumerate(await self.cluster.counters()):
@@ -97,11 +113,11 @@ class TB:
 async def run_bcast(tb, size, root, buf):
     nodes = list(range(tb.n))
     data = tb.rng.randbytes(size)
-    tb.put(Place(root, "host", buf), data)
-    coll = broadcast(tb.mem, nodes, buf, size, root=root)
+    tb.put(tb.place(root, buf), data)
+    coll = broadcast(tb.mem, nodes, buf, size, root=root, window=tb.window)
     result = await run(tb.mem, coll)
     for node, want in zip(nodes, broadcast_reference(data, tb.n)):
-        tb.expect(Place(node, "host", buf), want)
+        tb.expect(tb.place(node, buf), want)
     tb.check(f"broadcast of {size} B from {root}", coll)
     return result
 
@@ -110,11 +126,11 @@ async def run_allgather(tb, size, buf):
     nodes = list(range(tb.n))
     blocks = [tb.rng.randbytes(size) for _ in nodes]
     for r, node in enumerate(nodes):
-        tb.put(Place(node, "host", buf + r * size), blocks[r])
-    coll = allgather(tb.mem, nodes, buf, size)
+        tb.put(tb.place(node, buf + r * size), blocks[r])
+    coll = allgather(tb.mem, nodes, buf, size, window=tb.window)
     result = await run(tb.mem, coll)
     for node, want in zip(nodes, allgather_reference(blocks)):
-        tb.expect(Place(node, "host", buf), want)
+        tb.expect(tb.place(node, buf), want)
     tb.check(f"allgather of {size} B blocks", coll)
     return result
 
@@ -124,13 +140,13 @@ async def run_halo(tb, grid, buf, order="pairwise"):
     whole = tb.rng.randbytes(grid.n ** 3 * grid.elem)
     before = []
     for r, node in enumerate(nodes):
-        fill = bytes(tb.mem.read(Place(node, "host", buf), grid.local_bytes))
+        fill = bytes(tb.mem.read(tb.place(node, buf), grid.local_bytes))
         before.append(halo_local(grid, whole, r, fill))
-        tb.put(Place(node, "host", buf), before[-1])
-    coll = halo_exchange(tb.mem, grid, nodes, buf, order=order)
+        tb.put(tb.place(node, buf), before[-1])
+    coll = halo_exchange(tb.mem, grid, nodes, buf, window=tb.window, order=order)
     result = await run(tb.mem, coll)
     for r, node in enumerate(nodes):
-        tb.expect(Place(node, "host", buf), halo_reference(grid, whole, r, before[r]))
+        tb.expect(tb.place(node, buf), halo_reference(grid, whole, r, before[r]))
     tb.check(f"halo N={grid.n} on {grid.px}x{grid.py} ({order})", coll)
     return result
 
@@ -148,9 +164,9 @@ async def run_puts(tb, plan, buf):
     transfers, at = [], buf
     for src, dst, size in plan:
         data = tb.rng.randbytes(size)
-        tb.put(Place(src, "host", at), data)
-        transfers.append((Place(src, "host", at), Place(dst, "host", at), size))
-        tb.expect(Place(dst, "host", at), data)
+        tb.put(tb.place(src, at), data)
+        transfers.append((tb.place(src, at), tb.place(dst, at), size))
+        tb.expect(tb.place(dst, at), data)
         at += -(-size // 64) * 64
     coll = puts(tb.mem, transfers)
     result = await run(tb.mem, coll)
@@ -170,7 +186,7 @@ async def collectives_check(dut):
     tb = TB(dut)
     await tb.start()
     log = dut._log
-    buf = tb.mem.symmetric(PARAMS.get("buffer", 256 * 1024))
+    buf = tb.mem.symmetric(PARAMS.get("buffer", 256 * 1024), window=tb.window)
     for size in PARAMS.get("bcast", []):
         for root in PARAMS.get("roots", [0]):
             r = await run_bcast(tb, size, root % tb.n, buf)
@@ -211,7 +227,7 @@ async def bad_source(tb, buf):
     else:
         raise AssertionError("a put from unmapped memory completed")
     for place in coll.flags:                # cleared by run, never written
-        tb.shadow[place.node][place.offset:place.offset + 4] = bytes(4)
+        tb.expect(place, bytes(4))
     tb.check("bad source", Collective("none", [], []))
 
 
@@ -223,7 +239,7 @@ async def collectives_bench(dut):
     out = {"topology": PARAMS.get("topology"), "nodes": tb.n,
            "pipeline_ns": tb.cluster.hardip_pipeline_ns,
            "bcast": [], "allgather": [], "halo": [], "collision": [], "hops": []}
-    buf = tb.mem.symmetric(PARAMS.get("buffer", tb.amap.host_size // 2))
+    buf = tb.mem.symmetric(PARAMS.get("buffer", tb.amap.host_size // 2), window=tb.window)
     repeat = PARAMS.get("repeat", 1)
 
     def point(kind, **row):

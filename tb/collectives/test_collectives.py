@@ -6,6 +6,7 @@ shared with those tests; each topology runs all its collectives in one simulatio
 """
 
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
@@ -69,7 +70,36 @@ def test_double_ring_2x4_collectives():
         allgather=[1, 24], halo=[[16, 2, 4]], collision=4096)
 
 
+def test_ring4_collectives_in_gpu_memory():
+    """Ring of 4 with one GPU per node, the data in GPU memory (DMAs read the local GPU's
+    870 MB/s read path and write remote GPUs): Broadcast (13 B, 4 KiB + 5), Allgather (3 and
+    300 B blocks), halo exchange of N = 8 on 2x2, the collision case; every host window and
+    GPU memory byte-exact after each."""
+    run("coll-ring4-gpu", "ring:4", "collectives_check", seed=74, gpu=True, bcast=[13, 4101],
+        allgather=[3, 300], halo=[[8, 2, 2]], collision=4096)
+
+
+def test_double_ring_2x4_collectives_in_gpu_memory():
+    """2x4 (8 nodes) with one GPU per node, the data in GPU memory: Broadcast (2 KiB + 3),
+    Allgather (24 B blocks), halo exchange of N = 16 on a 2x4 process grid, the collision
+    case."""
+    run("coll-2x4-gpu", "2x4", "collectives_check", seed=75, gpu=True, bcast=[2051],
+        allgather=[24], halo=[[16, 2, 4]], collision=4096)
+
+
 def test_double_ring_2x8_collectives():
     """2x8 (16 nodes, the full sub-cluster): Broadcast of 100 B and Allgather of 7-byte
     blocks."""
     run("coll-2x8", "2x8", "collectives_check", seed=73, bcast=[100], allgather=[7])
+
+
+@pytest.mark.slow
+def test_2x8_allgather_with_sleeping_models(tmp_path):
+    """The run that found the sleeping hard-IP models' lost SOP (docs/collectives.md): a
+    16-node Allgather of 8, 64, 512 and 4096-byte blocks with the default cable credits and
+    sleeping N models, every result checked; it used to stop at 78654 ns with a
+    tx-outside-packet violation."""
+    out = tmp_path / "allgather.json"
+    run("coll-2x8-sleeping", "2x8", "collectives_bench", cable=None, result_file=str(out),
+        allgather_sizes=[8, 64, 512, 4096], host_size=1 << 21, buffer=(1 << 21) - (1 << 16))
+    assert json.loads(out.read_text())["complete"]
