@@ -210,16 +210,12 @@ def attach_gpu(host, gpu, *, link_width=16):
     """Put ``gpu`` (a :class:`GpuModel`) on a new root port of ``host``'s root complex, Gen2
     ``x link_width``; before :meth:`~peach2.sim.host.Host.enumerate` and before simulation time
     advances.  Returns the root port."""
-    rc = host.rc
-    bridge = rc.upstream_bridge
+    bridge = host.rc.upstream_bridge
     if not isinstance(bridge, _PeerRoutingHostBridge):
         bridge.__class__ = _PeerRoutingHostBridge       # same object: the RC keeps its wiring
         bridge.root_ports = []
-    root_port = rc.make_port()
+    root_port = host.add_root_port(gpu, link_width)
     bridge.root_ports.append(root_port)
-    port = root_port.downstream_port
-    port.max_link_speed, port.max_link_width = 2, link_width
-    gpu.connect(port)
     return root_port
 
 

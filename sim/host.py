@@ -362,15 +362,21 @@ class Host:
         rc.split_on_all_rcb = split_on_all_rcb
         rc.mps, rc.mrrs = max_payload_size, max_read_request_size
 
-        self.root_port = rc.make_port()
-        port = self.root_port.downstream_port
-        port.max_link_speed, port.max_link_width = 2, 8
         dport = device.upstream_port
         if dport.max_link_speed is None:
             dport.max_link_speed, dport.max_link_width = 2, 8
-        device.connect(port)
+        self.root_port = self.add_root_port(device, 8)
         self.dev = None
         self.bars = []
+
+    def add_root_port(self, device, width):
+        """Connect ``device`` to a new Gen2 x``width`` root port of this host's root complex
+        (before :meth:`enumerate`); return the root port."""
+        root_port = self.rc.make_port()
+        port = root_port.downstream_port
+        port.max_link_speed, port.max_link_width = 2, width
+        device.connect(port)
+        return root_port
 
     @property
     def errors(self):
