@@ -181,32 +181,34 @@ def dma(quick, read_latency_ns=500, chain=None, max_total=None, subset=None):
     return data
 
 
+def _run_script(script, *args, quick=False, conditions=None):
+    """Run the benchmark script ``tb/<script>`` in a child process (it imports modules of its
+    own test folder), with ``--quick`` and ``--conditions`` as given; a failed run raises."""
+    argv = [sys.executable, str(HERE / script), *args]
+    argv += ["--quick"] if quick else []
+    argv += ["--conditions", conditions] if conditions else []
+    subprocess.run(argv, check=True)
+
+
 def cluster(quick, conditions, command):
-    """The sub-cluster section: ``tb/cluster/bench_cluster.py`` in a child process (it imports
-    its test folder's ``test_cluster``, and saves its own results under ``command``)."""
-    args = [sys.executable, str(HERE / "cluster" / "bench_cluster.py"), "--command", command]
-    args += ["--quick"] if quick else []
-    args += ["--conditions", conditions] if conditions else []
-    subprocess.run(args, check=True)
+    """The sub-cluster section: ``tb/cluster/bench_cluster.py`` (it saves its own results under
+    ``command``)."""
+    _run_script("cluster/bench_cluster.py", "--command", command, quick=quick,
+                conditions=conditions)
 
 
 def gpu(quick):
-    """The GPU read section: ``tb/cluster/bench_gpu.py`` in a child process (it imports its test
-    folder's ``test_cluster``); return the data it measured."""
+    """The GPU read section: ``tb/cluster/bench_gpu.py``; return the data it measured."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "gpu.json"
-        args = [sys.executable, str(HERE / "cluster" / "bench_gpu.py"), "--out", str(out)]
-        subprocess.run(args + (["--quick"] if quick else []), check=True)
+        _run_script("cluster/bench_gpu.py", "--out", str(out), quick=quick)
         return json.loads(out.read_text())
 
 
 def collectives(quick, conditions):
-    """The collectives section: ``tb/collectives/bench_collectives.py`` in a child process (it
-    saves its own results)."""
-    args = [sys.executable, str(HERE / "collectives" / "bench_collectives.py")]
-    args += ["--quick"] if quick else []
-    args += ["--conditions", conditions] if conditions else []
-    subprocess.run(args, check=True)
+    """The collectives section: ``tb/collectives/bench_collectives.py`` (it saves its own
+    results)."""
+    _run_script("collectives/bench_collectives.py", quick=quick, conditions=conditions)
 
 
 def _ints(text):
