@@ -145,6 +145,9 @@ class Cluster:
         the map in use).
     gpu_read_bandwidth, gpu_read_latency_ns : float
         Read path of every GPU (default 002's 870 MB/s ceiling after 500 ns).
+    record_arrivals : bool
+        Keep every received memory write in ``arrivals`` (a long soak counts and checks them
+        through :meth:`on_write` instead, so memory does not grow with the run).
 
     Members
     -------
@@ -154,7 +157,8 @@ class Cluster:
     drivers : list of Driver
         One per node, through its own host (after :meth:`start`).
     arrivals : list of list of (float, Tlp)
-        Per host, every memory write its root complex received, with the time in ns.
+        Per host, every memory write its root complex received, with the time in ns (empty
+        without ``record_arrivals``).
     gpus : list of list of GpuModel
         ``gpus[node][i]``: GPU ``i`` of ``node`` (empty lists without GPU windows).
     """
@@ -162,7 +166,8 @@ class Cluster:
     def __init__(self, dut, topology, address_map, *, prefixes=None, seed=0, mps=256,
                  dirty=True, port_delay_ns=None, above_4g=True, hdl_cables=False,
                  routes="shortest", hardip_pipeline_ns=0.0, n_gpus=None,
-                 gpu_read_bandwidth=GPU_READ_BANDWIDTH, gpu_read_latency_ns=GPU_READ_LATENCY_NS):
+                 gpu_read_bandwidth=GPU_READ_BANDWIDTH, gpu_read_latency_ns=GPU_READ_LATENCY_NS,
+                 record_arrivals=True):
         self.routes = routes
         self.hardip_pipeline_ns = hardip_pipeline_ns
         n = topology.n_nodes
@@ -203,7 +208,10 @@ class Cluster:
             self.cables.append((a, pa, b, pb, link))
         self.drivers = []
         self.arrivals = [[] for _ in range(n)]
-        self._bytes = [0] * n       # bytes of the memory writes in ``arrivals``
+        self._bytes = [0] * n       # bytes of the memory writes received
+        self._writes = [0] * n      # memory writes received
+        self._record = record_arrivals
+        self._watchers = []
         self._memory = []
         for i, chip in enumerate(self.chips):
             self._watch_writes(chip.host.rc, i)
@@ -229,9 +237,18 @@ class Cluster:
 
             async def watched(tlp, handler=handler):
                 await handler(tlp)
-                log.append((get_sim_time("ns"), tlp))
+                if self._record:
+                    log.append((get_sim_time("ns"), tlp))
+                self._writes[node] += 1
                 self._bytes[node] += _write_bytes(tlp)
+                for watcher in self._watchers:
+                    watcher(node, tlp)
             rc.register_rx_tlp_handler(ft, watched)
+
+    def on_write(self, watcher):
+        """Call ``watcher(node, tlp)`` for every memory write host ``node``'s root complex
+        receives, after it is written to memory, in the order received."""
+        self._watchers.append(watcher)
 
     @property
     def n_nodes(self):
@@ -349,6 +366,10 @@ class Cluster:
         """Wait until host ``node`` has received ``count`` memory writes in all."""
         await self._wait_for(node, lambda: len(self.arrivals[node]), count, "memory writes",
                              timeout_ns)
+
+    def writes_received(self, node):
+        """Memory writes host ``node`` has received (kept or not in ``arrivals``)."""
+        return self._writes[node]
 
     def bytes_received(self, node):
         """Bytes host ``node`` has received in memory writes (byte enables counted)."""

@@ -1,0 +1,63 @@
+"""The scoreboard soak on a ring of 4 (issue 19 item 3; ``soak_tb``, docs/errors.md): every host
+and every DMA channel busy with random traffic, every byte accounted for.  Same HDL top and
+Verilator build as ``test_cluster.py::test_ring4_all_to_all``.
+
+The long run (at least a million checked writes, figures in docs/errors.md)::
+
+    python -m pytest -m slow tb/cluster/test_soak.py          # PEACH2_SOAK_TLPS=1000000
+    PEACH2_SOAK_TLPS=2000000 PEACH2_SOAK_SEED=7 python -m pytest -m slow tb/cluster/test_soak.py
+
+Its figures go to ``build/soak-long.json`` (and the log, ``build/sim/cluster-ring4-soak-long``).
+"""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from peach2.sim.calibration import HARDIP_PIPELINE_NS, pipeline_cycles
+from peach2.sim.cluster import cable_plan
+from peach2.sim.cluster_layout import Topology
+from peach2.sim.cluster_top import ClusterTop
+from peach2.sim.runner import run_cocotb
+
+HERE = Path(__file__).parent
+ROOT = HERE.parent.parent
+
+#: Checked writes of the long run, and its seed (environment variables override).
+LONG_TLPS = 1_000_000
+LONG_SEED = 71
+
+
+def run_soak(name, tlps, seed, **params):
+    """Run ``soak_tb`` on the ring of 4 of the cluster tests; return its figures (a dict)."""
+    from test_cluster import TEST_CABLE     # the cables of test_ring4_all_to_all (one build)
+    topo = Topology.parse("ring:4")
+    cycles = pipeline_cycles(HARDIP_PIPELINE_NS)
+    cable = {"tx_pipeline": cycles, "rx_pipeline": cycles, **TEST_CABLE}
+    top = ClusterTop(topo.n_nodes, cable_plan(topo), cable=cable, threads=1)
+    result = ROOT / "build" / f"{name}.json"
+    result.parent.mkdir(exist_ok=True)
+    result.unlink(missing_ok=True)
+    run_cocotb(component=top, toplevel="cluster", test_module="soak_tb", name=name,
+               test_dir=HERE, testcase="soak",
+               params={"topology": "ring:4", "pipeline_ns": HARDIP_PIPELINE_NS, "tlps": tlps,
+                       "idle": 0.1, "backpressure": 0.1, "result_file": str(result),
+                       **params},
+               seed=seed, simulator="verilator")
+    return json.loads(result.read_text())
+
+
+def test_soak_ring4():
+    """Reduced soak: a few thousand checked writes, every source busy, pauses on every host."""
+    r = run_soak("cluster-ring4-soak", 4000, seed=70)
+    assert r["stores"] > 0 and r["dma_jobs"] > 0 and r["descriptors"] > r["dma_jobs"]
+
+
+@pytest.mark.slow
+def test_soak_ring4_long():
+    """The long soak: ``PEACH2_SOAK_TLPS`` checked writes (default one million)."""
+    tlps = int(os.environ.get("PEACH2_SOAK_TLPS", LONG_TLPS))
+    seed = int(os.environ.get("PEACH2_SOAK_SEED", LONG_SEED))
+    run_soak("cluster-ring4-soak-long", tlps, seed=seed)
