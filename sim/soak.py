@@ -5,15 +5,16 @@ The soak of issue 19 (``docs/errors.md``, "Scoreboard soak").  :class:`Soak` dri
 
 - **PIO**: for every (source host, destination node), its own task stores random data, 1 B to
   ``max_pio`` bytes (mostly small), at random offsets (any alignment) into the destination's
-  host window, with random idle cycles between stores;
+  host window, with random idle cycles between stores, never more than ``pio_window`` bytes
+  stored and not yet arrived (a CPU's stores stall on the link's credits);
 - **DMA**: every channel of every chip runs one job after another, each a chain of 1-6
   descriptors or 1-4 register-mode slots (``reg_share`` of the jobs), every descriptor to a
   random destination node, with a random size and alignment, a random block-stride shape in
   ``stride_share`` of them (2-16 bursts, random gaps on both sides), a completion write in some;
   the expected writes come from the reference model (:func:`peach2.sim.dma_model.
   transfer_writes` on the source bytes); each job's ``CH_BYTES`` and error code are checked;
-- **pauses**: seeded random RX idle and TX backpressure on every host's hard-IP model
-  (:meth:`~peach2.sim.cluster.Cluster.set_pauses`).
+- **pauses** (set by the caller): seeded random RX idle and TX backpressure on every host's
+  hard-IP model (:meth:`~peach2.sim.cluster.Cluster.set_pauses`).
 
 Every ordering domain (a host's stores, or one DMA channel, into one destination node) owns a
 slot of the destination's host window (20 slots per window on a ring of 4), so the scoreboard
@@ -125,7 +126,7 @@ class Soak:
         lo = dom.lo
         while not self.stopping:
             while dom.issued - dom.arrived > self.pio_window:     # a CPU's store stalls
-                await Timer(64, "ns")
+                await Timer(256, "ns")
             size = self._size(self.max_pio)
             off = lo + rng.randrange(self.slot - size + 1)
             data = rng.randbytes(size)
