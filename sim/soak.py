@@ -235,7 +235,9 @@ class Soak:
         When no write arrives for ``stall_ns`` while sources run, the hosts' and cables'
         state is logged (once per stall).
 
-        Returns a dict of figures (``tlps``, ``bytes``, ``faults``, ``sim_ns``, ``wall_s``...).
+        Returns a dict of figures (``tlps``, ``bytes``, ``faults``, ``sim_ns``, ``wall_s``...;
+        ``received``: memory writes each host received, ``n_tx_tlps``: each chip's
+        ``COUNT[N][TX_TLPS]``, both since the start).
         """
         cluster, sb, n = self.cluster, self.scoreboard, self.cluster.n_nodes
         for node in range(n):
@@ -243,6 +245,7 @@ class Soak:
             await cluster.drivers[node].dma_config(mps=cluster.mps, mrrs=512, ext_tags=True,
                                                    timeout=self.dma_timeout)
         await cluster.clear_counters()
+        received = [cluster.writes_received(i) for i in range(n)]
         t0, wall = get_sim_time("ns"), time.perf_counter()
         tasks = [cocotb.start_soon(self.pio_flow(s, d)) for s in range(n) for d in range(n)]
         tasks += [cocotb.start_soon(self.dma_flow(node, c)) for node in range(n)
@@ -287,10 +290,13 @@ class Soak:
             sb.check_memory(node, cluster.memory(node)[1][0:self.amap.host_size])
         counts = await cluster.counters()
         carried = sum(c[p]["TX_TLPS"] for c in counts for p in c)
+        received = [cluster.writes_received(i) - received[i] for i in range(n)]
+        n_tx = [c["N"]["TX_TLPS"] for c in counts]
         drops = {(node, p, r): c[p][r] for node, c in enumerate(counts) for p in c
                  for r in DROP_REASONS if c[p].get(r)}
         return {"tlps": sb.tlps, "bytes": sb.bytes_checked, "faults": dict(sb.faults),
                 "reports": list(sb.reports), "drops": drops, "carried_tlps": carried,
+                "received": received, "n_tx_tlps": n_tx,
                 "stores": self.stores, "pio_bytes": self.pio_bytes, "dma_jobs": self.jobs,
                 "descriptors": self.descriptors, "dma_bytes": self.dma_bytes,
                 "window_bytes": n * self.amap.host_size, "sim_ns": sim_ns, "wall_s": wall}

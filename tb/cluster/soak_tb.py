@@ -7,7 +7,7 @@ arrives and every window byte at the end; no counter of a dropped TLP may move.
 
 Parameters (``PEACH2_PARAMS``): ``topology``, ``routes``, ``pipeline_ns`` (as ``cluster_tb``),
 ``tlps`` (checked writes to run for), ``idle``/``backpressure`` (host pauses), ``max_pio``,
-``max_dma`` (bytes), ``dma_timeout`` (cycles), ``host_size`` (bytes of each window), ``result_file`` (JSON figures), ``profile`` (a file for a cProfile of the run, read with
+``max_dma``, ``pio_window`` (bytes), ``dma_timeout`` (cycles), ``host_size`` (bytes of each window), ``result_file`` (JSON figures), ``profile`` (a file for a cProfile of the run, read with
 ``pstats``).
 """
 
@@ -40,6 +40,7 @@ async def soak(dut):
                        backpressure=PARAMS.get("backpressure", 0.1))
     soak = Soak(cluster, random.Random(SEED + 2), max_pio=PARAMS.get("max_pio", 512),
                 max_dma=PARAMS.get("max_dma", 8192), dma_timeout=PARAMS.get("dma_timeout"),
+                pio_window=PARAMS.get("pio_window", 2048),
                 log=dut._log.info)
     dut._log.info("seed %d, %s: %d ordering domains of %d bytes, %d writes to check", SEED,
                   topology.label, len(soak.scoreboard.domains), soak.slot, PARAMS["tlps"])
@@ -67,4 +68,8 @@ async def soak(dut):
     assert not any(r["faults"].values()), "\n".join([str(r["faults"])] + r["reports"])
     assert not r["drops"], f"TLPs dropped: {r['drops']}"
     assert r["tlps"] >= PARAMS["tlps"]
+    # Every write a host received was checked (one byte run each), and left its chip by N.
+    assert sum(r["received"]) == r["tlps"], (r["received"], r["tlps"])
+    assert all(tx >= got for tx, got in zip(r["n_tx_tlps"], r["received"])), \
+        (r["n_tx_tlps"], r["received"])
     cluster.check()
