@@ -7,7 +7,8 @@ The long run (at least a million checked writes, figures in docs/errors.md)::
     python -m pytest -m slow tb/cluster/test_soak.py          # PEACH2_SOAK_TLPS=1000000
     PEACH2_SOAK_TLPS=2000000 PEACH2_SOAK_SEED=7 python -m pytest -m slow tb/cluster/test_soak.py
 
-Its figures go to ``build/soak-long.json`` (and the log, ``build/sim/cluster-ring4-soak-long``).
+Its figures go to ``build/cluster-ring4-soak-long.json``, its log to
+``build/sim/cluster-ring4-soak-long/sim.log``.
 """
 
 import json
