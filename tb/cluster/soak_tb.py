@@ -7,8 +7,9 @@ arrives and every window byte at the end; no counter of a dropped TLP may move.
 
 Parameters (``PEACH2_PARAMS``): ``topology``, ``routes``, ``pipeline_ns`` (as ``cluster_tb``),
 ``tlps`` (checked writes to run for), ``idle``/``backpressure`` (host pauses), ``max_pio``,
-``max_dma``, ``pio_window`` (bytes), ``dma_timeout`` (cycles), ``host_size`` (bytes of each window), ``result_file`` (JSON figures), ``profile`` (a file for a cProfile of the run, read with
-``pstats``).
+``max_dma``, ``pio_window`` (bytes), ``dma_timeout`` (cycles), ``host_size`` (bytes of each
+window), ``result_file`` (JSON figures), ``profile`` (a file for a cProfile of the run, read
+with ``pstats``).
 """
 
 import cProfile
