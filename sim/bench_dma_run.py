@@ -1,0 +1,187 @@
+"""The DMA benchmark run as parallel simulations: jobs, progress, merge, CPU-time estimate.
+
+:func:`run` splits the points of :func:`peach2.sim.bench_dma_plan.plan` into jobs
+(:func:`~peach2.sim.bench_dma_plan.split`), runs each job as one cocotb simulation of
+``tb/dma/dma_perf_tb.py`` (test ``figures``, two chips) in a pool of ``workers`` processes,
+prints a line as each point finishes (which job, point k of n, elapsed, estimated time left) and
+returns the results merged in plan order: the same data a single simulation of every point
+writes, since each point is measured from an idle system.
+
+Builds never race: the netlist is converted once before the pool starts (the runner caches it,
+:func:`peach2.sim.runner.run_cocotb`); each Icarus job builds in its own folder
+(``build/sim/<name>-<k>``); Verilator builds are shared under a file lock by the runner.
+
+The machine may be shared, so the run also adds up CPU seconds (every child process's, the
+simulators' and compilers') and estimates the wall time on an idle machine by replaying the
+pool's schedule with each job's CPU seconds (:func:`idle_estimate`).
+"""
+
+import json
+import os
+import queue
+import resource
+import threading
+import time
+from pathlib import Path
+
+from .bench_dma_plan import label, merge, split, weight
+from .chips_top import Chips
+from .runner import BUILD, emit_verilog, pick_simulator, run_cocotb
+
+__all__ = ["SCRATCH", "run", "idle_estimate", "Board"]
+
+#: Scratch files of the benchmark runs (the saved results are under docs/results/).
+SCRATCH = BUILD / "bench"
+
+
+def _minutes(s):
+    return f"{s / 60:.1f} min" if s >= 100 else f"{s:.0f} s"
+
+
+def idle_estimate(job_cpu, workers):
+    """Wall seconds of ``workers`` processes taking jobs in order (each the next free one) when
+    job ``k`` costs ``job_cpu[k]`` CPU seconds and nothing else runs."""
+    free = [0.0] * max(1, workers)
+    for cpu in job_cpu:
+        k = free.index(min(free))
+        free[k] += cpu
+    return max(free)
+
+
+class Board:
+    """Progress of a parallel run: prints ``dma: point 7 of 60 done (job 2 of 4, its point 3
+    of 15: <label>, <GB/s>, <CPU s>), 95 s elapsed, about 9.3 min left`` as points finish.
+
+    The estimate scales the elapsed time by the weight (:func:`weight`) of the points left
+    against the weight done."""
+
+    def __init__(self, points, groups, out=print):
+        self.points, self.groups, self.out = points, groups, out
+        self.total = sum(weight(p) for p in points)
+        self.done_weight, self.done = 0.0, 0
+        self.start = time.time()
+        self.lock = threading.Lock()
+
+    def event(self, k, e):
+        """Print job ``k``'s event ``e`` (a JSON line of ``dma_perf_tb.py``)."""
+        with self.lock:
+            elapsed = time.time() - self.start
+            if e["event"] == "setup":
+                self.out(f"dma: job {k + 1} of {len(self.groups)} set up "
+                         f"({e['cpu_s']:.0f} s CPU), {len(self.groups[k])} points", flush=True)
+                return
+            point = self.points[self.groups[k][e["k"]]]
+            self.done += 1
+            self.done_weight += weight(point)
+            left = elapsed * (self.total - self.done_weight) / self.done_weight
+            self.out(f"dma: point {self.done} of {len(self.points)} done (job {k + 1} of "
+                     f"{len(self.groups)}, its point {e['k'] + 1} of {len(self.groups[k])}: "
+                     f"{label(point)}, {e['gbps']:.3f} GB/s, {e['cpu_s']:.0f} s CPU), "
+                     f"{_minutes(elapsed)} elapsed, about {_minutes(left)} left", flush=True)
+
+
+def _follow(path, k, board, stop, every=1.0):
+    """Print the events job ``k`` appends to ``path`` until ``stop`` is set."""
+    seen = 0
+    while True:
+        last = stop.wait(every)
+        text = path.read_text() if path.exists() else ""
+        complete = text[:text.rfind("\n") + 1]
+        for line in complete[seen:].splitlines():
+            board.event(k, json.loads(line))
+        seen = len(complete)
+        if last:
+            return
+
+
+def _job(k, group, points, *, test_dir, name, simulator, params, board):
+    """Run job ``k`` (the points ``group`` of ``points``); return its result file's data."""
+    result_file = SCRATCH / f"{name}-{k}.json"
+    progress_file = SCRATCH / f"{name}-{k}-progress.log"
+    for f in (result_file, progress_file):
+        f.unlink(missing_ok=True)
+    stop = threading.Event()
+    follower = threading.Thread(target=_follow, args=(progress_file, k, board, stop),
+                                daemon=True)
+    follower.start()
+    try:
+        run_cocotb(component=Chips(2), toplevel="chips2", test_module="dma_perf_tb",
+                   name=f"{name}-{k}", test_dir=test_dir, testcase="figures", seed=1,
+                   simulator=simulator,
+                   params={**params, "points": [points[i] for i in group],
+                           "result_file": str(result_file),
+                           "progress_file": str(progress_file)})
+    finally:
+        stop.set()
+        follower.join()
+    return json.loads(result_file.read_text())
+
+
+def _children_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def run(points, *, workers, test_dir, jobs=None, read_latency_ns=500, simulator=None,
+        name="bench-dma", out=print):
+    """Measure ``points`` in ``jobs`` simulations (default: ``workers``), ``workers`` at a
+    time; return ``(data, costs)``: the section's data (``points`` in plan order,
+    ``paper_bound_gbps``, ``read_latency_ns``) and what the run cost (``cpu_s``: every child
+    process's CPU seconds, ``idle_s``: :func:`idle_estimate`, ``jobs``, ``workers``,
+    ``simulator``, ``per_point``: each point's CPU seconds in plan order)."""
+    simulator = pick_simulator(simulator)
+    groups = split(points, jobs or workers)
+    workers = max(1, min(workers, len(groups)))
+    SCRATCH.mkdir(parents=True, exist_ok=True)
+    out(f"dma: {len(points)} points in {len(groups)} simulations ({simulator}), {workers} at a "
+        "time", flush=True)
+    cpu0, own0 = _children_cpu(), time.process_time()
+    # The netlist once, before the pool (the runner caches it: no two jobs convert it).
+    emit_verilog(Chips(2), "chips2", SCRATCH / "chips2-netlist.v", simulator=simulator)
+    board = Board(points, groups, out)
+    params = {"read_latency_ns": read_latency_ns}
+    todo = queue.Queue()
+    for k in range(len(groups)):    # heaviest jobs first: split() fills them that way
+        todo.put(k)
+    results, errors = [None] * len(groups), []
+
+    def worker():
+        while not errors:
+            try:
+                k = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                results[k] = _job(k, groups[k], points, test_dir=test_dir, name=name,
+                                  simulator=simulator, params=params, board=board)
+            except BaseException as exc:        # re-raised by the caller, after the pool
+                errors.append(exc)
+    threads = [threading.Thread(target=worker) for _ in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    merged = merge(points, groups, [r["points"] for r in results])
+    cpu = _children_cpu() - cpu0
+    measured = [sum(c["cpu_s"] for c in r["costs"]) for r in results]
+    overhead = max(0.0, cpu - sum(measured)) / len(groups)     # compile, start-up, per job
+    per_point = [None] * len(points)
+    for group, r in zip(groups, results):
+        for i, c in zip(group, r["costs"][1:]):
+            per_point[i] = c["cpu_s"]
+    costs = {"cpu_s": round(cpu + time.process_time() - own0),
+             "idle_s": round(idle_estimate([m + overhead for m in measured], workers)),
+             "jobs": len(groups), "workers": workers, "simulator": simulator,
+             "per_point": per_point}
+    first = results[0]
+    return ({"points": merged, "paper_bound_gbps": first["paper_bound_gbps"],
+             "read_latency_ns": first["read_latency_ns"]}, costs)
+
+
+def save_costs(path, points, costs):
+    """Write each point's label and CPU seconds (and the run's totals) to ``path``."""
+    Path(path).write_text(json.dumps({**costs, "per_point": [
+        {"point": label(p), "cpu_s": c} for p, c in zip(points, costs["per_point"])]},
+        indent=1) + "\n")
