@@ -220,7 +220,7 @@ def fake_dma(tmp_path, monkeypatch):
     calls = []
     monkeypatch.setattr(dma_run, "SCRATCH", tmp_path / "bench")
     monkeypatch.setattr(dma_run, "run_cocotb", _fake_simulation(calls))
-    monkeypatch.setattr(dma_run, "emit_verilog", lambda *a, **k: None)
+    monkeypatch.setattr(dma_run, "_build", lambda *a: calls.append(("build", a[1])))
     return calls
 
 
@@ -261,11 +261,12 @@ def test_merge_puts_results_back_in_plan_order_and_checks_them():
 def test_parallel_run_equals_one_simulation(fake_dma, capsys):
     points = dma_plan.plan(quick=True, chain=128, max_total=1 << 19)
     one, cost1 = dma_run.run(points, workers=1, test_dir=HERE / "dma", name="seq")
-    assert [n for n, _, _ in fake_dma] == ["seq-0"]
+    assert [c[0] for c in fake_dma] == ["build", "seq-0"]     # built once, before the jobs
     fake_dma.clear()
     two, cost2 = dma_run.run(points, workers=2, jobs=4, test_dir=HERE / "dma", name="par",
                              simulator="icarus")
     assert one == two and one["points"] == [_fake_result(p) for p in points]
+    assert fake_dma.pop(0) == ("build", "icarus")
     assert sorted(n for n, _, _ in fake_dma) == ["par-0", "par-1", "par-2", "par-3"]
     assert {s for _, _, s in fake_dma} == {"icarus"}
     assert sorted(x for _, labels, _ in fake_dma for x in labels) == sorted(
