@@ -1,20 +1,25 @@
 """The DMA benchmark run as parallel simulations: jobs, progress, merge, CPU-time estimate.
 
-:func:`run` splits the points of :func:`peach2.sim.bench_dma_plan.plan` into jobs
-(:func:`~peach2.sim.bench_dma_plan.split`), runs each job as one cocotb simulation of
-``tb/dma/dma_perf_tb.py`` (test ``figures``, two chips) in a pool of ``workers`` processes,
-prints a line as each point finishes (which job, point k of n, elapsed, estimated time left) and
-returns the results merged in plan order: the same data a single simulation of every point
-writes, since each point is measured from an idle system.
+:func:`run` measures the points of :func:`peach2.sim.bench_dma_plan.plan`, by default each in
+its own cocotb simulation of ``tb/dma/dma_perf_tb.py`` (test ``figures``, two chips, from reset),
+``workers`` simulations at a time, heaviest first; it prints a line as each point finishes (which
+simulation, point k of n, elapsed, estimated time left) and returns the results in plan order
+(:func:`~peach2.sim.bench_dma_plan.merge`).  A point measured alone depends on nothing else, so
+the figures are the same whatever ``workers`` is.  Points measured one after the other in one
+simulation are not quite independent: the chips keep state from the points before (measured at
+855043f's design: 128 x 4 KiB local took 153 486 ns first after reset and 153 482 ns after two 128 x 8 B
+chains, on either simulator), so ``jobs`` (fewer simulations, each of several points,
+:func:`~peach2.sim.bench_dma_plan.split`) is for Icarus, whose every simulation compiles the
+design again, and may move a figure by a cycle or two.
 
 Builds never race: the netlist is converted once before the pool starts (the runner caches it,
-:func:`peach2.sim.runner.run_cocotb`); each Icarus job builds in its own folder
+:func:`peach2.sim.runner.run_cocotb`); each Icarus simulation builds in its own folder
 (``build/sim/<name>-<k>``); Verilator builds are shared under a file lock by the runner, and
 with ``tb/dma/dma_probe.vlt`` as ``tb/dma/test_dma.py`` passes it, the build is the DMA soak's.
 
 The machine may be shared, so the run also adds up CPU seconds (every child process's, the
 simulators' and compilers') and estimates the wall time on an idle machine by replaying the
-pool's schedule with each job's CPU seconds (:func:`idle_estimate`).
+pool's schedule with each simulation's CPU seconds (:func:`idle_estimate`).
 """
 
 import json
@@ -54,8 +59,9 @@ def idle_estimate(job_cpu, workers):
 
 
 class Board:
-    """Progress of a parallel run: prints ``dma: point 7 of 60 done (job 2 of 4, its point 3
-    of 15: <label>, <GB/s>, <CPU s>), 95 s elapsed, about 9.3 min left`` as points finish.
+    """Progress of a parallel run: prints ``dma: point 7 of 60 done (simulation 12 of 60:
+    <label>, <GB/s>, <CPU s>), 95 s elapsed, about 9.3 min left`` as points finish (with
+    ``, its point 3 of 15`` when a simulation measures several).
 
     The estimate scales the elapsed time by the weight (:func:`weight`) of the points left
     against the weight done."""
@@ -72,17 +78,17 @@ class Board:
         with self.lock:
             elapsed = time.time() - self.start
             if e["event"] == "setup":
-                self.out(f"dma: job {k + 1} of {len(self.groups)} set up "
-                         f"({e['cpu_s']:.0f} s CPU), {len(self.groups[k])} points", flush=True)
                 return
             point = self.points[self.groups[k][e["k"]]]
             self.done += 1
             self.done_weight += weight(point)
             left = elapsed * (self.total - self.done_weight) / self.done_weight
-            self.out(f"dma: point {self.done} of {len(self.points)} done (job {k + 1} of "
-                     f"{len(self.groups)}, its point {e['k'] + 1} of {len(self.groups[k])}: "
-                     f"{label(point)}, {e['gbps']:.3f} GB/s, {e['cpu_s']:.0f} s CPU), "
-                     f"{_minutes(elapsed)} elapsed, about {_minutes(left)} left", flush=True)
+            its = (f", its point {e['k'] + 1} of {len(self.groups[k])}"
+                   if len(self.groups[k]) > 1 else "")
+            self.out(f"dma: point {self.done} of {len(self.points)} done (simulation {k + 1} of "
+                     f"{len(self.groups)}{its}: {label(point)}, {e['gbps']:.3f} GB/s, "
+                     f"{e['cpu_s']:.0f} s CPU), {_minutes(elapsed)} elapsed, about "
+                     f"{_minutes(left)} left", flush=True)
 
 
 def _follow(path, k, board, stop, every=1.0):
@@ -149,7 +155,7 @@ def _children_cpu():
 
 def run(points, *, workers, test_dir, jobs=None, read_latency_ns=500, simulator=None,
         name="bench-dma", out=print):
-    """Measure ``points`` in ``jobs`` simulations (default: ``workers``), ``workers`` at a
+    """Measure ``points`` in ``jobs`` simulations (default: one per point), ``workers`` at a
     time; return ``(data, costs)``: the section's data (``points`` in plan order,
     ``paper_bound_gbps``, ``read_latency_ns``) and what the run cost (``cpu_s``: CPU seconds
     of this process and every child, ``build_cpu_s``: of the netlist and the build,
@@ -157,7 +163,9 @@ def run(points, *, workers, test_dir, jobs=None, read_latency_ns=500, simulator=
     ``workers``, ``simulator``, ``per_point``: each point's CPU seconds in plan order).
     ``simulator`` defaults to ``PEACH2_SIM``, else :data:`SIMULATOR`."""
     simulator = pick_simulator(simulator or SIMULATOR)
-    groups = split(points, jobs or workers)
+    groups = split(points, jobs or len(points))
+    # heaviest first (the pool's schedule); merge() restores plan order
+    groups.sort(key=lambda g: -sum(weight(points[i]) for i in g))
     workers = max(1, min(workers, len(groups)))
     SCRATCH.mkdir(parents=True, exist_ok=True)
     out(f"dma: {len(points)} points in {len(groups)} simulations ({simulator}), {workers} at a "
@@ -171,7 +179,7 @@ def run(points, *, workers, test_dir, jobs=None, read_latency_ns=500, simulator=
     board = Board(points, groups, out)
     params = {"read_latency_ns": read_latency_ns}
     todo = queue.Queue()
-    for k in range(len(groups)):    # heaviest jobs first: split() fills them that way
+    for k in range(len(groups)):
         todo.put(k)
     results, errors = [None] * len(groups), []
 

@@ -9,7 +9,8 @@ Usage (from the repository root, after the README's test install; ``peach2 bench
 
 Sections: ``adapters`` (hard-IP adapters' loopback write stream, 10 points), ``router`` (latency
 through one chip, all four ports busy, PIO latency host to host), ``dma`` (002 section 4.1,
-Figures 4-7, and the halo planes; the longest: about 40 minutes on 2 cores), ``cluster``
+Figures 4-7, scattered-descriptor chains and the halo planes, run as parallel Verilator
+simulations, ``--jobs`` at a time: :mod:`peach2.sim.bench_dma_run`), ``cluster``
 (``tb/cluster/bench_cluster.py``, run in a child process: the HDL sub-cluster's speed, build
 time and latency per hop), ``gpu`` (``tb/cluster/bench_gpu.py``, run in a child process: a DMA
 reading the local GPU against one reading host memory, beside 002's 870 MB/s GPU read ceiling

@@ -259,25 +259,34 @@ def test_merge_puts_results_back_in_plan_order_and_checks_them():
 
 
 def test_parallel_run_equals_one_simulation(fake_dma, capsys):
-    points = dma_plan.plan(quick=True, chain=128, max_total=1 << 19)
-    one, cost1 = dma_run.run(points, workers=1, test_dir=HERE / "dma", name="seq")
+    points = dma_plan.plan(quick=True, figures=["chain128", "scattered", "halo"],
+                           only_sizes=[8, 4096], halo_n=[16])
+    assert len(points) == 12
+    one, cost1 = dma_run.run(points, workers=1, jobs=1, test_dir=HERE / "dma", name="seq")
     assert [c[0] for c in fake_dma] == ["build", "seq-0"]     # built once, before the jobs
     fake_dma.clear()
-    two, cost2 = dma_run.run(points, workers=2, jobs=4, test_dir=HERE / "dma", name="par",
+    two, cost2 = dma_run.run(points, workers=2, test_dir=HERE / "dma", name="par",
                              simulator="icarus")
     assert one == two and one["points"] == [_fake_result(p) for p in points]
     assert fake_dma.pop(0) == ("build", "icarus")
-    assert sorted(n for n, _, _ in fake_dma) == ["par-0", "par-1", "par-2", "par-3"]
+    # one simulation per point, heaviest first
+    assert sorted(n for n, _, _ in fake_dma) == sorted(f"par-{k}" for k in range(12))
+    first = {n: labels for n, labels, _ in fake_dma}
+    assert first["par-0"] == ["chain128 where=local size=4096 count=32"]
+    assert first["par-11"][0].startswith("halo ")
     assert {s for _, _, s in fake_dma} == {"icarus"}
     assert sorted(x for _, labels, _ in fake_dma for x in labels) == sorted(
         dma_plan.label(p) for p in points)
+    three, _ = dma_run.run(points, workers=2, jobs=3, test_dir=HERE / "dma", name="grp")
+    assert three == one
     out = capsys.readouterr().out.splitlines()
     done = [line for line in out if line.startswith("dma: point ")]
-    assert len(done) == 2 * len(points)
-    assert done[-1].startswith(f"dma: point {len(points)} of {len(points)} done (job ")
-    assert "about 0 s left" in done[-1] and "elapsed" in done[-1]
-    assert "dma: 60 points in 4 simulations (icarus), 2 at a time" in out
-    assert cost2["jobs"] == 4 and cost2["workers"] == 2
+    assert len(done) == 3 * len(points)
+    assert done[-1].startswith("dma: point 12 of 12 done (simulation ")
+    assert "its point" in done[-1] and "about 0 s left" in done[-1] and "elapsed" in done[-1]
+    assert "its point" not in done[12]
+    assert "dma: 12 points in 12 simulations (icarus), 2 at a time" in out
+    assert cost2["jobs"] == 12 and cost2["workers"] == 2
     assert cost2["per_point"] == [2.0] * len(points)
 
 
@@ -318,3 +327,12 @@ def test_scattered_rows_in_the_document(tmp_path):
     assert lines[-5].startswith("| size | chain | adjacent GB/s | scattered GB/s")
     old = {**result, "points": [p for p in result["points"] if p["figure"] != "scattered"]}
     assert "scattered" not in bench_dma_doc.dma_markdown(old, tmp_path)[1].lower()
+
+
+def test_stamp_of_a_parallel_run_names_simulator_and_cpu():
+    run = {**bench_results.run_info("peach2 bench dma", bench_results.started()),
+           "simulator": "verilator", "jobs": 4, "workers": 2, "cpu_seconds": 700,
+           "idle_seconds": 420}
+    assert ("Verilator, 4 simulations 2 at a time: 700 s of CPU, about 420 s on an idle "
+            "machine.") in bench_doc.stamp(run)
+    assert "CPU" not in bench_doc.stamp(bench_results.run_info("x", bench_results.started()))

@@ -16,9 +16,10 @@ writes, so that bound is below 3.66 GB/s.
 
 The points are those of :func:`peach2.sim.bench_dma_plan.plan` (figures ``chain128``,
 ``scattered``, ``single``, ``chain4k``, ``halo``), or the list ``PEACH2_PARAMS["points"]`` (one
-job of a parallel run, :mod:`peach2.sim.bench_dma_plan`), measured in order, each from an idle
-system.  Writes ``{"points": [...], "paper_bound_gbps", "read_latency_ns", "costs"}`` to
-``PEACH2_PARAMS["result_file"]`` (``costs``: CPU and wall seconds of the set-up and of each
+job of a parallel run, :mod:`peach2.sim.bench_dma_run`: usually one point), measured in order,
+each from an idle system (but not from reset: a point after others may differ by a cycle or two
+from the same point alone).  Writes ``{"points": [...], "paper_bound_gbps", "read_latency_ns",
+"costs"}`` to ``PEACH2_PARAMS["result_file"]`` (``costs``: CPU and wall seconds of the set-up and of each
 point, not figures).  Other parameters: ``read_latency_ns`` (host memory read latency, default
 500), ``progress_file`` (a JSON line per point appended to it as it finishes), and without
 ``points`` those of :func:`~peach2.sim.bench_dma_plan.plan`: ``quick`` (sizes by 4x, halo N 16
@@ -44,8 +45,6 @@ from peach2.sim.throughput import ThroughputMeter
 _MRD = (TlpType.MEM_READ, TlpType.MEM_READ_64)
 _MWR = (TlpType.MEM_WRITE, TlpType.MEM_WRITE_64)
 PAPER_BOUND = 4.0 * 256 / (256 + 16 + 2 + 4 + 1 + 1)     # 002 section 4.1: 3.66 GB/s
-
-
 class Measure:
     """Run one job on node 0 and time it, metering chip 0's port the data leaves on."""
 
