@@ -165,8 +165,9 @@ def dma_markdown(result, img_dir):
            f"{100 * big.get('port_gbps', 0) / big['port_bound_gbps']:.1f}% while E is busy."
            if big else ""))
     return "DMA (002 section 4.1, Figures 4-7)", f"""
-Two chips cabled E - W, a host on each N (`tb/dma/dma_perf_tb.py`, test `figures`); host memory
-reads are answered after **{lat:.0f} ns** plus the link (the root complex model's
+Two chips cabled E - W, a host on each N (`tb/dma/dma_perf_tb.py`, test `figures`), each point
+in its own simulation from reset (`peach2.sim.bench_dma_run`; the stamp names the simulator);
+host memory reads are answered after **{lat:.0f} ns** plus the link (the root complex model's
 `read_latency_ns`), completions the largest the 256-byte max payload size allows; DMA max
 payload 256 B, max read request 512 B, 4-DW headers (host memory above 4 GiB), idle system.
 As in the paper, time runs from the kick (the `CH_CTRL` write; descriptors or register slots are

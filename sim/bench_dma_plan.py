@@ -81,16 +81,16 @@ def label(point):
 
 
 def weight(point):
-    """A rough cost of simulating ``point``, in CPU seconds of Verilator on this project's
-    2-core machine (Icarus: 10 to 30 times more): a second, plus the descriptors and the KiB
-    it moves (128 x 8 B: 3-4 s, 128 x 4 KiB: 8-11 s), for balancing jobs and estimating the
-    time left."""
+    """A rough cost of simulating ``point`` alone, in CPU seconds of Verilator on this project's
+    2-core machine (Icarus: 10 to 30 times more): 3 s to start a simulation and set the chips
+    up, plus the descriptors and the KiB it moves (128 x 8 B: 3-4 s more, 128 x 4 KiB: 8-11 s
+    more); for ordering the simulations and estimating the time left."""
     fig = point["figure"]
     if fig in ("chain128", "scattered", "chain4k"):
-        return 1 + 0.02 * point["count"] + 0.015 * point["count"] * point["size"] / 1024
+        return 3 + 0.02 * point["count"] + 0.015 * point["count"] * point["size"] / 1024
     if fig == "single":
-        return 1 + 0.015 * point["size"] / 1024
-    return 1 + 0.015 * 8 * point["n"] ** 2 / 1024         # a halo plane moves n^2 doubles
+        return 3 + 0.015 * point["size"] / 1024
+    return 3 + 0.015 * 8 * point["n"] ** 2 / 1024         # a halo plane moves n^2 doubles
 
 
 def split(points, jobs):
