@@ -23,7 +23,6 @@ pool's schedule with each simulation's CPU seconds (:func:`idle_estimate`).
 """
 
 import json
-import os
 import queue
 import resource
 import threading
