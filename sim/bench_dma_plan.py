@@ -84,13 +84,18 @@ def weight(point):
     """A rough cost of simulating ``point`` alone, in CPU seconds of Verilator on this project's
     2-core machine (Icarus: 10 to 30 times more): 3 s to start a simulation and set the chips
     up, plus the descriptors and the KiB it moves (128 x 8 B: 3-4 s more, 128 x 4 KiB: 8-11 s
-    more); for ordering the simulations and estimating the time left."""
+    more) and a halo plane's bursts; for ordering the simulations and estimating the time
+    left (measured at 855043f's design, the old engine)."""
     fig = point["figure"]
     if fig in ("chain128", "scattered", "chain4k"):
         return 3 + 0.02 * point["count"] + 0.015 * point["count"] * point["size"] / 1024
     if fig == "single":
         return 3 + 0.015 * point["size"] / 1024
-    return 3 + 0.015 * 8 * point["n"] ** 2 / 1024         # a halo plane moves n^2 doubles
+    n = point["n"]              # a halo plane moves n^2 doubles, block-stride in bursts of
+    bursts = {"jk": 1, "ik": n, "ij": n * n}[point["plane"]]     # n^2, n or 1 doubles
+    if point["shape"] == "contiguous":
+        bursts = 1
+    return 3 + 0.015 * 8 * n * n / 1024 + 0.0025 * bursts    # 64^2 bursts of 8 B: 10 s more
 
 
 def split(points, jobs):

@@ -81,7 +81,7 @@ class Board:
             point = self.points[self.groups[k][e["k"]]]
             self.done += 1
             self.done_weight += weight(point)
-            left = elapsed * (self.total - self.done_weight) / self.done_weight
+            left = elapsed * max(0.0, self.total - self.done_weight) / self.done_weight
             its = (f", its point {e['k'] + 1} of {len(self.groups[k])}"
                    if len(self.groups[k]) > 1 else "")
             self.out(f"dma: point {self.done} of {len(self.points)} done (simulation {k + 1} of "
