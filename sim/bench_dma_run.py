@@ -6,11 +6,13 @@ its own cocotb simulation of ``tb/dma/dma_perf_tb.py`` (test ``figures``, two ch
 simulation, point k of n, elapsed, estimated time left) and returns the results in plan order
 (:func:`~peach2.sim.bench_dma_plan.merge`).  A point measured alone depends on nothing else, so
 the figures are the same whatever ``workers`` is.  Points measured one after the other in one
-simulation are not quite independent: the chips keep state from the points before (measured at
-855043f's design: 128 x 4 KiB local took 153 486 ns first after reset and 153 482 ns after two 128 x 8 B
-chains, on either simulator), so ``jobs`` (fewer simulations, each of several points,
-:func:`~peach2.sim.bench_dma_plan.split`) is for Icarus, whose every simulation compiles the
-design again, and may move a figure by a cycle or two.
+simulation are not quite independent: the chips and the link models keep state from the points
+before (measured on 855043f's design: 128 x 4 KiB local took 153 486 ns alone and 153 478 ns
+after two 128 x 8 B chains in the same simulation, Icarus and Verilator alike; one 8-byte
+descriptor transfer 1462 ns alone on both, 1458 ns in the one-simulation run at 2402965).  So
+``jobs`` (fewer simulations, each of several points, :func:`~peach2.sim.bench_dma_plan.split`)
+is for Icarus, whose every simulation compiles the design again (about 40 s of CPU), and may
+move a figure by a cycle or two.
 
 Builds never race: the netlist is converted once before the pool starts (the runner caches it,
 :func:`peach2.sim.runner.run_cocotb`); each Icarus simulation builds in its own folder
