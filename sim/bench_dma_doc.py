@@ -4,10 +4,13 @@
 The figures are those of 002 section 4.1: Figure 4 (128 chained transfers, in one node),
 Figure 5 (one transfer, with and without a descriptor), Figure 6 (4 KiB transfers, chain length
 varied), Figure 7 (128 chained transfers to the neighbour node), and block-stride against
-contiguous transfers of the halo planes (000 section 4, 002 section 3.4).
+contiguous transfers of the halo planes (000 section 4, 002 section 3.4).  The scattered rows
+(issue 18) are Figure 7's chains with no two descriptors adjacent in host memory.
 """
 
-__all__ = ["dma_markdown", "print_dma"]
+from .bench_dma_plan import SCATTER_STRIDE
+
+__all__ = ["dma_markdown", "print_dma", "scattered_rows"]
 
 GOAL_NEIGHBOUR = 0.97       # of the 3.66 GB/s bound, at 4 KiB and above (issue 4)
 GOAL_HALO = 0.95            # block-stride against contiguous, bursts of 256 B or more
@@ -36,6 +39,10 @@ def _plot(result, img_dir):
         pts = _pts(result, "chain128", where=where)
         ax.plot([p["size"] for p in pts], [p["gbps"] for p in pts], marker=marker,
                 label=f"{where} (Fig. {4 if where == 'local' else 7})")
+    pts = _pts(result, "scattered")
+    if pts:
+        ax.plot([p["size"] for p in pts], [p["gbps"] for p in pts], marker="^",
+                label="neighbour, descriptors scattered")
     local = _pts(result, "chain128", where="local")
     ax.plot([p["size"] for p in local], [p["port_bound_gbps"] for p in local], ":",
             color="grey", label="local bound with read requests on N")
@@ -74,6 +81,42 @@ def _plot(result, img_dir):
     fig.savefig(files["single"], dpi=100)
     plt.close(fig)
     return files
+
+
+def scattered_rows(result):
+    """Rows ``| size | chain | adjacent GB/s | scattered GB/s | scattered vs adjacent | of
+    bound |`` of the scattered chains against the adjacent ones of the same size and count."""
+    bound = result["paper_bound_gbps"]
+    rows = []
+    for p in _pts(result, "scattered"):
+        adj = _pts(result, "chain128", where="neighbour", size=p["size"], count=p["count"])
+        a = f"{adj[0]['gbps']:.3f}" if adj else "-"
+        vs = f"{100 * (p['gbps'] / adj[0]['gbps'] - 1):+.0f}%" if adj else "-"
+        rows.append(f"| {_size(p['size'])} | {p['count']} | {a} | {p['gbps']:.3f} | {vs} | "
+                    f"{100 * p['gbps'] / bound:.1f}% |")
+    return rows
+
+
+def _scattered_text(result):
+    rows = scattered_rows(result)
+    if not rows:
+        return ""
+    return f"""
+Scattered descriptors: the same chains to the neighbour with every descriptor
+{SCATTER_STRIDE} bytes from the last in host memory, so no two are adjacent. Adjacent
+descriptors (one after the other, as the driver model places a chain) are fetched in blocks of
+up to one read request; scattered ones cost one host round trip each, so short transfers show
+the gain of block fetch only when the chain is placed contiguously.
+
+| size | chain | adjacent GB/s | scattered GB/s | scattered vs adjacent | of {bound_of(result)} |
+| ---: | ---: | ---: | ---: | ---: | ---: |
+{chr(10).join(rows)}
+"""
+
+
+def bound_of(result):
+    """The paper's bound as the tables' column title shows it (``3.66``)."""
+    return f"{result['paper_bound_gbps']:.2f}"
 
 
 def dma_markdown(result, img_dir):
@@ -122,8 +165,9 @@ def dma_markdown(result, img_dir):
            f"{100 * big.get('port_gbps', 0) / big['port_bound_gbps']:.1f}% while E is busy."
            if big else ""))
     return "DMA (002 section 4.1, Figures 4-7)", f"""
-Two chips cabled E - W, a host on each N (`tb/dma/dma_perf_tb.py`, test `figures`); host memory
-reads are answered after **{lat:.0f} ns** plus the link (the root complex model's
+Two chips cabled E - W, a host on each N (`tb/dma/dma_perf_tb.py`, test `figures`), each point
+in its own simulation from reset (`peach2.sim.bench_dma_run`; the stamp names the simulator);
+host memory reads are answered after **{lat:.0f} ns** plus the link (the root complex model's
 `read_latency_ns`), completions the largest the 256-byte max payload size allows; DMA max
 payload 256 B, max read request 512 B, 4-DW headers (host memory above 4 GiB), idle system.
 As in the paper, time runs from the kick (the `CH_CTRL` write; descriptors or register slots are
@@ -143,7 +187,7 @@ Goal: >= 97% of {bound:.2f} GB/s at 4 KiB and above to the neighbour (PEACH2: 90
 | size | chain | local GB/s | N bound | of N bound | neighbour GB/s | of {bound:.2f} |
 | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
 {chr(10).join(rows)}
-
+{_scattered_text(result)}
 ![128 chained transfers](img/{files['chain'].name})
 
 ### One transfer: descriptor against register mode (Figure 5), chain length (Figure 6)
@@ -181,10 +225,18 @@ descriptor fetch and the first read (two host round trips), which a small plane 
 """
 
 
-def print_dma(result):
-    """Print the DMA points, one line each."""
+def print_dma(result, out=print):
+    """Print the DMA points, one line each, then the scattered chains against the adjacent."""
     for p in result["points"]:
         keys = {k: v for k, v in p.items() if k not in ("figure", "read_latency_ns", "port",
                                                          "tlps", "desc_done")}
-        print(p["figure"], " ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}"
-                                    for k, v in keys.items()))
+        out(p["figure"], " ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}"
+                                  for k, v in keys.items()))
+    rows = scattered_rows(result)
+    if rows:
+        out(f"scattered descriptors ({SCATTER_STRIDE} bytes apart) against adjacent, to the "
+            "neighbour:")
+        out(f"| size | chain | adjacent GB/s | scattered GB/s | scattered vs adjacent | of "
+            f"{bound_of(result)} |")
+        for row in rows:
+            out(row)

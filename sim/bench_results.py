@@ -95,6 +95,10 @@ def stamp(run):
     text = (f"Measured by `{run.get('command', '?').strip()}` at {run.get('commit', '?')}"
             + (f" on {run['date']}" if run.get("date") else "")
             + (f" ({', '.join(w for w in where if w)})" if any(where) else "") + ".")
+    if run.get("cpu_seconds") is not None:      # a run of parallel simulations (DMA)
+        text += (f" {str(run.get('simulator', '?')).capitalize()}, {run.get('jobs', '?')} "
+                 f"simulations {run.get('workers', '?')} at a time: {run['cpu_seconds']} s of "
+                 f"CPU, about {run.get('idle_seconds', '?')} s on an idle machine.")
     if run.get("shortened"):
         text += " Shortened against the full run: " + "; ".join(run["shortened"]) + "."
     return text

@@ -9,7 +9,8 @@ Usage (from the repository root, after the README's test install; ``peach2 bench
 
 Sections: ``adapters`` (hard-IP adapters' loopback write stream, 10 points), ``router`` (latency
 through one chip, all four ports busy, PIO latency host to host), ``dma`` (002 section 4.1,
-Figures 4-7, and the halo planes; the longest: about 40 minutes on 2 cores), ``cluster``
+Figures 4-7, scattered-descriptor chains and the halo planes, run as parallel Verilator
+simulations, ``--jobs`` at a time: :mod:`peach2.sim.bench_dma_run`), ``cluster``
 (``tb/cluster/bench_cluster.py``, run in a child process: the HDL sub-cluster's speed, build
 time and latency per hop), ``gpu`` (``tb/cluster/bench_gpu.py``, run in a child process: a DMA
 reading the local GPU against one reading host memory, beside 002's 870 MB/s GPU read ceiling
@@ -23,6 +24,7 @@ TLPs.  Nothing here is asserted; the regression asserts the goals.
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -30,23 +32,23 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from peach2.sim import bench_cluster_doc, bench_gpu_doc
+from peach2.sim import bench_cluster_doc, bench_dma_run, bench_gpu_doc
 from peach2.sim.bench_dma_doc import print_dma
+from peach2.sim.bench_dma_plan import (FIGURES, FULL_CHAIN, FULL_TOTAL, QUICK_CHAIN, QUICK_TOTAL,
+                                       plan)
 from peach2.sim.bench_doc import rebuild
-from peach2.sim.bench_results import (SECTIONS, Progress, follow, run_info, save, shortened_note,
+from peach2.sim.bench_results import (SECTIONS, Progress, run_info, save, shortened_note,
                                       started)
 from peach2.sim.chips_top import Chips
 from peach2.sim.loopback_top import Loopback
-from peach2.sim.runner import BUILD, run_cocotb
+from peach2.sim.runner import SIMULATORS, run_cocotb
 
 HERE = Path(__file__).resolve().parent
 
 #: Scratch files of the benchmark runs (the saved results are under docs/results/).
-SCRATCH = BUILD / "bench"
+SCRATCH = bench_dma_run.SCRATCH
 FULL_TLPS, QUICK_TLPS = 1000, 200            # adapters: TLPs per point
 FULL_BUSY, QUICK_BUSY = 1000, 300            # router: TLPs per all-ports-busy flow
-FULL_CHAIN, QUICK_CHAIN = 128, 32            # dma: transfers per chain, Figures 4 and 7
-FULL_TOTAL, QUICK_TOTAL = 1 << 19, 1 << 17   # dma: bytes per point at most, Figures 4 and 7
 #: collectives: what --quick leaves out (tb/collectives/bench_collectives.py says the same)
 QUICK_COLLECTIVES = "sizes 8 B, 512 B, 32 KiB; halo N = 16, 32; collision 64 KiB"
 
@@ -161,24 +163,25 @@ def shortened(section, quick, chain=None, max_total=None):
     return out
 
 
-def dma(quick, read_latency_ns=500, chain=None, max_total=None, subset=None):
-    """Run the DMA figures (``tb/dma/dma_perf_tb.py``) on two chips; returns the section's data.
+def dma(quick, read_latency_ns=500, chain=None, max_total=None, subset=None, jobs=None,
+        simulator=None):
+    """Run the DMA figures (``tb/dma/dma_perf_tb.py``) on two chips, ``jobs`` simulations at a
+    time (default: the CPU count; :mod:`peach2.sim.bench_dma_run`); return ``(data, costs)``.
 
     ``chain`` and ``max_total`` override the chain length and the bytes per point of Figures 4
     and 7; ``subset`` (``figures``, ``sizes``, ``chains``, ``halo_n``) runs only some points."""
-    chain = chain or (QUICK_CHAIN if quick else FULL_CHAIN)
-    max_total = max_total or (QUICK_TOTAL if quick else FULL_TOTAL)
-    result_file = _scratch("bench-dma-subset" if subset else "bench-dma")
-    progress_file = SCRATCH / "bench-dma-progress.log"
-    follow(progress_file, run_cocotb, component=Chips(2),
-           toplevel="chips2", test_module="dma_perf_tb", name="bench-dma",
-           test_dir=HERE / "dma", testcase="figures", seed=1,
-           params={"quick": quick, "read_latency_ns": read_latency_ns, "chain": chain,
-                   "max_total": max_total, "result_file": str(result_file),
-                   "progress_file": str(progress_file), **(subset or {})})
-    data = json.loads(result_file.read_text())
+    subset = subset or {}
+    points = plan(quick, chain, max_total, subset.get("figures"), subset.get("sizes"),
+                  subset.get("chains"), subset.get("halo_n"))
+    jobs = jobs or os.cpu_count() or 1
+    data, costs = bench_dma_run.run(points, workers=jobs, test_dir=HERE / "dma",
+                                    read_latency_ns=read_latency_ns, simulator=simulator)
     print_dma(data)
-    return data
+    print(f"dma: {costs['cpu_s']} s CPU in {costs['jobs']} simulations ({costs['simulator']}); "
+          f"about {costs['idle_s']} s on an idle machine with {costs['workers']} at a time",
+          flush=True)
+    bench_dma_run.save_costs(SCRATCH / "bench-dma-costs.json", points, costs)
+    return data, costs
 
 
 def _run_script(script, *args, quick=False, conditions=None):
@@ -225,9 +228,6 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
-FIGURES = ("chain128", "single", "chain4k", "halo")
-
-
 def _figures(text):
     out = [x for x in text.split(",") if x]
     bad = [x for x in out if x not in FIGURES]
@@ -259,15 +259,20 @@ def parser(prog="python tb/benchmarks.py"):
     g.add_argument("--read-latency", type=float, default=500,
                    help="host memory read latency, ns (default 500)")
     g.add_argument("--figures", type=_figures, default=None,
-                   help="only these DMA figures (comma-separated: chain128, single, chain4k, "
-                        "halo); printed, not saved")
+                   help="only these DMA figures (comma-separated: chain128, scattered, single, "
+                        "chain4k, halo); printed, not saved")
     g.add_argument("--sizes", type=_ints, default=None,
-                   help="only these transfer sizes (bytes, comma-separated) for chain128 and "
-                        "single; printed, not saved")
+                   help="only these transfer sizes (bytes, comma-separated) for chain128, "
+                        "scattered and single; printed, not saved")
     g.add_argument("--chains", type=_ints, default=None,
                    help="only these chain lengths for chain4k; printed, not saved")
     g.add_argument("--halo-n", type=_ints, default=None,
                    help="only these halo arrays N; printed, not saved")
+    g.add_argument("--jobs", type=int, default=None,
+                   help=f"simulations run at a time (default: the CPU count, {os.cpu_count()})")
+    g.add_argument("--sim", choices=SIMULATORS, default=None,
+                   help="simulator of the DMA run (default: PEACH2_SIM, else Verilator: the same "
+                        "figures in a tenth of the time or less once built)")
     return p
 
 
@@ -287,6 +292,8 @@ def main(argv=None, prog="python tb/benchmarks.py"):
     for name, value in (("--chain", args.chain), ("--max-total", args.max_total)):
         if value is not None and value < 1:
             p.error(f"{name} must be at least 1, not {value}")
+    if args.jobs is not None and args.jobs < 1:
+        p.error(f"--jobs must be at least 1, not {args.jobs}")
     if args.read_latency < 0:
         p.error(f"--read-latency must be 0 or more, not {args.read_latency:g}")
     if args.doc_only and args.sections:
@@ -297,8 +304,12 @@ def main(argv=None, prog="python tb/benchmarks.py"):
     command = " ".join([prog, *argv])
     if subset:
         start = time.time()
-        dma(args.quick, args.read_latency, args.chain, args.max_total, subset)
-        print(f"DMA subset in {time.time() - start:.0f} s (printed only, not saved)")
+        data, _ = dma(args.quick, args.read_latency, args.chain, args.max_total, subset,
+                      args.jobs, args.sim)
+        out = _scratch("bench-dma-subset")
+        out.write_text(json.dumps(data, indent=1) + "\n")
+        print(f"DMA subset in {time.time() - start:.0f} s (not saved to docs/results; its data: "
+              f"{out})")
         return
     print(f"measuring {', '.join(sections)}" + (" (quick)" if args.quick else ""), flush=True)
     less = {name: shortened(name, args.quick, args.chain, args.max_total) for name in sections}
@@ -312,11 +323,16 @@ def main(argv=None, prog="python tb/benchmarks.py"):
         if name == "collectives":     # tb/collectives/bench_collectives.py saves its own
             collectives(args.quick, args.conditions)
             continue
+        costs = None
         if name == "dma":
-            data = dma(args.quick, args.read_latency, args.chain, args.max_total)
+            data, costs = dma(args.quick, args.read_latency, args.chain, args.max_total,
+                              jobs=args.jobs, simulator=args.sim)
         else:
             data = {"adapters": adapters, "router": router, "gpu": gpu}[name](args.quick)
         run = run_info(command, start, less[name], args.conditions)
+        if costs:       # the parallel run: its CPU seconds and the idle machine's wall time
+            run.update({k: costs[k] for k in ("simulator", "jobs", "workers")},
+                       cpu_seconds=costs["cpu_s"], idle_seconds=costs["idle_s"])
         save(name, {"run": run, **data})
         print(f"{name}: saved docs/results/{name}.json ({run['seconds']} s)", flush=True)
     rebuild()

@@ -14,30 +14,37 @@ link the data leaves on (chip 0's N for local, E for the neighbour) to give the 
 exactly the TLPs sent there: for local, the DMA's read requests share N's transmit side with the
 writes, so that bound is below 3.66 GB/s.
 
-Writes a JSON list of points to ``PEACH2_PARAMS["result_file"]``.  Other parameters:
-``read_latency_ns`` (host memory read latency, default 500), ``quick`` (fewer points: sizes by
-4x, halo N 16 and 64), ``progress_file`` (a line per point appended to it as it finishes),
-``chain`` (transfers per chain of Figures 4 and 7: 128, 32 with ``quick``) and ``max_total``
-(bytes moved per point at most, default 512 KiB, 128 KiB with ``quick``): chains are shortened
-to fit and every point records its count (simulation time).
+The points are those of :func:`peach2.sim.bench_dma_plan.plan` (figures ``chain128``,
+``scattered``, ``single``, ``chain4k``, ``halo``), or the list ``PEACH2_PARAMS["points"]`` (one
+job of a parallel run, :mod:`peach2.sim.bench_dma_run`: usually one point), measured in order,
+each from an idle system (but not from reset: a point after others may differ by a cycle or two
+from the same point alone).  Writes ``{"points": [...], "paper_bound_gbps", "read_latency_ns",
+"costs"}`` to ``PEACH2_PARAMS["result_file"]`` (``costs``: CPU and wall seconds of the set-up and of each
+point, not figures).  Other parameters: ``read_latency_ns`` (host memory read latency, default
+500), ``progress_file`` (a JSON line per point appended to it as it finishes), and without
+``points`` those of :func:`~peach2.sim.bench_dma_plan.plan`: ``quick`` (sizes by 4x, halo N 16
+and 64), ``chain`` (transfers per chain of Figures 4 and 7: 128, 32 with ``quick``),
+``max_total`` (bytes moved per point at most, default 512 KiB, 128 KiB with ``quick``: chains
+are shortened to fit and every point records its count), ``figures``, ``sizes``, ``chains``,
+``halo_n`` (a subset).
 """
 
 import json
+import time
 
 import cocotb
 from cocotb.triggers import ClockCycles
 from cocotb.utils import get_sim_time
 from cocotbext.pcie.core.tlp import TlpType
 
-from dma_harness import PARAMS, DmaHarness, Job
-from peach2.sim.dma import contiguous, halo_transfer, memcpy
+from dma_harness import DESC_AREA, PARAMS, DmaHarness, Job
+from peach2.sim.bench_dma_plan import SCATTER_STRIDE, label, plan
+from peach2.sim.dma import Chain, contiguous, halo_transfer, memcpy
 from peach2.sim.throughput import ThroughputMeter
 
 _MRD = (TlpType.MEM_READ, TlpType.MEM_READ_64)
 _MWR = (TlpType.MEM_WRITE, TlpType.MEM_WRITE_64)
 PAPER_BOUND = 4.0 * 256 / (256 + 16 + 2 + 4 + 1 + 1)     # 002 section 4.1: 3.66 GB/s
-
-
 class Measure:
     """Run one job on node 0 and time it, metering chip 0's port the data leaves on."""
 
@@ -64,7 +71,12 @@ class Measure:
             t0 = get_sim_time("ns")
             await drv.dma_reg_start(job.channel, n)
         else:
-            await drv.dma_desc_set(job.chain)
+            if job.images is not None:      # a chain placed by its own addresses (scattered)
+                for address, raw in job.images:
+                    await drv.memory.write(address, raw)
+                await drv.dma_set_head(job.channel, job.head)
+            else:
+                await drv.dma_desc_set(job.chain)
             t0 = get_sim_time("ns")
             await drv.dma_start(job.channel)
         job.status = await drv.dma_wait(job.channel,
@@ -86,87 +98,91 @@ class Measure:
                 "desc_done": job.status["desc_done"]}
 
 
-def sizes(quick):
-    if quick:       # 8 B to 128 KiB by 4x, and 4 KiB (where the issue's goal starts)
-        return sorted({8 << (2 * i) for i in range(8)} | {4096})
-    return [8 << i for i in range(15)]
+def _chain_job(harness, src, dst, point, channel=0):
+    """The job of a ``chain128``/``scattered``/``chain4k`` point: ``count`` transfers of
+    ``size`` bytes; a scattered chain's descriptors sit ``SCATTER_STRIDE`` bytes apart."""
+    size, n = point["size"], point["count"]
+    node = 1 if point.get("where") == "neighbour" else 0
+    job = Job(0, channel, [memcpy(src + i * size, dst(node, 0x1000 + i * size), size)
+                           for i in range(n)])
+    if point["figure"] == "scattered":
+        base = harness.desc[0] + (DESC_AREA // 4) * channel
+        if n * SCATTER_STRIDE > DESC_AREA // 4:
+            raise ValueError(f"{n} scattered descriptors do not fit channel {channel}'s "
+                             f"{DESC_AREA // 4} bytes of descriptor area")
+        chain = Chain(channel, base)
+        for t in job.transfers:
+            chain.add(t)
+        chain.place([base + SCATTER_STRIDE * i for i in range(n)])
+        job.images, job.head = chain.image(), chain.head
+    return job
+
+
+async def measure_point(harness, measure, point):
+    """Measure one point of :func:`peach2.sim.bench_dma_plan.plan`; return its result keys
+    (those of ``point`` after ``figure``, then ``burst`` for halo, then :class:`Measure`'s)."""
+    src = harness.src[0][0]
+
+    def dst(node, off=0x1000):
+        return harness.tca(node, off)
+    fig = point["figure"]
+    keys = {k: v for k, v in point.items() if k != "figure"}
+    if fig in ("chain128", "scattered"):
+        # Figures 4 and 7: chained transfers of each size, local and to the neighbour.
+        port = "E" if point["where"] == "neighbour" else "N"
+        return {**keys, **await measure(_chain_job(harness, src, dst, point), port)}
+    if fig == "single":
+        # Figure 5: one transfer, with a descriptor or in register mode (local).
+        job = Job(0, 1, [memcpy(src, dst(0), point["size"])], reg=point["mode"] == "register")
+        return {**keys, **await measure(job, "N")}
+    if fig == "chain4k":
+        # Figure 6: 4 KiB transfers, chain length 1..128 (local).
+        return {**keys, **await measure(_chain_job(harness, src, dst, point, channel=2), "N")}
+    # Halo planes of N^3 arrays to the neighbour: one block-stride descriptor against one
+    # contiguous descriptor of the same bytes.
+    t = halo_transfer(point["n"], point["plane"], src, dst(1, 0), point["n"] - 2, 0)
+    tr = t if point["shape"] == "block-stride" else contiguous(t)
+    return {**keys, "burst": t.length, **await measure(Job(0, 3, [tr]), "E")}
 
 
 @cocotb.test()
 async def figures(dut):
-    """Figures 4-7 of 002 section 4.1 and block-stride vs contiguous halo planes."""
+    """Figures 4-7 of 002 section 4.1, scattered chains and block-stride vs contiguous halo
+    planes: the points of ``PARAMS["points"]`` in order, else of
+    :func:`peach2.sim.bench_dma_plan.plan` (``quick``, ``chain``, ``max_total`` and the subset
+    ``figures``, ``sizes``, ``chains``, ``halo_n``)."""
+    cpu0, wall0 = time.process_time(), time.time()
     harness = DmaHarness(dut, 2, host_size=1 << 22, src_size=1 << 22)
     await harness.start(pauses=False)
     latency = PARAMS.get("read_latency_ns", 500)
     for node in range(2):
         harness.host(node).configure_reads(latency_ns=latency)
-    quick = PARAMS.get("quick", False)
-    max_total = PARAMS.get("max_total", 1 << 17 if quick else 1 << 19)
+    points = PARAMS.get("points") or plan(
+        PARAMS.get("quick", False), PARAMS.get("chain"), PARAMS.get("max_total"),
+        PARAMS.get("figures"), PARAMS.get("sizes"), PARAMS.get("chains"), PARAMS.get("halo_n"))
     measure = Measure(harness)
-    src = harness.src[0][0]
-    out = []
-
-    def dst(node, off=0x1000):
-        return harness.tca(node, off)
-
-    # A subset (a check of single points): "figures" names the figures to run, "sizes" the
-    # sizes of Figures 4, 5 and 7, "chains" the chain lengths of Figure 6, "halo_n" the arrays
-    # of the halo planes.
-    wanted = set(PARAMS.get("figures") or ("chain128", "single", "chain4k", "halo"))
-    only_sizes = PARAMS.get("sizes")
-    fig_sizes = [s for s in sizes(quick) if not only_sizes or s in only_sizes]
-    chains = (PARAMS.get("chains") or [1, 2, 4, 8, 16, 32, 64, 128]) if "chain4k" in wanted else []
-    halo_n = (PARAMS.get("halo_n") or ([16, 64] if quick else [16, 32, 64])
-              if "halo" in wanted else [])
-    total = (2 * len(fig_sizes) * (("chain128" in wanted) + ("single" in wanted))
-             + len(chains) + 6 * len(halo_n))
     progress = PARAMS.get("progress_file")
+    out, costs = [], []
 
-    def record(fig, **kw):
-        out.append({"figure": fig, "read_latency_ns": latency, **kw})
-        r = out[-1]
-        dut._log.info("%s: %s", fig, {k: v for k, v in r.items() if k != "figure"})
-        if progress:        # one line per point, printed by tb/benchmarks.py as it runs
-            label = " ".join(f"{k}={r[k]}" for k in ("where", "mode", "shape", "plane", "n",
-                                                     "size", "count") if k in r)
+    def report(event, **kw):        # one JSON line per event, read by tb/benchmarks.py
+        if progress:
             with open(progress, "a") as f:
-                f.write(f"dma: point {len(out)} of {total} done ({fig} {label}, "
-                        f"{r.get('gbps', 0):.3f} GB/s), {total - len(out)} left\n")
-
-    # Figures 4 and 7: 128 chained transfers of each size, local and to the neighbour.
-    chain = PARAMS.get("chain", 32 if quick else 128)
-    for size in fig_sizes if "chain128" in wanted else ():
-        n = max(1, min(chain, max_total // size))
-        for where, node, port in (("local", 0, "N"), ("neighbour", 1, "E")):
-            job = Job(0, 0, [memcpy(src + i * size, dst(node, 0x1000 + i * size), size)
-                             for i in range(n)])
-            r = await measure(job, port)
-            record("chain128", where=where, size=size, count=n, **r)
-
-    # Figure 5: one transfer, with a descriptor or in register mode (local).
-    for size in fig_sizes if "single" in wanted else ():
-        for reg in (False, True):
-            job = Job(0, 1, [memcpy(src, dst(0), size)], reg=reg)
-            r = await measure(job, "N")
-            record("single", mode="register" if reg else "descriptor", size=size, **r)
-
-    # Figure 6: 4 KiB transfers, chain length 1..128 (local), in quick mode too (the figure's
-    # range); "chains" picks some of them.
-    for n in chains:
-        job = Job(0, 2, [memcpy(src + 4096 * i, dst(0, 0x1000 + 4096 * i), 4096)
-                         for i in range(n)])
-        r = await measure(job, "N")
-        record("chain4k", count=n, size=4096, **r)
-
-    # Halo planes of N^3 arrays to the neighbour: one block-stride descriptor against one
-    # contiguous descriptor of the same bytes.
-    for n in halo_n:
-        for plane in ("jk", "ik", "ij"):
-            t = halo_transfer(n, plane, src, dst(1, 0), n - 2, 0)
-            for shape, tr in (("block-stride", t), ("contiguous", contiguous(t))):
-                r = await measure(Job(0, 3, [tr]), "E")
-                burst = t.length
-                record("halo", n=n, plane=plane, shape=shape, burst=burst, **r)
+                f.write(json.dumps({"event": event, **kw}) + "\n")
+    cpu, wall = time.process_time(), time.time()
+    costs.append({"what": "setup", "cpu_s": round(cpu - cpu0, 2), "wall_s": round(wall - wall0, 2)})
+    report("setup", **costs[-1])
+    for k, point in enumerate(points):
+        t0 = get_sim_time("ns")
+        r = {"figure": point["figure"], "read_latency_ns": latency,
+             **await measure_point(harness, measure, point)}
+        out.append(r)
+        dut._log.info("%s: %s", r["figure"], {k: v for k, v in r.items() if k != "figure"})
+        now_cpu, now_wall = time.process_time(), time.time()
+        costs.append({"what": label(point), "cpu_s": round(now_cpu - cpu, 2),
+                      "wall_s": round(now_wall - wall, 2),
+                      "sim_us": round((get_sim_time("ns") - t0) / 1000, 1)})
+        report("point", k=k, gbps=r["gbps"], **costs[-1])
+        cpu, wall = now_cpu, now_wall
 
     harness.check_memory()
     harness.check_hosts()
@@ -174,4 +190,4 @@ async def figures(dut):
     if result_file:
         with open(result_file, "w") as f:
             json.dump({"points": out, "paper_bound_gbps": PAPER_BOUND,
-                       "read_latency_ns": latency}, f, indent=1)
+                       "read_latency_ns": latency, "costs": costs}, f, indent=1)
