@@ -94,10 +94,11 @@ class Transfer:
         """Return ``(first, end)`` destination addresses written, completion write excluded."""
         return self.dst, self.dst + (self.bursts - 1) * (self.length + self.dst_gap) + self.length
 
-    def pack(self, next=0, end=False):
-        """Return the descriptor bytes, linked to pointer ``next`` (ignored when ``end``)."""
+    def pack(self, next=0, end=False, adj=0):
+        """Return the descriptor bytes, linked to pointer ``next`` (ignored when ``end``),
+        announcing ``adj`` descriptors right after it in memory (``control.adj``)."""
         return descriptor.pack(src=self.src, dst=self.dst, length=self.length,
-                               next=0 if end else next, count=self.count,
+                               next=0 if end else next, count=self.count, adj=adj,
                                src_gap=self.src_gap, dst_gap=self.dst_gap,
                                seq_value=self.seq_value if self.seq_addr is not None else None,
                                seq_addr=self.seq_addr, irq=self.irq, end=end, ext=self.ext)
@@ -129,9 +130,13 @@ def memcpy(src, dst, length, *, count=None, src_gap=0, dst_gap=0, seq=None, irq=
 class Chain:
     """A chain of descriptors for one channel, placed in host memory (000 section 2.5).
 
-    Descriptors are placed one after the other from ``base`` (32 bytes, 64 with the extension),
-    or at the ``addresses`` given to :meth:`image`, and linked by pointers
-    (:func:`peach2.dma.descriptor.pointer`); the last has ``end`` set.
+    Descriptors are placed one after the other from ``base`` (32 bytes, 64 with the extension,
+    which is 64-byte aligned: a 32-byte hole goes before one that would not be), or at the
+    ``addresses`` given to :meth:`place`, and linked by pointers
+    (:func:`peach2.dma.descriptor.pointer`); the last has ``end`` set.  Each descriptor
+    announces (``control.adj``, up to 255) the descriptors of its size that follow it
+    immediately in memory, so the engine fetches them in blocks; :meth:`image` with
+    ``adjacent=False`` leaves ``adj`` 0 (one fetch per descriptor).
 
     Parameters
     ----------
@@ -168,8 +173,12 @@ class Chain:
 
     @property
     def size(self):
-        """Bytes of host memory the chain takes when placed from ``base``."""
-        return sum(t.size for t in self.transfers)
+        """Bytes of host memory the chain takes when placed from ``base`` (the 64-byte
+        descriptors' alignment holes included)."""
+        at = self.base
+        for t in self.transfers:
+            at += at % t.size + t.size
+        return at - self.base
 
     @property
     def bytes(self):
@@ -184,15 +193,17 @@ class Chain:
         if addresses is None:
             addresses, at = [], self.base
             for t in self.transfers:
+                at += at % t.size           # 64-byte descriptors are 64-byte aligned
                 addresses.append(at)
                 at += t.size
         addresses = list(addresses)
         if len(addresses) != len(self.transfers):
             raise ValueError(f"{len(addresses)} addresses for {len(self.transfers)} descriptors")
         spans = sorted((a, a + t.size) for a, t in zip(addresses, self.transfers))
-        for a, _ in spans:
-            if a % 32:
-                raise ValueError(f"descriptors are 32-byte aligned; {a:#x} is not")
+        for a, t in zip(addresses, self.transfers):
+            if a % t.size:
+                raise ValueError(f"{t.size}-byte descriptors are {t.size}-byte aligned; "
+                                 f"{a:#x} is not")
         for (_, end), (a, _) in zip(spans, spans[1:]):
             if a < end:
                 raise ValueError(f"descriptors overlap at {a:#x}")
@@ -208,24 +219,40 @@ class Chain:
 
     @property
     def head(self):
-        """Pointer to the first descriptor (for ``CH_HEAD``)."""
+        """Pointer to the first descriptor for ``CH_HEAD``, announcing in bits [4:1] the
+        descriptors that follow it (up to 15), so the first fetch reads them with it."""
         if not self.transfers:
             raise ValueError("the chain is empty")
-        return descriptor.pointer(self.addresses[0], self.transfers[0].ext)
+        return self.pointer(0) | min(15, self.adjacency()[0]) << 1
 
     def pointer(self, i):
         """Return the pointer to descriptor ``i``."""
         return descriptor.pointer(self.addresses[i], self.transfers[i].ext)
 
-    def image(self):
-        """Return ``[(address, bytes)]`` of every descriptor, linked, the last with ``end``."""
+    def adjacency(self):
+        """Return each descriptor's ``adj``: how many descriptors of its size follow it
+        immediately in memory, up to the chain's end (at most 255)."""
+        n = len(self.transfers)
+        adj = [0] * n
+        for i in reversed(range(n - 1)):
+            a, t = self.addresses[i], self.transfers[i]
+            nxt = self.transfers[i + 1]
+            if self.addresses[i + 1] == a + t.size and nxt.size == t.size:
+                adj[i] = min(255, adj[i + 1] + 1)
+        return adj
+
+    def image(self, adjacent=True):
+        """Return ``[(address, bytes)]`` of every descriptor, linked, the last with ``end``;
+        with ``adjacent``, each announcing the run that follows it (:meth:`adjacency`)."""
         if not self.transfers:
             raise ValueError("the chain is empty")
         out = []
         n = len(self.transfers)
+        adj = self.adjacency() if adjacent else [0] * n
         for i, (a, t) in enumerate(zip(self.addresses, self.transfers)):
             last = i == n - 1
-            out.append((a, t.pack(next=0 if last else self.pointer(i + 1), end=last)))
+            out.append((a, t.pack(next=0 if last else self.pointer(i + 1), end=last,
+                                  adj=adj[i])))
         return out
 
 

@@ -85,11 +85,13 @@ def _fields(d):
     return d.fields()
 
 
-def check_descriptor(d, ext_pointer=None, *, register_mode=False):
+def check_descriptor(d, ext_pointer=None, *, register_mode=False, follows=None):
     """Return why descriptor ``d`` (field dict) is malformed, or None (``docs/dma.md``, Checks).
 
     ``ext_pointer`` is bit 0 of the pointer it was fetched through (None in register mode,
-    where there is no pointer and ``next`` is ignored).
+    where there is no pointer and ``next`` is ignored).  ``follows`` is the pointer to the
+    descriptor right after it in memory when it lies in an announced adjacent run (or announces
+    one with ``adj``): its ``next`` must then be that pointer.
     """
     if d["magic"] != descriptor.MAGIC:
         return f"magic {d['magic']:#04x}, not {descriptor.MAGIC:#04x}"
@@ -104,8 +106,14 @@ def check_descriptor(d, ext_pointer=None, *, register_mode=False):
             return "count 0"
     if ext_pointer is not None and bool(d["ext"]) != bool(ext_pointer):
         return f"ext {d['ext']} disagrees with the pointer's bit 0 ({int(ext_pointer)})"
-    if not register_mode and not d["end"] and d["next"] & 0x1E:
-        return f"next {d['next']:#x} has bits [4:1] set"
+    if not register_mode and not d["end"]:
+        if d["next"] & 0x1E:
+            return f"next {d['next']:#x} has bits [4:1] set"
+        if d["next"] & 0x21 == 0x21:
+            return f"next {d['next']:#x} points to a 64-byte descriptor not 64-byte aligned"
+        if follows is not None and d["next"] != follows:
+            return (f"next {d['next']:#x} is not the following descriptor {follows:#x} of "
+                    f"its adjacent run")
     if d["seq"]:
         if not d["ext"]:
             return "seq without ext"
@@ -119,17 +127,28 @@ def walk_chain(head, read_desc, *, limit=1 << 16):
 
     ``read_desc(address, n)`` returns ``n`` bytes of host memory.  Raises
     :class:`MalformedDescriptor` at the first descriptor that fails its checks, with the
-    descriptors before it in ``exc.good``.
+    descriptors before it in ``exc.good``.  Adjacent runs are followed as the engine does
+    (``docs/dma.md``, "Descriptors are fetched in blocks"): the descriptors known to follow one
+    are the most of those known to follow the one before, less one, and its own ``adj``
+    (``head`` bits [4:1] for the head); inside them ``next`` must be the following one.
     """
     out = []
     ptr = head
+    known = ((head >> 1) & 0xF) + 1    # CH_HEAD bits [4:1]: announced after the head
     while True:
         addr, ext = ptr & ~0x1F & _U64, ptr & 1
+        if ext and addr & 0x20:
+            exc = MalformedDescriptor(addr, "64-byte descriptor not 64-byte aligned")
+            exc.good = out
+            raise exc
         # The engine fetches exactly what the pointer says: an extension it did not read
         # is zero (unpack pads).
-        d = descriptor.unpack(read_desc(addr, descriptor.EXT_BYTES if ext
-                                        else descriptor.BASE_BYTES))
-        reason = check_descriptor(d, ext)
+        size = descriptor.EXT_BYTES if ext else descriptor.BASE_BYTES
+        d = descriptor.unpack(read_desc(addr, size))
+        # Known to follow it: what was known beyond the one before, or its own adj if more.
+        known = max(known - 1, 0, d["adj"])
+        follows = ((addr + size) & _U64) | ext if known else None
+        reason = check_descriptor(d, ext, follows=follows)
         if reason is not None:
             exc = MalformedDescriptor(addr, reason)
             exc.good = out

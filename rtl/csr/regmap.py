@@ -139,7 +139,7 @@ DMA_SLOT_MEMBERS = (
     ("DST_LO", 0x08, "`dst` [31:0]"),
     ("DST_HI", 0x0C, "`dst` [63:32]"),
     ("LENGTH", 0x10, "`length`"),
-    ("CONTROL", 0x14, "`control` (`end` and `next` are ignored)"),
+    ("CONTROL", 0x14, "`control` (`end`, `adj` and `next` are ignored)"),
     ("COUNT", 0x20, "`count` (used with `control.ext`)"),
     ("SRC_GAP", 0x24, "`src_gap`"),
     ("DST_GAP", 0x28, "`dst_gap`"),

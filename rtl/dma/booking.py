@@ -14,6 +14,7 @@ from amaranth.lib.wiring import In, Out
 from ..tlp.layouts import TLPHeader
 from ..tlp.stream import TLPStream
 from .common import ceil_log2, mem_header, tag_info_layout
+from .descring import SLOT_BITS
 from .writer import release_layout
 
 __all__ = ["Booking", "RoomSignature", "issue_layout"]
@@ -21,10 +22,12 @@ __all__ = ["Booking", "RoomSignature", "issue_layout"]
 
 def issue_layout(row_bits):
     """A read the planner decided (registered there), booked by :class:`Booking` in the cycle
-    it is presented: its PCIe address and size, whether it fetches a descriptor, its channel,
-    its buffer rows and its completion credits (headers, 16-byte data credits)."""
+    it is presented: its PCIe address and size, whether it fetches descriptors, its channel,
+    its buffer rows, its completion credits (headers, 16-byte data credits) and, for a fetch,
+    ``Cat(first ring slot, 64-byte descriptors)`` (the tag's ``base`` then)."""
     return data.StructLayout({"en": 1, "raddr": 64, "nbytes": 10, "fetch": 1, "chan": 2,
-                              "rows": row_bits + 1, "hdr": 5, "dat": 7})
+                              "rows": row_bits + 1, "hdr": 5, "dat": 7,
+                              "slot": SLOT_BITS + 1})
 
 
 class RoomSignature(wiring.Signature):
@@ -171,7 +174,7 @@ class Booking(wiring.Component):
             rd_hdr.eq(mem_header(iss.raddr, iss.nbytes, tag_now, self.requester_id,
                                  write=False)),
             ti_w.en.eq(iss.en), ti_w.addr.eq(issue_seq[:TB]),
-            ti_w.data.base.eq(tail_row), ti_w.data.src_lo.eq(iss.raddr[:2]),
+            ti_w.data.base.eq(Mux(iss.fetch, iss.slot, tail_row)), ti_w.data.src_lo.eq(iss.raddr[:2]),
             ti_w.data.nbytes.eq(iss.nbytes), ti_w.data.chan.eq(iss.chan),
             ti_w.data.fetch.eq(iss.fetch),
         ]

@@ -13,6 +13,7 @@ from amaranth.hdl import Array, Cat, Mux, Signal
 
 from ..params import N_DMA_CHANNELS, N_DMA_SLOTS, DmaError
 from .common import CH_CTRL, CH_STATUS, Chan, bits, field
+from .fetch import fetch_start
 from .descriptor import Descriptor
 
 __all__ = ["channel_registers", "control", "reports"]
@@ -21,7 +22,7 @@ __all__ = ["channel_registers", "control", "reports"]
 def channel_registers(nxt, nxt_valid):
     """Return the per-channel registers (``Array`` of one ``Signal`` per channel, by name).
 
-    ``nxt``, ``nxt_valid``: the receiver's prefetch buffers (read here, written there).
+    ``nxt``, ``nxt_valid``: the descriptor rings' staging registers (read here, written there).
     """
     NC = N_DMA_CHANNELS
 
@@ -50,9 +51,14 @@ def channel_registers(nxt, nxt_valid):
         blnz=per_chan("blnz", 1),           # bleft != 0 (kept with it: no wide OR in CALC)
         nxt=Array([nxt[c] for c in range(NC)]),
         nxt_valid=Array([nxt_valid[c] for c in range(NC)]),
-        nxt_clear=Signal(NC),   # the prefetch buffer restarts (the receiver's set wins)
-        nxt_ptr=per_chan("nxt_ptr", 64),    # pointer the prefetch buffer was (is) fetched from
-        fetched=per_chan("fetched", 1),     # the next descriptor's fetch was issued
+        nxt_clear=Signal(NC),   # the staged descriptor was loaded
+        # Fetching: the registers of peach2.dma.fetch (fetch_registers), added by the planner.
+        # Loading: the pointer of the next descriptor to load (the staged one), and how many
+        # descriptors are known to follow the last one loaded (``ahead_gt1``: 2 or more, so
+        # some are known to follow the next one).
+        lptr=per_chan("lptr", 64),
+        ahead=per_chan("ahead", 8),
+        ahead_gt1=per_chan("ahead_gt1", 1),
         regmode=per_chan("regmode", 1),
         slot=per_chan("slot", 3),
         nslots=per_chan("nslots", 3),
@@ -125,8 +131,10 @@ def control(m, pl, ch):
         start, rstart = field(ctrl, "start", CH_CTRL), field(ctrl, "reg_start", CH_CTRL)
         n = field(ctrl, "slots", CH_CTRL)
         accept = stb & (start | rstart) & ~busy
+        lo = pl.ch_head_lo[c]
         ch.abort_set.append(stb & field(ctrl, "abort", CH_CTRL) & busy
-                            | accept & ~start & ((n == 0) | (n > N_DMA_SLOTS)))
+                            | accept & ~start & ((n == 0) | (n > N_DMA_SLOTS))
+                            | accept & start & lo[0] & lo[5])
         ch.abort_clear.append(accept)
     for c in range(NC):
         with m.If(pl.ch_ctrl_stb[c]):
@@ -143,12 +151,19 @@ def control(m, pl, ch):
                     ch.ignored[c].eq(0), ch_err[c].eq(0),
                     ch.unroutable[c].eq(0), ch.desc_done[c].eq(0), ch.nbytes[c].eq(0),
                     ch.regmode[c].eq(~start), ch.slot[c].eq(0), ch.nslots[c].eq(n),
-                    ch.nxt_ptr[c].eq(head), cur_addr[c].eq(head & ~0x1f),
-                    ch.fetched[c].eq(0),
+                    cur_addr[c].eq(head & ~0x1f),
+                    ch.lptr[c].eq(head & ~0x1e),
+                    # As if the one before the head had announced CH_HEAD[4:1] + 1.
+                    ch.ahead[c].eq(head[1:5] + 1), ch.ahead_gt1[c].eq(head[1:5] != 0),
                 ]
-                m.d.comb += ch.nxt_clear[c].eq(1)
-                with m.If(start):
-                    m.d.sync += st[c].eq(Chan.HEAD)
+                # The head and the descriptors CH_HEAD[4:1] announces after it.
+                fetch_start(m, ch, c, head, start)
+                with m.If(start & head[0] & head[5]):
+                    # A 64-byte head descriptor that is not 64-byte aligned.
+                    m.d.sync += [st[c].eq(Chan.DRAIN), ch_err[c].eq(DmaError.DESC_MALFORMED),
+                                 fault_addr[c].eq(head & ~0x1f)]
+                with m.Elif(start):
+                    m.d.sync += st[c].eq(Chan.WAIT)
                 with m.Elif((n == 0) | (n > N_DMA_SLOTS)):
                     m.d.sync += [st[c].eq(Chan.DRAIN), ch_err[c].eq(DmaError.DESC_MALFORMED),
                                  cur_addr[c].eq(0), fault_addr[c].eq(0)]

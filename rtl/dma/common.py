@@ -11,10 +11,11 @@ from amaranth.lib import data, enum
 
 from ..signatures import CH_CTRL_FIELDS, CH_STATUS_FIELDS, DMA_CONFIG_FIELDS
 from ..tlp.layouts import Type
+from .descring import SLOT_BITS
 from .descriptor import CONTROL_BITS
 
 __all__ = ["Chan", "Kind", "Act", "Item", "bits", "field", "end_mask", "mem_header", "select",
-           "ceil_log2", "tag_info_layout", "entry_layout", "CH_CTRL", "DMA_CONFIG", "CH_STATUS"]
+           "ceil_log2", "base_bits", "tag_info_layout", "entry_layout", "CH_CTRL", "DMA_CONFIG", "CH_STATUS"]
 
 
 def _positions(rows):
@@ -44,8 +45,7 @@ def field(value, name, table):
 class Chan(enum.Enum, shape=3):
     """A channel's state (the state machine is drawn in ``docs/dma.md``)."""
     IDLE  = 0   # not running
-    HEAD  = 1   # fetch the head descriptor
-    WAIT  = 2   # wait for the prefetched (or register-mode) descriptor, then load it
+    WAIT  = 2   # fetch descriptors announced, wait for the next (or register-mode) one, load it
     RUN   = 3   # issue reads of the current descriptor, then its mark
     DRAIN = 4   # chain over (end or fault): wait until nothing of it is in flight
 
@@ -61,9 +61,8 @@ class Kind(enum.Enum, shape=2):
 class Act(enum.Enum, shape=3):
     """What the planner's ACT does for the channel CALC looked at."""
     NONE  = 0   # nothing (IDLE or DRAIN)
-    HEAD  = 1   # fetch the head descriptor
     LOAD  = 2   # load the next descriptor (WAIT)
-    PF    = 3   # prefetch the next descriptor (RUN)
+    PF    = 3   # fetch announced descriptors into the ring (WAIT, RUN)
     DATA  = 4   # issue the next read of the current burst (RUN)
     MARK  = 5   # close the descriptor (RUN)
 
@@ -80,9 +79,14 @@ def ceil_log2(n):
     return max(1, (n - 1).bit_length())
 
 
+def base_bits(row_bits):
+    """Bits of a tag's ``base``: a buffer row, or a fetch's ``Cat(ring slot, 64-byte)``."""
+    return max(row_bits, SLOT_BITS + 1)
+
+
 def tag_info_layout(row_bits):
     """Per tag, the static facts the bookkeeping writes at issue and the receiver reads."""
-    return data.StructLayout({"base": row_bits, "src_lo": 2, "nbytes": 10, "fetch": 1,
+    return data.StructLayout({"base": base_bits(row_bits), "src_lo": 2, "nbytes": 10, "fetch": 1,
                               "chan": 2})
 
 

@@ -17,7 +17,21 @@ A pointer to a descriptor (``CH_HEAD`` and the ``next`` field) is its 32-byte al
 with bit 0 set when the descriptor it points to is 64 bytes (``ext``).  The engine fetches
 exactly 32 or 64 bytes; a descriptor whose ``ext`` bit disagrees with the pointer's bit 0 is
 malformed.  Bits [4:1] of ``next`` must be 0 (the descriptor is malformed otherwise); in
-``CH_HEAD`` they are ignored.
+``CH_HEAD`` they announce up to 15 descriptors right after the head (see below).  A 64-byte descriptor is 64-byte aligned (so that no fetch of it
+crosses a read-request or 4 KiB boundary): a pointer with bit 0 and bit 5 set is malformed.
+
+Adjacent runs (block fetch)
+---------------------------
+``control.adj`` says how many descriptors of the chain follow this one immediately in memory,
+each the same size as it and each ``next`` pointing to the one after it (as Xilinx XDMA's
+``Nxt_adj``, but counting from this descriptor; ``CH_HEAD`` bits [4:1] do the same for the
+head, up to 15).  When the engine loads a descriptor, the descriptors known to follow it are the
+most of those known to follow the one before it, less one, and its ``adj``; those not fetched yet
+are fetched in blocks of up to ``min(MRRS, 512)`` bytes (ending on such a boundary) into the
+channel's descriptor ring, without waiting for each to be loaded.  ``adj = 0`` is a scattered chain: ``next`` is followed, one
+fetch (one host round trip) per descriptor.  A descriptor inside a run, or with ``adj > 0``, and
+without ``end``, must have ``next`` pointing to the descriptor right after it (malformed
+otherwise), so a wrong count is caught, not followed.  ``end`` inside a run ends the chain.
 """
 
 import struct
@@ -63,10 +77,13 @@ CONTROL_BITS = (
     ("irq",   9, 1, "raise the channel's MSI (CH_CFG.msi_vector) when this descriptor is done"),
     ("seq",  10, 1, "after the data, write `seq_value` (4 bytes) to `seq_addr`; needs `ext`"),
     ("end",  11, 1, "last descriptor of the chain"),
+    ("adj",  12, 8, "descriptors that follow this one immediately in memory, each of its size "
+                    "and each `next` pointing to the one after it (0 .. 255; see \"Adjacent "
+                    "runs\"); ignored in register mode"),
 )
 
 #: Control bits that must be 0.
-CONTROL_RESERVED = 0xFFFFF000
+CONTROL_RESERVED = 0xFFF00000
 
 #: The 64-byte descriptor as the gateware holds it (base and extension, little-endian bit order:
 #: byte k of the descriptor is bits [8k+7:8k]).
@@ -90,11 +107,12 @@ def _control(**flags):
 
 
 def pack(*, src, dst, length, next=0, count=None, src_gap=0, dst_gap=0, seq_value=None,
-         seq_addr=None, irq=False, end=False, ext=None, control=None):
+         seq_addr=None, irq=False, end=False, ext=None, adj=0, control=None):
     """Return the bytes of one descriptor (32, or 64 with an extension).
 
     The extension is added when ``ext`` is true, or when ``count``, a gap or a completion write
-    (``seq_addr``) is given.  ``next`` is a pointer (see :func:`pointer`).  ``control`` overrides
+    (``seq_addr``) is given.  ``next`` is a pointer (see :func:`pointer`); ``adj`` the number of
+descriptors that follow this one immediately in memory (``control.adj``).  ``control`` overrides
     the control word (tests build malformed descriptors with it).
     """
     seq = seq_addr is not None
@@ -103,7 +121,7 @@ def pack(*, src, dst, length, next=0, count=None, src_gap=0, dst_gap=0, seq_valu
     if (count is not None or src_gap or dst_gap or seq) and not ext:
         raise ValueError("count, gaps and the completion write need ext=True")
     if control is None:
-        control = _control(ext=ext, irq=irq, seq=seq, end=end)
+        control = _control(ext=ext, irq=irq, seq=seq, end=end, adj=adj)
     values = {"src": src, "dst": dst, "length": length, "control": control, "next": next,
               "count": 1 if count is None else count, "src_gap": src_gap, "dst_gap": dst_gap,
               "seq_value": seq_value or 0, "seq_addr": seq_addr or 0, "reserved": 0}
@@ -127,9 +145,11 @@ def unpack(raw):
 
 
 def pointer(address, ext=False):
-    """Return the pointer to a descriptor at ``address`` (32-byte aligned) of the given size."""
-    if address % 32:
-        raise ValueError(f"descriptors are 32-byte aligned; {address:#x} is not")
+    """Return the pointer to a descriptor at ``address`` (32-byte aligned, 64-byte aligned when
+    ``ext``) of the given size."""
+    if address % (EXT_BYTES if ext else BASE_BYTES):
+        raise ValueError(f"{EXT_BYTES if ext else BASE_BYTES}-byte descriptors are "
+                         f"{EXT_BYTES if ext else BASE_BYTES}-byte aligned; {address:#x} is not")
     return address | int(bool(ext))
 
 
@@ -143,5 +163,5 @@ def to_markdown():
     for name, lsb, width, doc in CONTROL_BITS:
         bits = f"[{lsb + width - 1}:{lsb}]" if width > 1 else f"[{lsb}]"
         lines.append(f"| {bits} | `{name}` | {doc} |")
-    lines.append("| [31:12] | reserved | must be 0 |")
+    lines.append("| [31:20] | reserved | must be 0 |")
     return "\n".join(lines) + "\n"

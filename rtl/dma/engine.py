@@ -26,7 +26,9 @@ One engine shared by the four channels, of four blocks joined here::
 :class:`~peach2.dma.booking.Booking`
     Tags, buffer rows and completion credits; the read requests out.
 :class:`~peach2.dma.receiver.Receiver`
-    Completions checked and written into the buffer (or a channel's prefetch buffer).
+    Completions checked and written into the buffer (or a channel's descriptor ring).
+:class:`~peach2.dma.descring.DescRing`
+    The channels' descriptor rings (descriptors fetched in blocks) and staging registers.
 :class:`~peach2.dma.writer.Writer`
     The queue in order into memory writes, completion writes and the channels' counters.
 """
@@ -43,6 +45,7 @@ from ..signatures import DmaControlSignature
 from ..tlp.stream import TLPStream
 from .booking import Booking
 from .common import DMA_CONFIG, ceil_log2, entry_layout, field
+from .descring import DescRing
 from .planner import Planner
 from .receiver import Receiver
 from .writer import Writer
@@ -229,5 +232,8 @@ class DMA(wiring.Component):
         ]
         wiring.connect(m, wr.o_wr, wiring.flipped(self.o_wr))
         wiring.connect(m, wr.report, pl.report)
-        wiring.connect(m, rx.prefetch, pl.prefetch)
+        # -- descriptor rings ---------------------------------------------------------------
+        m.submodules.rings = rings = DescRing()
+        m.d.comb += [rings.i_w.eq(rx.o_ring), rings.i_done.eq(rx.o_ring_done)]
+        wiring.connect(m, rings.ring, pl.ring)
         return m

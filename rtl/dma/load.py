@@ -7,18 +7,25 @@ in ACT (or reports it malformed, in queue order).
 
 from types import SimpleNamespace
 
-from amaranth.hdl import Cat, Const, Mux, Signal
+from amaranth.hdl import Array, Cat, Const, Mux, Signal
 
 from ..params import N_DMA_CHANNELS, N_DMA_SLOTS, DmaError
 from .common import Kind, bits, select
 from .descriptor import CONTROL_RESERVED, MAGIC, Descriptor
+from .fetch import fetch_changed
 
-__all__ = ["load_checks", "load", "clear_prefetch"]
+__all__ = ["load_checks", "load", "follow_chain", "consume", "follow"]
 
 
-def _malformed(d, regm, ptr=None):
+def follow(ptr):
+    """The pointer to the descriptor right after the one ``ptr`` points to (same size)."""
+    return Cat(ptr[0], Const(0, 4), ptr[5:] + 1 + ptr[0])[:64]
+
+
+def _malformed(d, regm, ptr=None, follows=None, known=None):
     """Whether descriptor ``d`` is malformed (from a register-mode slot, or fetched from
-    ``ptr``, whose bit 0 says it is the extended format)."""
+    ``ptr``, whose bit 0 says it is the extended format, with ``known``: descriptors are known
+    to follow it from the ones before; ``follows``: its next is the one right after it)."""
     ctl = d.control
     ext = bits(ctl, "ext")
     checks = [
@@ -30,7 +37,13 @@ def _malformed(d, regm, ptr=None):
         bits(ctl, "seq") & (~ext | d.seq_addr[:2].any()),
     ]
     if not regm:
-        checks += [ext != ptr[0], ~bits(ctl, "end") & d.next[1:5].any()]
+        # Not the last: ``next`` has bits [4:1] clear, a 64-byte descriptor's is 64-byte
+        # aligned, and in (or announcing) an adjacent run it points to the following one.
+        # (``follows`` is whether next is the following one, a cycle old: see load_checks.)
+        announced = known | bits(ctl, "adj").any()
+        checks += [ext != ptr[0],
+                   ~bits(ctl, "end") & (d.next[1:5].any() | (d.next[0] & d.next[5])
+                                        | (announced & ~follows))]
     out = Const(0, 1)
     for c in checks:
         out = out | c
@@ -47,11 +60,11 @@ def load_checks(m, slots, ch, sel):
     whether they were taken from a complete descriptor: ``ld`` (``desc``, ``bad``, ``ok``,
     ``big``, registered) and this cycle's ``ok_now``, ``bad_now``.
 
-    The checks are worked out a cycle ahead, for every register-mode slot (``slots``) and every
-    channel's prefetch buffer, so CALC only picks one.  A prefetch buffer counts as complete
-    once it has been valid for a cycle (its checks then describe its final contents); a slot
-    is checked a cycle after the register write that changed it, and the host's start write
-    comes later than that.
+    The checks are worked out ahead, for every register-mode slot (``slots``) and every
+    channel's staging register, so CALC only picks one.  A staging register counts as
+    complete once it has been valid for two cycles (its checks, some made in two steps, then
+    describe its contents); a slot is checked a cycle after the register write that changed
+    it, and the host's start write comes later than that.
 
     A channel can be picked in its MARK action, while still in RUN, and reach CALC in WAIT
     with its prefetch still arriving: the buffer then holds part of the old descriptor, and
@@ -59,35 +72,72 @@ def load_checks(m, slots, ch, sel):
     picked again otherwise).  Once valid, neither the buffer nor the slot number change until
     that channel's next action."""
     n_slots = N_DMA_CHANNELS * N_DMA_SLOTS
-    nxt, nxt_valid, nxt_ptr = ch.nxt, ch.nxt_valid, ch.nxt_ptr
+    nxt, nxt_valid, lptr = ch.nxt, ch.nxt_valid, ch.lptr
     slot_bad = Signal(n_slots, name="slot_bad")
     nxt_bad = Signal(N_DMA_CHANNELS, name="nxt_bad")
     nxt_seen = Signal(N_DMA_CHANNELS, name="nxt_seen")    # nxt_valid a cycle ago
+    nxt_seen2 = Signal(N_DMA_CHANNELS, name="nxt_seen2")  # and two cycles ago
     slot_big = Signal(n_slots, name="slot_big")
     nxt_big = Signal(N_DMA_CHANNELS, name="nxt_big")
     for i in range(n_slots):
         m.d.sync += [slot_bad[i].eq(_malformed(slots[i], regm=True)),
                      slot_big[i].eq(_big(slots[i]))]
+    # Per channel, a cycle ahead: the pointer right after the staged descriptor, and what is
+    # known to follow it: ``b`` from the ones before, or its adj if more (then ``grow`` more
+    # to fetch).  Its lptr and ahead change only in its loads, four cycles or more apart.
+    lfollow = [Signal(64, name=f"ch{c}_lfollow") for c in range(N_DMA_CHANNELS)]
+    b = [Signal(8, name=f"ch{c}_known_b") for c in range(N_DMA_CHANNELS)]
+    b_nz = [Signal(name=f"ch{c}_known_b_nz") for c in range(N_DMA_CHANNELS)]
+    b_gt1 = [Signal(name=f"ch{c}_known_b_gt1") for c in range(N_DMA_CHANNELS)]
+    adj_gt1 = [Signal(name=f"ch{c}_adj_gt1") for c in range(N_DMA_CHANNELS)]
+    grow = Array([Signal(8, name=f"ch{c}_grow") for c in range(N_DMA_CHANNELS)])
+    adj_gt = Array([Signal(name=f"ch{c}_adj_gt") for c in range(N_DMA_CHANNELS)])
+    next_eq = [Signal(name=f"ch{c}_next_eq") for c in range(N_DMA_CHANNELS)]
     for c in range(N_DMA_CHANNELS):
-        m.d.sync += [nxt_bad[c].eq(_malformed(nxt[c], regm=False, ptr=nxt_ptr[c])),
-                     nxt_big[c].eq(_big(nxt[c])), nxt_seen[c].eq(nxt_valid[c])]
+        ahead, adj = ch.ahead[c], bits(nxt[c].control, "adj")
+        m.d.sync += [lfollow[c].eq(follow(lptr[c])),
+                     b[c].eq(Mux(ahead == 0, 0, ahead - 1)), b_nz[c].eq(ahead[1:].any()),
+                     b_gt1[c].eq(ahead > 2), adj_gt1[c].eq(adj[1:].any()),
+                     grow[c].eq(adj - b[c]), adj_gt[c].eq(adj > b[c]),
+                     next_eq[c].eq(nxt[c].next == lfollow[c])]
+    for c in range(N_DMA_CHANNELS):
+        m.d.sync += [nxt_bad[c].eq(_malformed(nxt[c], regm=False, ptr=lptr[c],
+                                              follows=next_eq[c], known=ch.ahead_gt1[c])),
+                     nxt_big[c].eq(_big(nxt[c])), nxt_seen[c].eq(nxt_valid[c]),
+                     nxt_seen2[c].eq(nxt_valid[c] & nxt_seen[c])]
 
     regm = ch.regmode[sel]
     idx = Cat(ch.slot[sel][:2], sel)           # 4 * c + s
     ld = SimpleNamespace(desc=Signal(Descriptor, name="ld_desc"), bad=Signal(name="ld_bad"),
-                         ok=Signal(name="ld_ok"), big=Signal(name="ld_big"))
+                         ok=Signal(name="ld_ok"), big=Signal(name="ld_big"),
+                         follow=Signal(64, name="ld_follow"), b=Signal(8, name="ld_b"),
+                         grow=Signal(8, name="ld_grow"), adj_gt1=Signal(name="ld_adj_gt1"),
+                         b_gt1=Signal(name="ld_b_gt1"),
+                         **{f"case_{n}": Signal(name=f"ld_case_{n}")
+                            for n in ("end", "grow", "inside", "new")})
     ld.bad_now = Mux(regm, select(slot_bad, idx), select(nxt_bad, sel))
-    ld.ok_now = regm | (nxt_valid[sel] & select(nxt_seen, sel))
+    ld.ok_now = regm | (nxt_valid[sel] & select(nxt_seen2, sel))
+    # Which case the load is (see _follow_chain), from the staged descriptor's end bit and
+    # the per-channel compares.
+    c_end = bits(select([nxt[c].control for c in range(N_DMA_CHANNELS)], sel), "end")
+    c_gt, c_bnz = adj_gt[sel], select(b_nz, sel)
+    good = ~regm & ld.ok_now & ~ld.bad_now
+    m.d.sync += [ld.case_end.eq(good & c_end), ld.case_grow.eq(good & ~c_end & c_gt),
+                 ld.case_inside.eq(good & ~c_end & ~c_gt & c_bnz),
+                 ld.case_new.eq(good & ~c_end & ~c_gt & ~c_bnz),
+                 ld.adj_gt1.eq(select(adj_gt1, sel)), ld.b_gt1.eq(select(b_gt1, sel))]
     m.d.sync += [
         ld.big.eq(Mux(regm, select(slot_big, idx), select(nxt_big, sel))),
         ld.desc.eq(Mux(regm, slots[idx], nxt[sel])),
         ld.bad.eq(ld.bad_now), ld.ok.eq(ld.ok_now),
+        ld.follow.eq(select(lfollow, sel)), ld.b.eq(select(b, sel)),
+        ld.grow.eq(grow[sel]),
     ]
     return ld
 
 
-def clear_prefetch(m, ch, sel):
-    """Restart channel ``sel``'s prefetch buffer (``nxt_valid`` falls next cycle)."""
+def consume(m, ch, sel):
+    """Channel ``sel``'s staged descriptor was loaded (``nxt_valid`` falls next cycle)."""
     for c in range(N_DMA_CHANNELS):
         with m.If(sel == c):
             m.d.comb += ch.nxt_clear[c].eq(1)
@@ -99,7 +149,7 @@ def load(m, ch, sel, ld, push, room):
     regm = ch.regmode[sel]
     d = ld.desc
     ext = bits(d.control, "ext")
-    ptr = ch.nxt_ptr[sel]
+    ptr = ch.lptr[sel]
     with m.If(~ld.ok):      # CALC saw the prefetch buffer still arriving: next time
         pass
     with m.Elif(ld.bad):
@@ -121,6 +171,33 @@ def load(m, ch, sel, ld, push, room):
             ch.bbig[sel].eq(ld.big), ch.lbig[sel].eq(ld.big),
             ch.bleft[sel].eq(Mux(ext, d.count, 1)),
             ch.blnz[sel].eq(1),            # a count of 0 is malformed
-            ch.fetched[sel].eq(0),
         ]
-        clear_prefetch(m, ch, sel)
+        consume(m, ch, sel)
+    follow_chain(m, ch, sel, ld)
+
+
+def follow_chain(m, ch, sel, ld):
+    """After a load: where the next descriptor is and what to fetch (``docs/dma.md``,
+    "Descriptors are fetched in blocks").  The descriptors known to follow the one loaded are
+    the most of ``b`` (known from the ones before) and its ``adj``; the ones its ``adj`` adds
+    are fetched from where fetching stands (right after the last known one).  With none known,
+    ``next`` is fetched alone.  What it means for fetching is applied a cycle later
+    (:func:`~peach2.dma.fetch.fetch_plan`); which case it is, CALC decided (``ld.case_*``, none
+    for a load it does not do: incomplete, malformed, register mode)."""
+    d = ld.desc
+    adj = bits(d.control, "adj")
+    with m.If(ld.case_grow):
+        m.d.sync += [ch.lptr[sel].eq(ld.follow), ch.ahead[sel].eq(adj),
+                     ch.ahead_gt1[sel].eq(ld.adj_gt1)]
+    with m.If(ld.case_inside):
+        m.d.sync += [ch.lptr[sel].eq(ld.follow), ch.ahead[sel].eq(ld.b),
+                     ch.ahead_gt1[sel].eq(ld.b_gt1)]
+    with m.If(ld.case_new):
+        m.d.sync += [ch.lptr[sel].eq(d.next), ch.ahead[sel].eq(0), ch.ahead_gt1[sel].eq(0)]
+    m.d.sync += [ch.fgrow[sel].eq(ld.grow), ch.fnew[sel].eq(d.next)]
+    for c in range(N_DMA_CHANNELS):
+        with m.If(sel == c):
+            m.d.sync += [ch.fgrow_en[c].eq(ld.case_grow), ch.fnew_en[c].eq(ld.case_new),
+                         ch.fstop_en[c].eq(ld.case_end)]
+            with m.If(ld.case_end | ld.case_grow | ld.case_new):
+                fetch_changed(m, ch, c)

@@ -17,8 +17,9 @@ from ..util import not_below
 from .booking import RoomSignature, issue_layout
 from .channels import channel_registers, control, reports
 from .common import Act, Chan, Kind, bits, ceil_log2, entry_layout, select
-from .load import clear_prefetch, load, load_checks
-from .receiver import PrefetchSignature
+from .descring import RingSignature
+from .fetch import fetch_act, fetch_plan, fetch_registers
+from .load import load, load_checks
 from .writer import ReportSignature
 
 __all__ = ["Planner"]
@@ -39,9 +40,10 @@ def cpl_credits(raddr, nbytes_m1):
     return hdrs[:5], dats[:7]
 
 
-def fetch_credits(ptr):
-    """A descriptor fetch reads 32 or 64 aligned bytes: one completion, 2 or 4 data credits."""
-    return Const(1, 5), Mux(ptr[0], 4, 2)
+#: A descriptor fetch's completion credits, counted at the worst for the largest fetch (512
+#: bytes from a 32-byte aligned address, not crossing a 512-byte boundary): 8 completions, 32
+#: data credits.
+FETCH_CREDITS = (8, 32)
 
 
 def rows_for(lo, nb_m1):
@@ -91,8 +93,8 @@ class Planner(wiring.Component):
     queue_level : In(range(2 * n_tags + 1))
     report : In(ReportSignature)
         The writer's reports (:class:`~peach2.dma.writer.Writer`).
-    prefetch : In(PrefetchSignature)
-        The receiver's prefetch buffers, and their restart.
+    ring : In(RingSignature)
+        The descriptor rings' staging registers (:class:`~peach2.dma.descring.DescRing`).
     abort, unroutable : Out(4)
         Per channel: stopped by a fault; a write of it found no route.
     ch_head_lo, ch_head_hi, ch_ctrl_stb, ch_ctrl_data, slots, ch_status, ch_desc_done,
@@ -114,7 +116,7 @@ class Planner(wiring.Component):
             "o_entry":         Out(stream.Signature(entry_layout(tb, rb), always_ready=True)),
             "queue_level":     In(range(2 * n_tags + 1)),
             "report":          In(ReportSignature()),
-            "prefetch":        In(PrefetchSignature()),
+            "ring":            In(RingSignature()),
             "abort":           Out(nc),
             "unroutable":      Out(nc),
             # The DMA's members toward the register block that the channels use, passed
@@ -126,8 +128,15 @@ class Planner(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         NC = N_DMA_CHANNELS
-        ch = channel_registers(self.prefetch.nxt, self.prefetch.nxt_valid)
-        m.d.comb += [self.prefetch.nxt_clear.eq(ch.nxt_clear), self.abort.eq(Cat(*ch.abort)),
+        ch = channel_registers(self.ring.nxt, self.ring.nxt_valid)
+        # The fetch registers (peach2.dma.fetch): ``can_pf``, a channel may fetch.
+        vars(ch).update(vars(fetch_registers()))
+        fetch_plan(m, ch, self.mrrs_m1, self.ring.pop)
+        # The rings are told a cycle late that a channel runs (from its state, registered).
+        m.d.sync += self.ring.run.eq(Cat(*[(ch.st[c] == Chan.WAIT) | (ch.st[c] == Chan.RUN)
+                                           for c in range(NC)]))
+        m.d.comb += [self.ring.nxt_clear.eq(ch.nxt_clear),
+                     self.abort.eq(Cat(*ch.abort)),
                      self.unroutable.eq(Cat(*ch.unroutable))]
         m.d.sync += self.issue.en.eq(0)
         control(m, self, ch)
@@ -142,8 +151,9 @@ class Planner(wiring.Component):
         wants = Signal(NC)
         drained = Signal(NC)
         for c in range(NC):
-            m.d.comb += wants[c].eq((st[c] == Chan.HEAD) | (st[c] == Chan.RUN) |
-                                    ((st[c] == Chan.WAIT) & (ch.nxt_valid[c] | ch.regmode[c])))
+            m.d.comb += wants[c].eq((st[c] == Chan.RUN) |
+                                    ((st[c] == Chan.WAIT) & (ch.nxt_valid[c] | ch.regmode[c]
+                                                             | ch.can_pf[c])))
             # Done draining: nothing of the channel in the queue a cycle ago, nothing entering
             # it then (so nothing is in it now), and nothing entering it now.
             m.d.sync += drained[c].eq((ch.pending[c] == 0) & ~(pq_en & (pq_chan == c)))
@@ -240,7 +250,7 @@ class Planner(wiring.Component):
         for name, shape in (("chunk", 13), ("end", 1), ("src_step", 33), ("dst_step", 33),
                             ("rows", RB + 1), ("hdr", 5), ("dat", 7), ("len_m1", 32),
                             ("brem_next", 32), ("bbig", 1), ("bl_one", 1), ("fetch_ok", 1),
-                            ("st_en", 1), ("st_go", 1), ("st_new", Chan), ("qroom", 1),
+                            ("st_en", 1), ("st_new", Chan), ("qroom", 1),
                             ("tags", 1), ("room_hdr", signed(11)), ("room_dat", signed(15))):
             setattr(k, name, reg(name, shape))
         # What ACT does, one-hot, registered in CALC and held for ACT only (a channel stopped
@@ -251,7 +261,7 @@ class Planner(wiring.Component):
         # rises by at most one a cycle, so a cycle old it is one entry more conservative).
         k.q_room = Signal(name="q_room")
         m.d.sync += k.q_room.eq(self.queue_level < 2 * self.n_tags - 6)
-        m.d.sync += [k.st_en.eq(0), k.st_go.eq(0)]
+        m.d.sync += k.st_en.eq(0)
         # The credits left, as ACT will see them: registered in CALC from ``room_*`` (the
         # counters a cycle ago), less the issue booked in the last cycle or in this one (issues
         # are booked at most every other cycle, and the issue's credits hold until the next).
@@ -263,7 +273,7 @@ class Planner(wiring.Component):
         k.go_read = (k.qroom & k.tags & ~room.rd_busy & not_below(room.free_rows, k.rows)
                      & (room.hdr_free | fits(k.hdr, k.room_hdr))
                      & (room.dat_free | fits(k.dat, k.room_dat)))
-        # A descriptor fetch: its credits checked against 4 data credits either way, no rows.
+        # A descriptor fetch: its credits checked in CALC (FETCH_CREDITS), no rows.
         k.go_fetch = k.fetch_ok & ~room.rd_busy
         return k
 
@@ -278,15 +288,15 @@ class Planner(wiring.Component):
         # channel multiplexer comes last).
         acts = []
         for c in range(NC):
-            need_pf = ~bits(ch.cur[c].control, "end") & ~ch.fetched[c] & ~ch.regmode[c]
             act_c = Signal(Act, name=f"ch{c}_act")
             with m.Switch(ch.st[c]):
-                with m.Case(Chan.HEAD):
-                    m.d.comb += act_c.eq(Act.HEAD)
                 with m.Case(Chan.WAIT):
-                    m.d.comb += act_c.eq(Act.LOAD)
+                    # Load what is staged; else fetch (the head, or a run announced).
+                    m.d.comb += act_c.eq(Mux(ch.nxt_valid[c] | ch.regmode[c], Act.LOAD,
+                                             Mux(ch.can_pf[c], Act.PF, Act.NONE)))
                 with m.Case(Chan.RUN):
-                    with m.If(need_pf):
+                    # Fetch ahead before the current descriptor's reads (002 section 3.4).
+                    with m.If(ch.can_pf[c]):
                         m.d.comb += act_c.eq(Act.PF)
                     with m.Elif(ch.blnz[c]):
                         m.d.comb += act_c.eq(Act.DATA)
@@ -340,9 +350,9 @@ class Planner(wiring.Component):
             k.dat.eq(pick_of(d_dats)),
             k.qroom.eq(k.q_room),
             # The fetch's room (all but the read-request skid, looked at in ACT).
-            k.fetch_ok.eq(k.q_room & tags_now
-                          & (room.hdr_free | fits(Const(1, 5), room_hdr_now))
-                          & (room.dat_free | fits(Const(4, 7), room_dat_now))),
+            k.fetch_ok.eq(k.q_room & tags_now & (ch.fhold[sel] == 0)
+                          & (room.hdr_free | fits(Const(FETCH_CREDITS[0], 5), room_hdr_now))
+                          & (room.dat_free | fits(Const(FETCH_CREDITS[1], 7), room_dat_now))),
             k.tags.eq(tags_now),
             k.room_hdr.eq(room_hdr_now),
             k.room_dat.eq(room_dat_now),
@@ -351,14 +361,12 @@ class Planner(wiring.Component):
         # runs it, or stops it at a malformed one (with room to report it); a mark closes the
         # descriptor; a head fetch waits for the descriptor.
         with m.Switch(act):         # (a stopped channel's act is NONE)
-            with m.Case(Act.HEAD):
-                m.d.sync += [k.st_en.eq(1), k.st_go.eq(1)]
             with m.Case(Act.LOAD):
                 m.d.sync += k.st_en.eq(k.ld.ok_now & (~k.ld.bad_now | k.q_room))
             with m.Case(Act.MARK):
                 m.d.sync += k.st_en.eq(k.q_room)
-        # The state it would change to, from the state alone (HEAD: the head fetch, WAIT: the
-        # load, RUN: the mark; st_en says whether it changes).
+        # The state it would change to, from the state alone (WAIT: the load, RUN: the mark;
+        # st_en says whether it changes).
         c_st = ch.st[sel]
         m.d.sync += k.st_new.eq(
             Mux(c_st == Chan.WAIT, Mux(k.ld.bad_now, Chan.DRAIN, Chan.RUN),
@@ -384,10 +392,10 @@ class Planner(wiring.Component):
             with m.If(when):
                 m.d.sync += ch.pq_en.eq(1)
 
-        def issue_read(raddr, nbytes_, rows, kind, credits, when, **extra):
+        def issue_read(raddr, nbytes_, rows, kind, credits, when, slot=0, **extra):
             """Decide a read (booked next cycle) and push its queue entry."""
             hdrs, dats = credits
-            m.d.sync += [d.raddr.eq(raddr), d.nbytes.eq(nbytes_),
+            m.d.sync += [d.raddr.eq(raddr), d.nbytes.eq(nbytes_), d.slot.eq(slot),
                          d.fetch.eq(kind == Kind.FETCH), d.chan.eq(sel), d.rows.eq(rows),
                          d.hdr.eq(hdrs), d.dat.eq(dats)]
             with m.If(when):
@@ -395,25 +403,18 @@ class Planner(wiring.Component):
             push(kind, when, rows=rows, src_lo=raddr[:2], nbytes=nbytes_[:10], chdr=hdrs,
                  cdat=dats, **extra)
 
-        with m.If(k.st_en & (~k.st_go | go_fetch)):
+        with m.If(k.st_en):
             m.d.sync += ch.st[sel].eq(k.st_new)
-        with m.If(k.do[Act.HEAD]):
-            ptr = ch.nxt_ptr[sel]
-            issue_read(Cat(Const(0, 5), ptr[5:]), Mux(ptr[0], 64, 32), 0,
-                       Kind.FETCH, credits=fetch_credits(ptr), when=go_fetch,
-                       desc=Cat(Const(0, 5), ptr[5:]))
-            with m.If(go_fetch):
-                m.d.sync += ch.fetched[sel].eq(1)
         with m.If(k.do[Act.LOAD]):
             load(m, ch, sel, k.ld, push, k.qroom)
         with m.If(k.do[Act.PF]):
-            ptr = c_cur.next
-            issue_read(Cat(Const(0, 5), ptr[5:]), Mux(ptr[0], 64, 32), 0,
-                       Kind.FETCH, credits=fetch_credits(ptr), when=go_fetch,
-                       desc=Cat(Const(0, 5), ptr[5:]))
-            with m.If(go_fetch):
-                m.d.sync += [ch.fetched[sel].eq(1), ch.nxt_ptr[sel].eq(ptr)]
-                clear_prefetch(m, ch, sel)
+            # Announced descriptors into the ring, from its next free slot.
+            # (the announced descriptors up to the next min(MRRS, 512)-byte boundary, so no
+            # fetch exceeds MRRS or crosses 4 KiB; planned in peach2.dma.fetch).
+            fptr = ch.fptr[sel]
+            issue_read(fptr, ch.fp_bytes[sel], 0, Kind.FETCH, credits=FETCH_CREDITS,
+                       when=go_fetch, slot=Cat(ch.wpos[sel], ch.fbig[sel]), desc=fptr)
+            fetch_act(m, ch, sel, go_fetch)
         with m.If(k.do[Act.DATA]):
             issue_read(c_src, k.chunk, k.rows, Kind.DATA, credits=(k.hdr, k.dat),
                        when=go_read, addr=c_dst)

@@ -7,7 +7,7 @@ IP's completion buffer itself (the bookkeeping in :mod:`peach2.dma.engine`).
 
 from types import SimpleNamespace
 
-from amaranth.hdl import Array, Module, Mux, Signal, signed
+from amaranth.hdl import Array, Cat, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -15,10 +15,10 @@ from ..params import N_DMA_CHANNELS, DmaError
 from ..tlp.layouts import CplStatus
 from ..tlp.stream import TLPBeat
 from ..util import not_below
-from .common import ceil_log2, select, tag_info_layout
-from .descriptor import Descriptor
+from .common import base_bits, ceil_log2, select, tag_info_layout
+from .descring import SLOT_BITS, SLOT_DWS, ring_done_layout, ring_write_layout
 
-__all__ = ["Receiver", "PrefetchSignature"]
+__all__ = ["Receiver"]
 
 
 def _regs(prefix, beat, **shapes):
@@ -36,28 +36,6 @@ def bank_write_layout(row_bits):
     return data.StructLayout({"addr": row_bits, "data": 32, "en": 1})
 
 
-class PrefetchSignature(wiring.Signature):
-    """The channels' prefetch buffers, filled by the receiver, loaded by the planner (from the
-    receiver's side).
-
-    Members
-    -------
-    nxt : Out(ArrayLayout(Descriptor, 4)) ; nxt_valid : Out(4)
-        Per channel: the prefetch buffer and whether it holds a whole descriptor.
-    nxt_clear : In(4)
-        Per channel: the planner consumed or restarted its prefetch buffer (``nxt_valid`` falls;
-        a fetch's last DW landing in the same cycle wins).
-    """
-
-    def __init__(self):
-        nc = N_DMA_CHANNELS
-        super().__init__({
-            "nxt":       Out(data.ArrayLayout(Descriptor, nc)),
-            "nxt_valid": Out(nc),
-            "nxt_clear": In(nc),
-        })
-
-
 class Receiver(wiring.Component):
     """Completions from port N, matched by tag against the window of outstanding reads, their
     data written into the reserved buffer rows at the offset the byte count gives (any split,
@@ -70,7 +48,10 @@ class Receiver(wiring.Component):
     (dropped, failed, or good: the DWs received advanced); (3) the bank writes.  The buffer has
     four 32-bit banks, so a beat lands at any DW offset in one cycle: DW k of a read lives in
     row ``base + k // 4``, bank ``k % 4``.  A descriptor fetch's data goes to its channel's
-    prefetch buffer instead (it takes no rows), valid as soon as the fetch's last DW is in.
+    descriptor ring instead (it takes no rows; :class:`~peach2.dma.descring.DescRing`): its
+    tag's ``base`` holds ``Cat(first slot, 64-byte descriptors)``, and DW ``k`` lands in slot
+    ``slot + k // dpd``, bank ``k % dpd`` (``dpd`` 8 or 16 DWs a descriptor), through a
+    register; a slot is complete with its descriptor's last DW.
 
     Parameters
     ----------
@@ -97,9 +78,9 @@ class Receiver(wiring.Component):
     o_bank : Out(ArrayLayout(bank_write_layout, 4))
         The write ports of the buffer's four banks.
     abort : In(4)
-        Per channel: stopped (a fetch's data then leaves its prefetch buffer invalid).
-    prefetch : Out(PrefetchSignature)
-        The channels' prefetch buffers, to the planner.
+        Per channel: stopped (a fetch's data is then not written into its ring).
+    o_ring : Out(ArrayLayout(ring_write_layout, 16)) ; o_ring_done : Out(ring_done_layout)
+        The descriptor rings' bank writes and the slot they complete (registered).
     unexpected_cpl, poisoned_cpl : Out(1)
         One-cycle strobes, as the DMA's ports of the same names.
     """
@@ -123,7 +104,8 @@ class Receiver(wiring.Component):
             "err":            Out(data.ArrayLayout(4, n_tags)),
             "o_bank":         Out(data.ArrayLayout(bank_write_layout(rb), 4)),
             "abort":          In(nc),
-            "prefetch":       Out(PrefetchSignature()),
+            "o_ring":         Out(data.ArrayLayout(ring_write_layout(), SLOT_DWS)),
+            "o_ring_done":    Out(ring_done_layout()),
             "unexpected_cpl": Out(1),
             "poisoned_cpl":   Out(1),
         })
@@ -132,6 +114,7 @@ class Receiver(wiring.Component):
         m = Module()
         NT, NC = self.n_tags, N_DMA_CHANNELS
         TB, RB = ceil_log2(NT), ceil_log2(self.rows)
+        BB = base_bits(RB)
         done = Signal(NT)
         terr = Array([Signal(4, name=f"tag_err{t}") for t in range(NT)])
         tbad = Signal(NT)       # terr != 0, kept as its own bit
@@ -139,19 +122,12 @@ class Receiver(wiring.Component):
         # read is done only when every DW arrived (a completion lost to rx_st_err is a fault,
         # not stale data).
         rcv = Array([Signal(8, name=f"tag_rcv{t}") for t in range(NT)])
-        nxt = Array([Signal(Descriptor, name=f"ch{c}_nxt") for c in range(NC)])
-        nxt_valid = Array([Signal(name=f"ch{c}_nxt_valid") for c in range(NC)])
         m.d.comb += [self.done.eq(done), self.bad.eq(tbad)]
         m.d.comb += [self.err[t].eq(terr[t]) for t in range(NT)]
-        m.d.comb += [self.prefetch.nxt[c].eq(nxt[c]) for c in range(NC)]
-        m.d.comb += [self.prefetch.nxt_valid[c].eq(nxt_valid[c]) for c in range(NC)]
         # An issue restarts its tag's state (before this block's own updates: theirs win).
         for t in range(NT):
             with m.If(self.clear_en & (self.clear_tag == t)):
                 m.d.sync += [done[t].eq(0), terr[t].eq(0), tbad[t].eq(0), rcv[t].eq(0)]
-        for c in range(NC):
-            with m.If(self.prefetch.nxt_clear[c]):
-                m.d.sync += nxt_valid[c].eq(0)
         ext_tags, head_seq, outstanding = self.ext_tags, self.head_seq, self.outstanding
 
         i = self.i_cpl
@@ -192,7 +168,7 @@ class Receiver(wiring.Component):
                   len=11,
                   bc_big=1,     # the byte count is above the read's size
                   code=4,       # the status's error code (poisoned, UR, CA), or 0
-                  base=RB, idx=TB, fetch=1, chan=2)
+                  base=BB, idx=TB, fetch=1, chan=2)
         t = _regs("t", s1,      # stage 2c's inputs, registered by stage 2b:
                   valid=1,
                   known=1,      # as u_known, with what 2c and 3 changed in 2b's cycle forwarded
@@ -205,16 +181,16 @@ class Receiver(wiring.Component):
                   k0_fw=1,      # k0 is the DW count stage 2c leaves in 2b's cycle
                   same2=1,      # same tag as the packet stage 2c decided on in 2b's cycle
                   same3=1,      # same tag as the beat stage 3 finished in 2b's cycle
-                  base=RB, idx=TB,
-                  fetch=1,      # a descriptor fetch: data to channel t_chan's prefetch buffer
+                  base=BB, idx=TB,
+                  fetch=1,      # a descriptor fetch: data to channel t_chan's descriptor ring
                   chan=2)
         # Stage 2c's packet (for its later beats) and stage 3's inputs:
-        pkt = _regs("pkt", None, good=1, k=11, base=RB, idx=TB, final=1, fetch=1, chan=2)
+        pkt = _regs("pkt", None, good=1, k=11, base=BB, idx=TB, final=1, fetch=1, chan=2)
         s2 = _regs("s2", s1,
                    valid=1,
                    good=1,      # write this packet's data
                    k=11,        # DW index of lane 0 of the beat in s2
-                   base=RB, idx=TB, final=1, fetch=1, chan=2)
+                   base=BB, idx=TB, final=1, fetch=1, chan=2)
         # What stages 2c and 3 changed in the tags' state in their previous cycle:
         f = SimpleNamespace(
             f2_good=Signal(name="f2_good"),     # 2c decided a good first beat (DW count t_end)
@@ -272,8 +248,7 @@ class Receiver(wiring.Component):
                 t.base.eq(u.base), t.idx.eq(u.idx), t.fetch.eq(u.fetch), t.chan.eq(u.chan),
             ]
 
-        tags = SimpleNamespace(done=done, terr=terr, tbad=tbad, rcv=rcv, nxt=nxt,
-                               nxt_valid=nxt_valid)
+        tags = SimpleNamespace(done=done, terr=terr, tbad=tbad, rcv=rcv)
         self._decide(m, tags, t, pkt, s2, f)
         self._write(m, tags, s2)
         return m
@@ -333,9 +308,9 @@ class Receiver(wiring.Component):
 
     def _write(self, m, tags, s2):
         """Stage 3: the bank writes, the done bit of a read whose last DW is in, and a
-        descriptor fetch's DWs into its channel's prefetch buffer."""
+        descriptor fetch's DWs into its channel's descriptor ring."""
         NT, RB = self.n_tags, ceil_log2(self.rows)
-        done, nxt, nxt_valid = tags.done, tags.nxt, tags.nxt_valid
+        done = tags.done
         # Stage 3: bank writes.  DW k of the read lives in row base + k // 4, bank k % 4.
         for j in range(4):
             wp = self.o_bank[j]
@@ -350,16 +325,32 @@ class Receiver(wiring.Component):
             for tg in range(NT):
                 with m.If(s2.idx == tg):
                     m.d.sync += done[tg].eq(1)
-        # A descriptor fetch's DWs go to its channel's prefetch buffer (DW k of the read is DW
-        # k of the descriptor), valid with its last DW: the planner need not wait for the
-        # writer to reach the fetch in the queue (faults and the tag's release still happen
-        # there, in order).  A channel stopped meanwhile keeps its buffer invalid.
-        for c in range(N_DMA_CHANNELS):
-            hit = s2.valid & s2.good & s2.fetch & (s2.chan == c) & ~self.abort[c]
-            for d in range(16):
-                lane = (d - s2.k)[:4]
-                with m.If(hit & (lane < 4) & s2.beat.dw_en.bit_select(lane[:2], 1)):
-                    m.d.sync += nxt[c].as_value().word_select(d, 32).eq(
-                        s2.beat.data.word_select(lane[:2], 32))
-            with m.If(hit & s2.beat.last & s2.final):
-                m.d.sync += nxt_valid[c].eq(1)
+        self._ring_write(m, s2)
+
+    def _ring_write(self, m, s2):
+        """A descriptor fetch's DWs into its channel's ring (registered): DW ``k`` of the fetch
+        is DW ``k % dpd`` (its bank) of slot ``slot + k // dpd``; a beat's four DWs reach four
+        different banks, those below its first DW's bank in the next slot.  The slot whose
+        last DW is written is complete.  A stopped channel's data is not written (its ring is
+        emptied at its next start)."""
+        big = s2.base[SLOT_BITS]
+        kmod = Mux(big, s2.k[:4], s2.k[:3])
+        sbase = (s2.base[:SLOT_BITS] + Mux(big, s2.k[4:], s2.k[3:]))[:SLOT_BITS]
+        hit = s2.valid & s2.good & s2.fetch & ~self.abort.bit_select(s2.chan, 1)
+        slots, ens = [], []
+        for j in range(SLOT_DWS):
+            dpd = Mux(big, 16, 8)
+            wrap = kmod > j                      # DW j of the next slot
+            lane = Mux(wrap, j + dpd - kmod, j - kmod)[:5]
+            en = hit & (lane < 4) & s2.beat.dw_en.bit_select(lane[:2], 1)
+            if j >= 8:
+                en = en & big
+            slot = Mux(wrap, sbase + 1, sbase)[:SLOT_BITS]
+            slots.append(slot)
+            ens.append(en)
+            w = self.o_ring[j]
+            m.d.sync += [w.en.eq(en), w.addr.eq(Cat(slot, s2.chan)),
+                         w.data.eq(s2.beat.data.word_select(lane[:2], 32))]
+        dn = self.o_ring_done
+        m.d.sync += [dn.en.eq(Mux(big, ens[15], ens[7])),
+                     dn.chan.eq(s2.chan), dn.slot.eq(Mux(big, slots[15], slots[7]))]

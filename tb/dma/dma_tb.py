@@ -360,7 +360,9 @@ async def descriptor_faults(dut):
               for n in (rng.randrange(1, 2000), 64, 300)]
         job = Job(0, ch, ts)
         if family == "malformed":
-            chain = Chain(ch, harness.desc[0] + 0x4000 * ch).add(ts[0]).add(ts[1])
+            base = harness.desc[0] + 0x4000 * ch
+            chain = Chain(ch, base).add(ts[0]).add(ts[1])
+            chain.place([base, base + 64])      # the second 64-byte aligned, either size
             img = chain.image()
             raw, ext = bad_descriptor(how, ts[1])
             first = ts[0].pack(next=descriptor.pointer(img[1][0], ext))

@@ -23,8 +23,8 @@ TWO_CHIPS = ["random_chains", "halo_planes"]
 ONE_CHIP = ["completions", "host_faults", "descriptor_faults", "abort_and_busy"]
 
 
-def run(name, n_chips, testcases, seed=1, simulator="icarus", **params):
-    """Build ``Chips(n_chips)`` and run the cocotb tests ``testcases`` of ``dma_tb`` on
+def run(name, n_chips, testcases, seed=1, simulator="icarus", module="dma_tb", **params):
+    """Build ``Chips(n_chips)`` and run the cocotb tests ``testcases`` of ``module`` on
     ``simulator`` (unless ``PEACH2_SIM``, i.e. ``pytest --sim``, names another)."""
     simulator = pick_simulator(simulator)
     # Verilator makes only the top's signals visible; dma_probe.vlt adds the DMA's read request
@@ -32,7 +32,7 @@ def run(name, n_chips, testcases, seed=1, simulator="icarus", **params):
     # one design share one build).
     extra = [HERE / "dma_probe.vlt"] if simulator == "verilator" else []
     return run_cocotb(component=Chips(n_chips), toplevel=f"chips{n_chips}",
-                      test_module="dma_tb", name=name, test_dir=HERE, testcase=testcases,
+                      test_module=module, name=name, test_dir=HERE, testcase=testcases,
                       params=params, seed=seed, simulator=simulator, extra_sources=extra)
 
 
@@ -50,6 +50,14 @@ def test_dma_one_chip():
 def test_dma_prefetch_race():
     """The next descriptor's fetch landing on every cycle around the close of the current one."""
     run("dma-prefetch_race", 1, ["prefetch_race"], seed=13, simulator="verilator")
+
+
+def test_dma_block_fetch():
+    """Descriptors fetched in blocks: random chains mixing announced runs (across 4 KiB and
+    MRRS blocks, ending mid-block), scattered and unannounced descriptors on all channels; a
+    fault in the middle of a fetched block, end inside a run, a misaligned 64-byte head."""
+    run("dma-block_fetch", 1, ["fetch_chains", "fetch_faults"], seed=14,
+        simulator="verilator", module="dma_fetch_tb")
 
 
 @pytest.mark.slow

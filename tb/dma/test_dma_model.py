@@ -140,12 +140,16 @@ def test_chain_links_and_end():
     chain.memcpy(0x50, 0x60, 4, seq=(0x100, 7), irq=True)
     chain.memcpy(0x70, 0x80, 1)
     img = chain.image()
-    assert [a for a, _ in img] == [0x1000, 0x1020, 0x1060, 0x10A0]
+    # A 64-byte descriptor is 64-byte aligned: a hole of 32 bytes before the second.
+    assert [a for a, _ in img] == [0x1000, 0x1040, 0x1080, 0x10C0]
     assert [len(b) for _, b in img] == [32, 64, 64, 32]
     assert chain.head == 0x1000
     ds = [descriptor.unpack(b) for _, b in img]
-    assert [d["next"] for d in ds] == [0x1021, 0x1061, 0x10A0, 0]
+    assert [d["next"] for d in ds] == [0x1041, 0x1081, 0x10C0, 0]
     assert [d["end"] for d in ds] == [0, 0, 0, 1]
+    # Announced runs: only the two 64-byte descriptors follow each other with one size.
+    assert [d["adj"] for d in ds] == [0, 1, 0, 0]
+    assert [descriptor.unpack(b)["adj"] for _, b in chain.image(adjacent=False)] == [0] * 4
     assert ds[2]["seq"] == 1 and ds[2]["irq"] == 1 and ds[2]["seq_value"] == 7
     assert ds[1]["count"] == 3 and ds[1]["src_gap"] == 8
     for d in ds:
@@ -177,7 +181,7 @@ def test_chain_placement_and_checks():
 
 @pytest.mark.parametrize("how", ["magic", "reserved_ctl", "reserved", "length", "count",
                                  "ext_ptr", "ext_ptr_short", "next_bits", "seq_no_ext",
-                                 "seq_align"])
+                                 "seq_align", "next_ext_align", "adj_next"])
 def test_malformed_checks(how):
     """Every check of docs/dma.md stops the walk at the bad descriptor, earlier ones kept."""
     good = memcpy(0x100, 0x200, 16)
@@ -188,7 +192,7 @@ def test_malformed_checks(how):
     if how == "magic":
         raw = descriptor.pack(**kw, control=descriptor._control(end=True, magic=0xD4))
     elif how == "reserved_ctl":
-        raw = descriptor.pack(**kw, control=descriptor._control(end=True) | 1 << 12)
+        raw = descriptor.pack(**kw, control=descriptor._control(end=True) | 1 << 20)
     elif how == "reserved":
         raw = bytearray(descriptor.pack(**kw, count=1))
         raw[0x38] = 1
@@ -202,6 +206,10 @@ def test_malformed_checks(how):
         raw = descriptor.pack(**kw)
     elif how == "next_bits":
         raw = descriptor.pack(**{**kw, "end": False}, next=0x1088)
+    elif how == "next_ext_align":   # next: a 64-byte descriptor at a 32-byte boundary
+        raw = descriptor.pack(**{**kw, "end": False}, next=0x1021)
+    elif how == "adj_next":         # announces a run, but next is elsewhere
+        raw = descriptor.pack(**{**kw, "end": False}, next=0x2000, adj=1)
     elif how == "seq_no_ext":
         raw = descriptor.pack(**kw, control=descriptor._control(end=True, seq=1))
     elif how == "seq_align":
@@ -214,6 +222,31 @@ def test_malformed_checks(how):
     assert o.error == DmaError.DESC_MALFORMED and o.desc_addr == 0x1040
     assert o.desc_done == 1 and o.bytes == 16
     assert o.writes == [(0x200, noise_reader(1)(0x100, 16))]
+
+
+def test_adjacent_runs_walk():
+    """A long contiguous chain announces runs of at most 255; a wrong next inside a run, or a
+    64-byte head off its alignment, is malformed; end inside a run ends the chain."""
+    chain = Chain(0, 0x10000)
+    for i in range(300):
+        chain.memcpy(i, 0x100000 + i, 1)
+    assert chain.adjacency()[:2] == [255, 255] and chain.adjacency()[-3:] == [2, 1, 0]
+    mem = SparseMemory()
+    for a, raw in chain.image():
+        mem.put(a, raw)
+    assert [a for a, _ in dma_model.walk_chain(chain.head, mem.get)] == chain.addresses
+    # Descriptor 10 (inside descriptor 0's run) points elsewhere: malformed there.
+    bad = descriptor.pack(src=0, dst=0, length=1, next=0x50000)
+    mem.put(chain.addresses[10], bad)
+    o = dma_model.run_chain(chain.head, mem.get)
+    assert (o.error, o.desc_addr, o.desc_done) == (DmaError.DESC_MALFORMED,
+                                                   chain.addresses[10], 10)
+    # The same descriptor with end: the chain ends there.
+    mem.put(chain.addresses[10], descriptor.pack(src=0, dst=0, length=1, end=True))
+    o = dma_model.run_chain(chain.head, mem.get)
+    assert (o.error, o.desc_done) == (DmaError.NONE, 11)
+    o = dma_model.run_chain(0x10021, mem.get)
+    assert (o.error, o.desc_addr, o.desc_done) == (DmaError.DESC_MALFORMED, 0x10020, 0)
 
 
 def test_register_mode_outcome():

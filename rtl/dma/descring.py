@@ -1,0 +1,162 @@
+"""The channels' descriptor rings: descriptors fetched in blocks wait here to be loaded.
+
+002 section 3.4 fetches one descriptor at a time ("linked by pointers"), so a chain of short
+transfers ran at one host read round trip per descriptor.  Here a chain announces its adjacent
+runs (``control.adj``, :mod:`peach2.dma.descriptor`) and the planner fetches up to
+``min(MRRS, 512)`` bytes of descriptors with one read; the receiver writes them into the
+fetching channel's ring, and the ring hands them one at a time to the channel's staging
+register (the ``nxt`` the planner loads from, checked a cycle ahead as before).
+"""
+
+from amaranth.hdl import Array, Cat, Module, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from ..params import N_DMA_CHANNELS
+from .descriptor import Descriptor
+
+__all__ = ["DescRing", "RingSignature", "RING_SLOTS", "SLOT_BITS", "SLOT_DWS", "ring_write_layout", "ring_done_layout"]
+
+#: Descriptors a channel's ring holds (one 64-byte slot each), besides its staging register.
+RING_SLOTS = 64
+#: DWs of a slot: bank ``j`` of the ring holds DW ``j`` of every slot's descriptor.
+SLOT_DWS = 16
+#: Bits of a slot index.
+SLOT_BITS = (RING_SLOTS - 1).bit_length()
+_AB = SLOT_BITS + (N_DMA_CHANNELS - 1).bit_length()
+
+
+def ring_write_layout():
+    """One bank's write (DW ``j`` of a slot): the slot as ``Cat(slot, channel)``, the DW."""
+    return data.StructLayout({"en": 1, "addr": _AB, "data": 32})
+
+
+def ring_done_layout():
+    """A slot's descriptor is complete (its last DW was written with this cycle's writes)."""
+    return data.StructLayout({"en": 1, "chan": 2, "slot": SLOT_BITS})
+
+
+class RingSignature(wiring.Signature):
+    """Between the rings and the planner (from the rings' side).
+
+    Members
+    -------
+    nxt : Out(ArrayLayout(Descriptor, 4)) ; nxt_valid : Out(4)
+        Per channel: the staging register (the next descriptor to load) and whether it holds
+        one.
+    pop : Out(4)
+        Per channel: a slot was handed to the staging register (the ring has room for one more;
+        a one-cycle strobe).
+    nxt_clear : In(4)
+        Per channel: the planner loaded the staged descriptor (``nxt_valid`` falls).
+    run : In(4)
+        Per channel: running a chain (WAIT or RUN); otherwise its ring and staging register
+        are held empty, so a start finds them so.
+    """
+
+    def __init__(self):
+        nc = N_DMA_CHANNELS
+        super().__init__({
+            "nxt":       Out(data.ArrayLayout(Descriptor, nc)),
+            "nxt_valid": Out(nc),
+            "pop":       Out(nc),
+            "nxt_clear": In(nc),
+            "run":       In(nc),
+        })
+
+
+class DescRing(wiring.Component):
+    """Four rings of :data:`RING_SLOTS` descriptor slots (64 bytes each, one per descriptor of
+    either size), in sixteen 32-bit banks, and the four staging registers behind them.
+
+    The receiver writes a fetch's DWs (slot ``base + k // dpd``, bank ``k % dpd`` for DW ``k``
+    of the fetch, ``dpd`` 8 or 16 DWs a descriptor) and marks a slot complete with its last DW.
+    A channel's slots are loaded in ring order: when its staging register is empty and the slot
+    at its read position is complete, the slot is read (one channel a cycle, the lowest first)
+    and lands in the staging register a cycle later; the slot is free again (``pop``).  The
+    planner reserves slots when it issues a fetch (it counts the free ones from ``pop``), so a
+    fetch always has room.
+
+    Members
+    -------
+    i_w : In(ArrayLayout(ring_write_layout, 16))
+        The banks' writes (registered in the receiver).
+    i_done : In(ring_done_layout)
+        A slot became complete with this cycle's writes.
+    ring : Out(RingSignature)
+        To the planner.
+    """
+
+    def __init__(self):
+        super().__init__({
+            "i_w":    In(data.ArrayLayout(ring_write_layout(), SLOT_DWS)),
+            "i_done": In(ring_done_layout()),
+            "ring":   Out(RingSignature()),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        NC, S = N_DMA_CHANNELS, RING_SLOTS
+        valid = Array([Signal(S, name=f"ring{c}_valid") for c in range(NC)])
+        rpos = Array([Signal(SLOT_BITS, name=f"ring{c}_rpos") for c in range(NC)])
+        nxt = Array([Signal(Descriptor, name=f"ch{c}_nxt") for c in range(NC)])
+        nxt_valid = Signal(NC)
+        ring = self.ring
+        m.d.comb += [ring.nxt[c].eq(nxt[c]) for c in range(NC)]
+        m.d.comb += ring.nxt_valid.eq(nxt_valid)
+
+        # The banks.
+        rdata = []
+        raddr = Signal(_AB)
+        for j in range(SLOT_DWS):
+            mem = Memory(shape=32, depth=NC * S, init=[])
+            m.submodules[f"bank{j}"] = mem
+            wp, rp = mem.write_port(), mem.read_port()
+            w = self.i_w[j]
+            m.d.comb += [wp.addr.eq(w.addr), wp.data.eq(w.data), wp.en.eq(w.en),
+                         rp.addr.eq(raddr), rp.en.eq(1)]
+            rdata.append(rp.data)
+
+        # A slot becomes complete (the receiver's writes of it land in this cycle).
+        done = self.i_done
+        with m.If(done.en):
+            for c in range(NC):
+                with m.If(done.chan == c):
+                    m.d.sync += valid[c].bit_select(done.slot, 1).eq(1)
+
+        # Staging: one slot a cycle into an empty staging register (not one being filled), of
+        # a running channel.  Whether the slot at the read position is complete is registered
+        # (``head_ok``): a cycle stale after a pick, while the staging register is being
+        # filled, and after the channel starts, while ``started`` holds it off.  A channel
+        # that is not running keeps its ring empty (a fetch of a stopped chain may still land
+        # there) and its staging register invalid, so a start finds both empty.
+        stg_v = Signal()
+        stg_c = Signal(2)
+        cand = Signal(NC)
+        picked = Signal(NC)
+        head_ok = Signal(NC)
+        started = Signal(NC)
+        m.d.sync += started.eq(~ring.run)
+        for c in range(NC):
+            filling = stg_v & (stg_c == c)
+            m.d.sync += head_ok[c].eq(valid[c].bit_select(rpos[c], 1))
+            m.d.comb += [cand[c].eq(head_ok[c] & ~nxt_valid[c] & ~filling & ring.run[c]
+                                    & ~started[c]),
+                         picked[c].eq(cand[c] & ~(cand & ((1 << c) - 1)).any())]
+        pick = Signal(2)
+        for c in reversed(range(NC)):
+            with m.If(cand[c]):
+                m.d.comb += pick.eq(c)
+        m.d.comb += raddr.eq(Cat(rpos[pick], pick))
+        m.d.sync += [stg_v.eq(cand.any()), stg_c.eq(pick), ring.pop.eq(picked)]
+        for c in range(NC):
+            with m.If(picked[c]):
+                m.d.sync += [rpos[c].eq(rpos[c] + 1), valid[c].bit_select(rpos[c], 1).eq(0)]
+            with m.If(ring.nxt_clear[c]):
+                m.d.sync += nxt_valid[c].eq(0)
+            with m.If(stg_v & (stg_c == c)):
+                m.d.sync += [nxt[c].eq(Cat(*rdata)), nxt_valid[c].eq(1)]
+            with m.If(~ring.run[c]):
+                m.d.sync += [valid[c].eq(0), rpos[c].eq(0), nxt_valid[c].eq(0)]
+        return m

@@ -1,0 +1,168 @@
+"""Descriptors fetched in blocks (issue 18): cocotb tests on one chip with its host.
+
+Chains mix announced adjacent runs (``control.adj``) and scattered descriptors, 32- and
+64-byte, placed so that runs cross 4 KiB pages and MRRS blocks and end in the middle of a
+fetched block; the host model fails any read that crosses 4 KiB or exceeds MRRS.  Every byte of
+host memory, every channel's status and counters are checked against the reference model
+(:mod:`peach2.sim.dma_model`, which follows runs as the engine does).
+"""
+
+import dataclasses
+import random
+
+import cocotb
+from cocotbext.pcie.core.tlp import TlpType
+
+from peach2.csr.regmap import DmaError
+from peach2.dma import descriptor
+from peach2.sim.dma import Chain, memcpy
+
+from dma_harness import DESC_AREA, PARAMS, SEED, DmaHarness, Job, src_arena
+from dma_tb import finish, failed_spans
+
+N_CH = 4
+PAGE = 4096
+
+
+def _placement(rng, chain, base, limit):
+    """Place ``chain``'s descriptors from ``base`` (below ``limit``): runs of adjacent
+    descriptors with holes between them, a run's start sometimes just before a 4 KiB page end.
+    Return the addresses."""
+    addrs, at, jumped = [], base, False
+    for t in chain.transfers:
+        if rng.random() < 0.15:                          # a hole: the run ends here
+            at += 32 * rng.randrange(1, 8)
+        if not jumped and rng.random() < 0.05:           # once: to a page end, less a few
+            at, jumped = (at // PAGE + 1) * PAGE - 32 * rng.randrange(1, 6), True
+        at += at % t.size                                # 64-byte ones are 64-byte aligned
+        addrs.append(at)
+        at += t.size
+    assert at <= limit, "descriptor area too small"
+    return chain.place(addrs)
+
+
+def watch_fetches(harness, node=0):
+    """Return a list that collects the byte count of every read of node's descriptor area."""
+    rc = harness.host(node).rc
+    lo, sizes = harness.desc[node], []
+    for ft in (TlpType.MEM_READ, TlpType.MEM_READ_64):
+        handler = rc.rx_tlp_handler[ft]
+
+        async def watched(tlp, handler=handler):
+            if lo <= tlp.address < lo + DESC_AREA:
+                sizes.append(4 * tlp.length)
+            await handler(tlp)
+        rc.rx_tlp_handler[ft] = watched
+    return sizes
+
+
+def _chain_job(harness, rng, node, ch, n, max_len, *, adjacent=True, scattered=False):
+    """A chain job of ``n`` random descriptors on ``ch``, placed as :func:`_placement` (or
+    every one apart, ``scattered``), announcing its runs unless ``adjacent`` is false."""
+    dst, seq = harness.arenas(rng, N_CH, ch)
+    src = src_arena(harness, node, rng, N_CH, ch)
+    chain = Chain(ch, 0)
+    # One size for the whole chain (long runs), or both (runs end where the size changes).
+    size = rng.choice((32, 64, None))
+    for _ in range(n):
+        try:
+            t = harness.random_transfer(rng, node, src, dst, max_len, seq_arena=seq)
+        except MemoryError:
+            break
+        if size == 64 and not t.ext:
+            t = dataclasses.replace(t, count=1)
+        elif size == 32 and t.ext:
+            t = memcpy(t.src, t.dst, t.length, irq=t.irq)
+        chain.add(t)
+    area = harness.desc[node] + (DESC_AREA // N_CH) * ch
+    limit = area + DESC_AREA // N_CH
+    if scattered:
+        chain.place([area + 128 * i for i in range(len(chain))])
+    else:
+        _placement(rng, chain, area + 32 * rng.randrange(0, 64), limit)
+    job = Job(node, ch, chain.transfers)
+    job.images = chain.image(adjacent=adjacent)
+    job.head = chain.head if adjacent else chain.pointer(0)
+    return job
+
+
+@cocotb.test()
+async def fetch_chains(dut):
+    """Random chains on all four channels at once: announced runs (crossing 4 KiB pages and
+    MRRS blocks, ending mid-block), scattered descriptors, mixed sizes, runs not announced."""
+    harness = DmaHarness(dut, 1)
+    await harness.start()
+    rng = random.Random(SEED + 21)
+    drv = harness.drivers[0]
+    fetches = watch_fetches(harness)
+    loaded = 0
+    for r in range(PARAMS.get("rounds", 3)):
+        # MRRS 128 cuts fetches at 4 descriptors, 512 at 16.
+        await drv.dma_config(mrrs=rng.choice((128, 256, 512)))
+        jobs = []
+        for ch in range(N_CH):
+            mode = rng.choice(("runs", "runs", "scattered", "unannounced"))
+            jobs.append(_chain_job(harness, rng, 0, ch, rng.randrange(1, 70), 600,
+                                   adjacent=mode != "unannounced",
+                                   scattered=mode == "scattered"))
+        await harness.run_jobs(jobs)
+        await harness.settle()
+        finish(harness, jobs)
+        loaded += sum(j.outcome.desc_done for j in jobs)
+        dut._log.info("round %d: %s descriptors", r, [j.outcome.desc_done for j in jobs])
+    # Runs were fetched in blocks (the host fails reads over MRRS or across 4 KiB).
+    dut._log.info("%d descriptors in %d fetches (%d bytes at most)", loaded, len(fetches),
+                  max(fetches))
+    assert max(fetches) > 64 and len(fetches) < loaded, (len(fetches), loaded)
+    await drv.dma_config()
+    harness.check_hosts()
+
+
+@cocotb.test()
+async def fetch_faults(dut):
+    """A malformed descriptor in the middle of a fetched block, a wrong ``next`` inside an
+    announced run, ``end`` inside a run, a 64-byte head off its alignment: the right error at
+    the right descriptor (or a clean end), the ones before it done, and the next start works."""
+    harness = DmaHarness(dut, 1)
+    await harness.start()
+    rng = random.Random(SEED + 22)
+    errors = []
+    for how in ("magic", "next_in_run", "end_in_run", "head_align"):
+        ch = rng.randrange(N_CH)
+        job = _chain_job(harness, rng, 0, ch, 40, 300)
+        chain_addrs = [a for a, _ in job.images]
+        images = dict(job.images)
+        adjs = [descriptor.unpack(images[a])["adj"] for a in chain_addrs]
+        # A descriptor that announces a run (so the wrong next is inside one), mid-chain.
+        picks = [i for i in range(2, len(chain_addrs) - 2) if adjs[i]] or [2]
+        k = rng.choice(picks)
+        a = chain_addrs[k]
+        t = job.transfers[k]
+        ext = len(images[a]) == 64
+        f = dict(src=t.src, dst=t.dst, length=t.length, ext=ext, adj=adjs[k])
+        if ext:
+            f.update(count=t.count or 1, src_gap=t.src_gap, dst_gap=t.dst_gap)
+        nxt = descriptor.unpack(images[a])["next"]
+        if how == "magic":
+            ctl = descriptor._control(ext=ext, adj=adjs[k], magic=0x5A)
+            images[a] = descriptor.pack(**f, next=nxt, control=ctl)
+        elif how == "next_in_run":
+            images[a] = descriptor.pack(**f, next=nxt + 0x1000)
+        elif how == "end_in_run":
+            images[a] = descriptor.pack(**f, end=True)
+        else:                   # a 64-byte head at an address with bit 5 set
+            job.head = (chain_addrs[0] & ~0x3F) | 0x21
+        job.images = sorted(images.items())
+        harness.plan(job)
+        want_error = how != "end_in_run"
+        assert (job.outcome.error != DmaError.NONE) == want_error, (how, job.outcome.error)
+        await harness.run_jobs([job])
+        await harness.settle()
+        dut._log.info("%s at descriptor %d: %s", how, k, job.fault)
+        finish(harness, [job], failed_spans(harness, job) if want_error else (), errors)
+        again = _chain_job(harness, rng, 0, ch, 20, 300)
+        await harness.run_jobs([again])
+        await harness.settle()
+        finish(harness, [again], errors=errors)
+    harness.check_hosts()
+    assert not errors, f"{len(errors)} failure(s):\n" + "\n".join(errors)
