@@ -128,20 +128,22 @@ class DescRing(wiring.Component):
         # Staging: one slot a cycle into an empty staging register (not one being filled), of
         # a running channel.  Whether the slot at the read position is complete is registered
         # (``head_ok``): a cycle stale after a pick, while the staging register is being
-        # filled, and after the channel starts, while ``started`` holds it off.  A channel
+        # filled (``stg``), and after the channel starts, while ``started`` holds it off.  A channel
         # that is not running keeps its ring empty (a fetch of a stopped chain may still land
         # there) and its staging register invalid, so a start finds both empty.
-        stg_v = Signal()
-        stg_c = Signal(2)
+        # ``stg``: the channel whose slot is being read (one-hot), and that slot, whose valid
+        # bit is cleared a cycle after the pick (from registers; the slot is not fetched into
+        # again before the planner sees it free, from ``pop``, a cycle later still).
+        stg = Signal(NC)
+        stg_slot = Signal(SLOT_BITS)
         cand = Signal(NC)
         picked = Signal(NC)
         head_ok = Signal(NC)
         started = Signal(NC)
         m.d.sync += started.eq(~ring.run)
         for c in range(NC):
-            filling = stg_v & (stg_c == c)
             m.d.sync += head_ok[c].eq(valid[c].bit_select(rpos[c], 1))
-            m.d.comb += [cand[c].eq(head_ok[c] & ~nxt_valid[c] & ~filling & ring.run[c]
+            m.d.comb += [cand[c].eq(head_ok[c] & ~nxt_valid[c] & ~stg[c] & ring.run[c]
                                     & ~started[c]),
                          picked[c].eq(cand[c] & ~(cand & ((1 << c) - 1)).any())]
         pick = Signal(2)
@@ -149,13 +151,15 @@ class DescRing(wiring.Component):
             with m.If(cand[c]):
                 m.d.comb += pick.eq(c)
         m.d.comb += raddr.eq(Cat(rpos[pick], pick))
-        m.d.sync += [stg_v.eq(cand.any()), stg_c.eq(pick), ring.pop.eq(picked)]
+        m.d.sync += [stg.eq(picked), stg_slot.eq(rpos[pick]), ring.pop.eq(picked)]
         for c in range(NC):
             with m.If(picked[c]):
-                m.d.sync += [rpos[c].eq(rpos[c] + 1), valid[c].bit_select(rpos[c], 1).eq(0)]
+                m.d.sync += rpos[c].eq(rpos[c] + 1)
+            with m.If(stg[c]):
+                m.d.sync += valid[c].bit_select(stg_slot, 1).eq(0)
             with m.If(ring.nxt_clear[c]):
                 m.d.sync += nxt_valid[c].eq(0)
-            with m.If(stg_v & (stg_c == c)):
+            with m.If(stg[c]):
                 m.d.sync += [nxt[c].eq(Cat(*rdata)), nxt_valid[c].eq(1)]
             with m.If(~ring.run[c]):
                 m.d.sync += [valid[c].eq(0), rpos[c].eq(0), nxt_valid[c].eq(0)]

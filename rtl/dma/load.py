@@ -92,17 +92,29 @@ def load_checks(m, slots, ch, sel):
     adj_gt1 = [Signal(name=f"ch{c}_adj_gt1") for c in range(N_DMA_CHANNELS)]
     grow = Array([Signal(8, name=f"ch{c}_grow") for c in range(N_DMA_CHANNELS)])
     adj_gt = Array([Signal(name=f"ch{c}_adj_gt") for c in range(N_DMA_CHANNELS)])
-    next_eq = [Signal(name=f"ch{c}_next_eq") for c in range(N_DMA_CHANNELS)]
+    next_eq_lo = [Signal(name=f"ch{c}_next_eq_lo") for c in range(N_DMA_CHANNELS)]
+    next_eq_hi = [Signal(name=f"ch{c}_next_eq_hi") for c in range(N_DMA_CHANNELS)]
+    n_lptr = [Signal(64, name=f"ch{c}_n_lptr") for c in range(N_DMA_CHANNELS)]
+    n_ahead = [Signal(8, name=f"ch{c}_n_ahead") for c in range(N_DMA_CHANNELS)]
+    n_gt1 = [Signal(name=f"ch{c}_n_gt1") for c in range(N_DMA_CHANNELS)]
     for c in range(N_DMA_CHANNELS):
         ahead, adj = ch.ahead[c], bits(nxt[c].control, "adj")
         m.d.sync += [lfollow[c].eq(follow(lptr[c])),
                      b[c].eq(Mux(ahead == 0, 0, ahead - 1)), b_nz[c].eq(ahead[1:].any()),
                      b_gt1[c].eq(ahead > 2), adj_gt1[c].eq(adj[1:].any()),
                      grow[c].eq(adj - b[c]), adj_gt[c].eq(adj > b[c]),
-                     next_eq[c].eq(nxt[c].next == lfollow[c])]
+                     next_eq_lo[c].eq(nxt[c].next[:32] == lfollow[c][:32]),
+                     next_eq_hi[c].eq(nxt[c].next[32:] == lfollow[c][32:])]
+        # Then where the load leaves the channel: the next descriptor's pointer and what is
+        # known to follow it (see follow_chain), from the compares above.
+        new_run = ~adj_gt[c] & ~b_nz[c]
+        m.d.sync += [n_lptr[c].eq(Mux(new_run, nxt[c].next, lfollow[c])),
+                     n_ahead[c].eq(Mux(adj_gt[c], adj, Mux(b_nz[c], b[c], 0))),
+                     n_gt1[c].eq(Mux(adj_gt[c], adj_gt1[c], b_nz[c] & b_gt1[c]))]
     for c in range(N_DMA_CHANNELS):
         m.d.sync += [nxt_bad[c].eq(_malformed(nxt[c], regm=False, ptr=lptr[c],
-                                              follows=next_eq[c], known=ch.ahead_gt1[c])),
+                                              follows=next_eq_lo[c] & next_eq_hi[c],
+                                              known=ch.ahead_gt1[c])),
                      nxt_big[c].eq(_big(nxt[c])), nxt_seen[c].eq(nxt_valid[c]),
                      nxt_seen2[c].eq(nxt_valid[c] & nxt_seen[c])]
 
@@ -110,11 +122,10 @@ def load_checks(m, slots, ch, sel):
     idx = Cat(ch.slot[sel][:2], sel)           # 4 * c + s
     ld = SimpleNamespace(desc=Signal(Descriptor, name="ld_desc"), bad=Signal(name="ld_bad"),
                          ok=Signal(name="ld_ok"), big=Signal(name="ld_big"),
-                         follow=Signal(64, name="ld_follow"), b=Signal(8, name="ld_b"),
-                         grow=Signal(8, name="ld_grow"), adj_gt1=Signal(name="ld_adj_gt1"),
-                         b_gt1=Signal(name="ld_b_gt1"),
+                         lptr=Signal(64, name="ld_lptr"), ahead=Signal(8, name="ld_ahead"),
+                         gt1=Signal(name="ld_gt1"), grow=Signal(8, name="ld_grow"),
                          **{f"case_{n}": Signal(name=f"ld_case_{n}")
-                            for n in ("end", "grow", "inside", "new")})
+                            for n in ("end", "grow", "new", "go")})
     ld.bad_now = Mux(regm, select(slot_bad, idx), select(nxt_bad, sel))
     ld.ok_now = regm | (nxt_valid[sel] & select(nxt_seen2, sel))
     # Which case the load is (see _follow_chain), from the staged descriptor's end bit and
@@ -123,14 +134,13 @@ def load_checks(m, slots, ch, sel):
     c_gt, c_bnz = adj_gt[sel], select(b_nz, sel)
     good = ~regm & ld.ok_now & ~ld.bad_now
     m.d.sync += [ld.case_end.eq(good & c_end), ld.case_grow.eq(good & ~c_end & c_gt),
-                 ld.case_inside.eq(good & ~c_end & ~c_gt & c_bnz),
-                 ld.case_new.eq(good & ~c_end & ~c_gt & ~c_bnz),
-                 ld.adj_gt1.eq(select(adj_gt1, sel)), ld.b_gt1.eq(select(b_gt1, sel))]
+                 ld.case_new.eq(good & ~c_end & ~c_gt & ~c_bnz), ld.case_go.eq(good & ~c_end),
+                 ld.lptr.eq(select(n_lptr, sel)), ld.ahead.eq(select(n_ahead, sel)),
+                 ld.gt1.eq(select(n_gt1, sel))]
     m.d.sync += [
         ld.big.eq(Mux(regm, select(slot_big, idx), select(nxt_big, sel))),
         ld.desc.eq(Mux(regm, slots[idx], nxt[sel])),
         ld.bad.eq(ld.bad_now), ld.ok.eq(ld.ok_now),
-        ld.follow.eq(select(lfollow, sel)), ld.b.eq(select(b, sel)),
         ld.grow.eq(grow[sel]),
     ]
     return ld
@@ -173,7 +183,6 @@ def load(m, ch, sel, ld, push, room):
             ch.blnz[sel].eq(1),            # a count of 0 is malformed
         ]
         consume(m, ch, sel)
-    follow_chain(m, ch, sel, ld)
 
 
 def follow_chain(m, ch, sel, ld):
@@ -182,19 +191,14 @@ def follow_chain(m, ch, sel, ld):
     the most of ``b`` (known from the ones before) and its ``adj``; the ones its ``adj`` adds
     are fetched from where fetching stands (right after the last known one).  With none known,
     ``next`` is fetched alone.  What it means for fetching is applied a cycle later
-    (:func:`~peach2.dma.fetch.fetch_plan`); which case it is, CALC decided (``ld.case_*``, none
-    for a load it does not do: incomplete, malformed, register mode)."""
-    d = ld.desc
-    adj = bits(d.control, "adj")
-    with m.If(ld.case_grow):
-        m.d.sync += [ch.lptr[sel].eq(ld.follow), ch.ahead[sel].eq(adj),
-                     ch.ahead_gt1[sel].eq(ld.adj_gt1)]
-    with m.If(ld.case_inside):
-        m.d.sync += [ch.lptr[sel].eq(ld.follow), ch.ahead[sel].eq(ld.b),
-                     ch.ahead_gt1[sel].eq(ld.b_gt1)]
-    with m.If(ld.case_new):
-        m.d.sync += [ch.lptr[sel].eq(d.next), ch.ahead[sel].eq(0), ch.ahead_gt1[sel].eq(0)]
-    m.d.sync += [ch.fgrow[sel].eq(ld.grow), ch.fnew[sel].eq(d.next)]
+    (:func:`~peach2.dma.fetch.fetch_plan`); which case it is and the channel's registers after
+    it, CALC picked from what was worked out per channel (``ld.case_*``, none for a load ACT
+    does not do: incomplete, malformed, register mode).  Called for a LOAD's ACT, outside the
+    state machine (``k.do`` is only set for ACT)."""
+    with m.If(ld.case_go):
+        m.d.sync += [ch.lptr[sel].eq(ld.lptr), ch.ahead[sel].eq(ld.ahead),
+                     ch.ahead_gt1[sel].eq(ld.gt1)]
+    m.d.sync += [ch.fgrow[sel].eq(ld.grow), ch.fnew[sel].eq(ld.desc.next)]
     for c in range(N_DMA_CHANNELS):
         with m.If(sel == c):
             m.d.sync += [ch.fgrow_en[c].eq(ld.case_grow), ch.fnew_en[c].eq(ld.case_new),

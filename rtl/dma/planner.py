@@ -19,7 +19,7 @@ from .channels import channel_registers, control, reports
 from .common import Act, Chan, Kind, bits, ceil_log2, entry_layout, select
 from .descring import RingSignature
 from .fetch import fetch_act, fetch_plan, fetch_registers
-from .load import load, load_checks
+from .load import follow_chain, load, load_checks
 from .writer import ReportSignature
 
 __all__ = ["Planner"]
@@ -193,6 +193,8 @@ class Planner(wiring.Component):
                 with m.Else():
                     m.next = "SEL"
                 self._act(m, ch, k)
+        with m.If(k.do[Act.LOAD]):
+            follow_chain(m, ch, k.sel, k.ld)
         reports(m, self, ch)
         return m
 
