@@ -68,6 +68,13 @@ class PEACH2(wiring.Component):
     PROT_STATUS and PROT_SOURCES.  With PROT_CONTROL.stamp the DMA's writes, like the host's
     writes into the TCA window (at N's ingress), carry NODE in requester ID bits [15:8].
 
+    Link loss (issue 19, ``docs/errors.md``, "Reset and link loss"): :class:`LinkState`
+    registers each ``<p>_ltssm`` and keeps PORT_STATUS[p].dropping; while a port drops, the
+    ingresses mark routed packets toward it (``o_linkdown``, discarded at their packet buffer,
+    COUNT[in][LINK_DOWN]), the DMA ends a channel writing there (DST_LINK_DOWN), and the
+    port's :class:`LinkGate` discards what reaches its crossbar output
+    (COUNT[p][LINK_FLUSHED]) while its TX adapter is held in reset.
+
     Parameters
     ----------
     n_routes : int
@@ -87,7 +94,8 @@ class PEACH2(wiring.Component):
     -------
     <p>_rx_st_*, <p>_tx_st_*, <p>_tx_cred : hard IP application interface of port p.
     <p>_ltssm : In(5)
-        The hard IP's LTSSM state (PORT_STATUS; link up in L0).
+        The hard IP's LTSSM state (PORT_STATUS, registered; link up in L0, else the port drops
+        traffic toward it).
     n_pcie_id : In(16)
         Bus/device/function of the N endpoint (from the hard IP's configuration output
         ``tl_cfg_ctl``, decoded by the platform wrapper); completer ID of completions.

@@ -51,6 +51,8 @@ class Ingress(wiring.Component):
     routed, but no table entry matches       dropped, UNROUTABLE
     E/W/S: memory write routed to N that     forwarded with ``o_refuse``: the packet
     the protection windows refuse            buffer discards it, PROTECTED (below)
+    routed, the entry's port link down       forwarded with ``o_linkdown``: the packet
+    (``config.route_down``)                  buffer discards it, LINK_DOWN
     ======================================  =========================================
 
     Protection (issue 19; ``docs/errors.md``, the idea is Tofu's STAG, 004 section 4.3): on
