@@ -18,7 +18,7 @@ link layer leaves DL_Up, expects the application to reset what it holds for that
 ``dlup_exit`` guidance); this is that reset, limited to the port's own TX path.
 """
 
-from amaranth.hdl import Cat, Module, Signal
+from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -136,7 +136,3 @@ class LinkGate(wiring.Component):
         m.d.sync += self.flushed.eq(moved & i.p.last & discard)
         return m
 
-
-def or_reduce(values):
-    """OR of a list of 1-bit values (0 for an empty list)."""
-    return Cat(*values).any() if values else 0
