@@ -22,7 +22,7 @@ __all__ = [
 
 BAR_SIZE = 0x1000              # BAR 0, the control registers: 4 KiB
 N_PORTS = 4                    # 002 section 3.3: N, E, W, S
-N_REASONS = 16                 # counter reasons per port (COUNT[p][r]), 12 of them implemented
+N_REASONS = 16                 # counter reasons per port (COUNT[p][r]), 14 of them implemented
 N_WINDOWS = 8                  # protection windows (WIN[w]) of a node
 N_NODES = 16                   # node numbers a window's source mask names (NODE.node_id is 4 bits)
 MAX_ROUTES = 16                # route entries that fit below the counters at 0x800
@@ -60,6 +60,10 @@ REASON_TABLE = (
     ("UR_SENT", 10, "UR completions generated for requests from this port"),
     ("PROTECTED", 11, "writes toward this node's host refused by the protection windows "
                       "(PROT_CONTROL.enable; E, W and S only)"),
+    ("LINK_DOWN", 12, "routed TLPs that arrived on this port and were dropped because their "
+                      "route leaves through a port whose link is down (PORT_STATUS.dropping)"),
+    ("LINK_FLUSHED", 13, "TLPs queued in the chip toward this port and discarded at its output "
+                         "because its link went down (one cut off mid-TLP included)"),
 )
 
 #: DMA error codes of CH_STATUS.error.
@@ -78,6 +82,8 @@ DMA_ERROR_TABLE = (
                          "address was wrong, or the receiver cut it short (err)"),
     ("DST_UNROUTABLE", 7, "a destination or completion-write address matched no enabled route"),
     ("ABORTED", 8, "software wrote CH_CTRL.abort"),
+    ("DST_LINK_DOWN", 9, "a destination or completion-write address is routed through a port "
+                         "whose link is down (PORT_STATUS.dropping)"),
 )
 
 #: Port numbers (N, E, W, S).

@@ -113,6 +113,9 @@ class IngressConfigSignature(wiring.Signature):
     stamp_id : Out(16)
         The requester ID a stamped write carries: ``NODE.node_id`` in bits [15:8] (the bus
         number), the chip's own device and function (from PCIE_ID) in bits [7:0].
+    route_down : Out(n_routes)
+        Per route entry, a register: the entry's port is dropping traffic (its link is down,
+        :class:`~peach2.router.linkstate.LinkState`).
     """
 
     def __init__(self, n_routes):
@@ -124,6 +127,7 @@ class IngressConfigSignature(wiring.Signature):
             "protect_enable": Out(1),
             "stamp":          Out(1),
             "stamp_id":       Out(16),
+            "route_down":     Out(n_routes),
         })
 
 

@@ -1,6 +1,6 @@
 """The PEACH2 chip: four Stratix IV PCIe ports around a router (002 section 3.3, Figure 2)."""
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, ResetInserter, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -12,6 +12,7 @@ from .router.buffer import PacketBuffer
 from .router.common import Port, Reason
 from .router.crossbar import Crossbar
 from .router.ingress import OUTPUTS, Ingress
+from .router.linkstate import LTSSM_L0, LinkGate, LinkState  # noqa: F401 (LTSSM_L0: re-exported)
 from .router.protect import ProtectionLog, window_view
 from .router.ur import URGenerator
 from .signatures import IngressConfigSignature, members_of
@@ -38,9 +39,6 @@ MIN_BUFFER_BEATS = 32
 #: Depth of the TX adapters' FIFOs, in beats (``tx_depth``); the cut-through threshold
 #: ``tx_start_level`` is at most this.
 TX_DEPTH = 64
-
-#: The LTSSM state the Stratix IV hard IP reports in L0 (link up).
-LTSSM_L0 = 0x0F
 
 #: Crossbar inputs: the four ports, register completions, UR completions, DMA writes and DMA
 #: read requests.
@@ -70,6 +68,13 @@ class PEACH2(wiring.Component):
     PROT_STATUS and PROT_SOURCES.  With PROT_CONTROL.stamp the DMA's writes, like the host's
     writes into the TCA window (at N's ingress), carry NODE in requester ID bits [15:8].
 
+    Link loss (issue 19, ``docs/errors.md``, "Reset and link loss"): :class:`LinkState`
+    registers each ``<p>_ltssm`` and keeps PORT_STATUS[p].dropping; while a port drops, the
+    ingresses mark routed packets toward it (``o_linkdown``, discarded at their packet buffer,
+    COUNT[in][LINK_DOWN]), the DMA ends a channel writing there (DST_LINK_DOWN), and the
+    port's :class:`LinkGate` discards what reaches its crossbar output
+    (COUNT[p][LINK_FLUSHED]) while its TX adapter is held in reset.
+
     Parameters
     ----------
     n_routes : int
@@ -89,7 +94,8 @@ class PEACH2(wiring.Component):
     -------
     <p>_rx_st_*, <p>_tx_st_*, <p>_tx_cred : hard IP application interface of port p.
     <p>_ltssm : In(5)
-        The hard IP's LTSSM state (PORT_STATUS; link up in L0).
+        The hard IP's LTSSM state (PORT_STATUS, registered; link up in L0, else the port drops
+        traffic toward it).
     n_pcie_id : In(16)
         Bus/device/function of the N endpoint (from the hard IP's configuration output
         ``tl_cfg_ctl``, decoded by the platform wrapper); completer ID of completions.
@@ -121,8 +127,10 @@ class PEACH2(wiring.Component):
         self.s_role = s_role
         self.port_roles = {**PORT_ROLES, "s": s_role}
         self._rx = {p.name.lower(): AvalonST128RX() for p in Port}
+        # Each TX adapter is flushed (held in reset) while its port drops traffic (link loss).
         self._tx = {p.name.lower(): AvalonST128TX(start_level=tx_start_level, depth=tx_depth)
                     for p in Port}
+        self._tx_flush = {p: Signal(name=f"{p}_tx_flush") for p in self._tx}
         members = {}
         for p in self._rx:
             for adapter, prefix in ((self._rx[p], "rx_st_"), (self._tx[p], "tx_")):
@@ -155,11 +163,18 @@ class PEACH2(wiring.Component):
             ur.completer_id.eq(self.n_pcie_id),
         ]
 
+        # Link state (issue 19): each port's LTSSM registered at the input; ``dropping`` per
+        # port, and per route entry (registered) for the ingresses and the DMA.
+        m.submodules.links = links = LinkState()
+        route_down = Signal(self.n_routes)
+        m.d.sync += route_down.eq(Cat(*(links.dropping.bit_select(entry.port, 1)
+                                        for entry in csr.route)))
+
         ingresses, buffers = [], []
         for index, p in enumerate(ports):
             rx, tx = self._rx[p], self._tx[p]
             m.submodules[f"{p}_rx"] = rx
-            m.submodules[f"{p}_tx"] = tx
+            m.submodules[f"{p}_tx"] = ResetInserter(self._tx_flush[p])(tx)
             forward_members(m, rx, self, members_with_prefix(rx, "rx_st_"), f"{p}_")
             forward_members(m, tx, self, members_with_prefix(tx, "tx_"), f"{p}_")
 
@@ -176,11 +191,20 @@ class PEACH2(wiring.Component):
             m.d.comb += [
                 buf.i_dest.eq(ing.o_dest),
                 buf.i_refuse.eq(ing.o_refuse),
+                buf.i_linkdown.eq(ing.o_linkdown),
                 buf.offset.eq(csr.node_offset),
                 xbar.i_dest[index].eq(buf.o_dest),
             ]
 
-            wiring.connect(m, xbar.o[OUTPUTS.index(p.upper())], tx.i_tlp)
+            # The port's gate: while its link is down, what reaches its output is discarded.
+            m.submodules[f"{p}_gate"] = gate = LinkGate()
+            out = xbar.o[OUTPUTS.index(p.upper())]
+            wiring.connect(m, out, gate.i_tlp)
+            wiring.connect(m, gate.o_tlp, tx.i_tlp)
+            m.d.comb += [gate.dropping.eq(links.dropping[index]),
+                         links.busy[index].eq(gate.busy),
+                         links.ltssm[index].eq(getattr(self, f"{p}_ltssm"))]
+            m.d.comb += self._tx_flush[p].eq(links.dropping[index])
 
             # Counters: COUNT[port][reason].
             def count(reason, strobe, base=16 * index):
@@ -194,17 +218,27 @@ class PEACH2(wiring.Component):
                         strobe = strobe | dma.poisoned_cpl      # N's completions go there
                     if reason == Reason.PROTECTED:
                         strobe = buf.refused        # discarded at the buffer's input
+                    if reason == Reason.LINK_DOWN:
+                        strobe = buf.link_dropped   # likewise
+                    if reason == Reason.LINK_FLUSHED:
+                        strobe = gate.flushed       # discarded at the port's output
                     count(reason, strobe)
             count(Reason.MALFORMED, rx.malformed_event)
             count(Reason.RX_ERR, rx.err_event)
             count(Reason.TX_TLPS, tx.sent_event)
 
-            ltssm = getattr(self, f"{p}_ltssm")
-            m.d.comb += csr.port_status[index].eq(Cat(ltssm == LTSSM_L0, ltssm))
+            m.d.comb += csr.port_status[index].eq(Cat(links.link_up[index],
+                                                      links.ltssm_r[index],
+                                                      links.dropping[index]))
+        # Per port: some packet buffer holds a packet bound for it.
+        for index in range(len(ports)):
+            m.d.comb += links.queued[index].eq(
+                Cat(*(buf.queued[OUTPUTS.index(ports[index].upper())] for buf in buffers)).any())
 
         # The route table, the enables, the protection windows and the source stamp, from the
         # register block to every ingress.
         cfg = self._ingress_config(m, csr)
+        m.d.comb += cfg.route_down.eq(route_down)
         wiring.connect(m, cfg, *(ing.config for ing in ingresses))
         # PROT_STATUS and PROT_SOURCES: the writes the windows refused.
         m.submodules.prot_log = log = ProtectionLog()
@@ -237,6 +271,7 @@ class PEACH2(wiring.Component):
             xbar.i_dest[_IN_DMA_WR].eq(dma.o_wr_dest),
             xbar.i_dest[_IN_DMA_RD].eq(n_bit),
             dma.routes.eq(csr.route),
+            dma.route_down.eq(route_down),
             dma.node_offset.eq(csr.node_offset),
             dma.requester_id.eq(self.n_pcie_id),
             dma.cpl_space.eq(self.n_ko_cpl_spc_vc0),

@@ -43,6 +43,7 @@ def _cable_signature():
                 f"{s}_rx_st_bardec": Out(8), f"{s}_rx_st_be": Out(16),
                 f"{s}_rx_st_ready": In(1), f"{s}_rx_st_mask": In(1)}
     sig["up"] = In(1, init=1)
+    sig["linked"] = Out(1)
     for d in ("a2b", "b2a"):
         sig |= {f"{d}_tlps": Out(32), f"{d}_bytes": Out(32), f"{d}_stall": Out(32),
                 f"{d}_cpl_wait": Out(1), f"{d}_overflow": Out(1)}
@@ -159,6 +160,9 @@ class Cable(wiring.Component):
         From chip A.
     up : In(1, init=1)
         Link up; 0 = cable pulled (see "Link down").
+    linked : Out(1)
+        The link is up: ``up`` and both receivers flushed after the last loss (what the hard
+        IPs at both ends report as L0 on ``ltssm``).
     a2b_tlps, a2b_bytes, a2b_stall : Out(32)
         A-to-B TLPs put on the wire, their payload bytes, cycles a TLP waited at the head for
         credits (or completion-buffer room); counted from reset, through link-down, wrapping.
@@ -214,6 +218,7 @@ class Cable(wiring.Component):
         flush = {d: Signal(name=f"{d}_flush") for d in self.lanes}
         # down while up is 0 and while a receiver still finishes the TLP it was presenting
         link_down = ~self.up | (flush["a2b"] & ab.in_pkt) | (flush["b2a"] & ba.in_pkt)
+        m.d.comb += self.linked.eq(~link_down)
         for d, lane, other, src, dst in (("a2b", ab, ba, "a", "b"), ("b2a", ba, ab, "b", "a")):
             hold = ~self.up | flush[d]
             m.d.sync += flush[d].eq(~self.up | (flush[d] & lane.in_pkt))

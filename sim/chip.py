@@ -69,6 +69,9 @@ class ChipHarness:
         RX and TX pipeline latency of every model (:mod:`peach2.sim.calibration`).
     ticker : peach2.sim.ticker.EdgeTicker, optional
         Steps the models each cycle, shared with other chips' models (default: one per model).
+    rst : cocotb handle, optional
+        The reset this chip sees, watched by its models (default the top's ``rst``; a cluster
+        top's ``c<i>_rst_out`` when one chip can be reset alone).
 
     Members
     -------
@@ -80,7 +83,8 @@ class ChipHarness:
 
     def __init__(self, dut, prefix="", *, host=True, seed=0, mps=256, pass_to_link=None,
                  dirty=True, linked=(), cpl_space=KO_CPL_SPC_VC0, ports=PORTS,
-                 sleep_when_idle=False, pipeline_ns=0.0, hdl_clock=False, ticker=None):
+                 sleep_when_idle=False, pipeline_ns=0.0, hdl_clock=False, ticker=None,
+                 rst=None):
         self.dut = dut
         self.cpl_space = cpl_space
         self.prefix = prefix
@@ -95,7 +99,7 @@ class ChipHarness:
             raise ValueError("a host needs the N port's model")
         common = dict(max_payload_size=mps, dirty=dirty, sleep_when_idle=sleep_when_idle,
                       rx_pipeline_ns=pipeline_ns, tx_pipeline_ns=pipeline_ns,
-                      hdl_clock=hdl_clock, ticker=ticker)
+                      hdl_clock=hdl_clock, ticker=ticker, rst=rst)
         for k, p in enumerate(PORTS):
             if p not in self.ports:
                 continue

@@ -198,7 +198,8 @@ class Cluster:
                                           ports=("n",) if hdl_cables else PORTS,
                                           sleep_when_idle=hdl_cables,
                                           pipeline_ns=hardip_pipeline_ns,
-                                          hdl_clock=hdl_cables, ticker=ticker))
+                                          hdl_clock=hdl_cables, ticker=ticker,
+                                          rst=getattr(dut, f"{prefixes[i]}rst_out", None)))
         # Cable before simulation time advances (an unconnected SimPort fails at once).
         self.cables = []
         for a, pa, b, pb in plan:
@@ -293,10 +294,15 @@ class Cluster:
             routes = RouteSet.build(self.topology, amap, routes)
         if amap.n_gpus:
             await _all(self._place_gpus(i) for i in range(self.n_nodes))
-        await _all(drv.program(self.topology, amap, i, self._memory[i][0], routes=routes)
-                   for i, drv in enumerate(self.drivers))
+        self.route_set = routes
+        await _all(self.program(i) for i in range(self.n_nodes))
         if amap.n_gpus:
             await _all(self._check_gpu_windows(i) for i in range(self.n_nodes))
+
+    async def program(self, node):
+        """(Re)program chip ``node`` as :meth:`start` does: routes, offset, enables."""
+        await self.drivers[node].program(self.topology, self.address_map, node,
+                                         self._memory[node][0], routes=self.route_set)
 
     async def _place_gpus(self, node):
         """Put GPU ``i``'s BAR at ``host window memory + gpu_start + i * gpu_size``: where the

@@ -14,6 +14,11 @@ Only each node's N port (``c<i>_n_*``: the hard-IP pins, ``n_pcie_id``, MSI,
 the host has something to send.  Everything else, clock included, runs inside the simulator,
 so on Verilator the sub-cluster costs no Python per cycle.
 
+Per chip ``i``: input ``c<i>_reset`` holds that chip alone in reset (with ``rst``, which resets
+every chip) and takes its cables down meanwhile; output ``c<i>_rst_out`` is the reset the chip
+sees (its N hard-IP model watches it).  Each cabled port's ``<p>_ltssm`` is L0 while its cable's
+``linked`` output is 1, else 0 (as the hard IP's LTSSM leaves L0 when the link is lost).
+
 Per cable ``j`` (the order of :func:`peach2.sim.cluster.cable_plan`): input
 ``cable<j>_down`` takes the link down (0 = up, so an undriven input leaves it up); outputs
 ``cable<j>_a2b_tlps`` / ``_b2a_tlps`` / ``_a2b_stall`` / ``_b2a_stall`` count TLPs and credit
@@ -29,7 +34,8 @@ from amaranth.hdl import ClockSignal, Instance, Module, Mux, ResetSignal, Shape
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from ..top import LTSSM_L0, PEACH2
+from ..router.linkstate import LTSSM_L0
+from ..top import PEACH2
 from .cable import Cable
 from .runner import emit_verilog
 
@@ -67,6 +73,8 @@ class ClusterTop(wiring.Component):
     Members
     -------
     c<i>_<pin> : chip ``i``'s N-port pins (:data:`N_PINS`), same direction as on the chip.
+    c<i>_reset : In(1) ; c<i>_rst_out : Out(1)
+        Reset of chip ``i`` alone (its cables down meanwhile); the reset chip ``i`` sees.
     cable<j>_down : In(1)
     cable<j>_a2b_tlps, cable<j>_b2a_tlps, cable<j>_a2b_stall, cable<j>_b2a_stall : Out(32)
     """
@@ -102,6 +110,8 @@ class ClusterTop(wiring.Component):
         for i in range(n_nodes):
             for pin in N_PINS:
                 members[f"c{i}_{pin}"] = chip_members[pin]
+            members[f"c{i}_reset"] = In(1)
+            members[f"c{i}_rst_out"] = Out(1)
         for j in range(len(self.plan)):
             members[f"cable{j}_down"] = In(1)
             for stat in _STATS:
@@ -124,7 +134,8 @@ class ClusterTop(wiring.Component):
                      for name, member in self._cable.signature.members.items()}
             m.submodules[f"cable{j}"] = Instance("peach2_cable", i_clk=ClockSignal("sync"),
                                                  i_rst=ResetSignal("sync"), **ports)
-            m.d.comb += cab.up.eq(~getattr(self, f"cable{j}_down"))
+            m.d.comb += cab.up.eq(~getattr(self, f"cable{j}_down") & ~getattr(self, f"c{a}_reset")
+                                  & ~getattr(self, f"c{b}_reset"))
             for stat in _STATS:
                 m.d.comb += getattr(self, f"cable{j}_{stat}").eq(getattr(cab, stat))
             for side, node, port in (("a", a, pa), ("b", b, pb)):
@@ -138,7 +149,7 @@ class ClusterTop(wiring.Component):
                         m.d.comb += end.eq(nets[node][pin])
                     else:
                         m.d.comb += nets[node][pin].eq(end)
-                m.d.comb += nets[node][f"{p}_ltssm"].eq(Mux(cab.up, LTSSM_L0, 0))
+                m.d.comb += nets[node][f"{p}_ltssm"].eq(Mux(cab.linked, LTSSM_L0, 0))
         for i in range(self.n_nodes):
             for p in ("e", "w", "s"):
                 if (i, p) not in cabled:       # no cable: idle RX, TX sinks, link down
@@ -147,8 +158,9 @@ class ClusterTop(wiring.Component):
             for pin, member in chip_members.items():
                 kind = "i" if member.flow == In else "o"
                 ports[f"{kind}_{pin}"] = nets[i][pin]
-            m.submodules[f"c{i}"] = Instance("peach2", i_clk=ClockSignal("sync"),
-                                             i_rst=ResetSignal("sync"),
+            rst = getattr(self, f"c{i}_rst_out")
+            m.d.comb += rst.eq(ResetSignal("sync") | getattr(self, f"c{i}_reset"))
+            m.submodules[f"c{i}"] = Instance("peach2", i_clk=ClockSignal("sync"), i_rst=rst,
                                              **ports)
         return m
 

@@ -176,7 +176,8 @@ class Driver(DmaDriver):
         return self._n_routes
 
     async def port_status(self, port):
-        """Return ``{"link_up": .., "ltssm": ..}`` of ``port`` (name or number)."""
+        """Return ``{"link_up": .., "ltssm": .., "dropping": ..}`` of ``port`` (name or
+        number)."""
         return await self.read_fields("PORT_STATUS", _port_number(port))
 
     # -- routing --------------------------------------------------------------------------------

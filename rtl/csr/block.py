@@ -95,12 +95,12 @@ class CSR(wiring.Component):
         The ROUTE[i] registers, as are ``route_upper_lo``, ``route_upper_hi``,
         ``route_target``.
     port_status : In(ArrayLayout(32, 4))
-        PORT_STATUS[p]; bits outside ``link_up``/``ltssm`` are ignored (read 0).
+        PORT_STATUS[p]; bits outside its fields are ignored (read 0).
     pcie_id : In(16)
         PCIE_ID.
     count_inc : In(ArrayLayout(1, 64))
         Counter strobes, element ``p * 16 + r``: each high element counts one event in that
-        cycle.  Elements of reserved reasons (11-15) are ignored.
+        cycle.  Elements of reserved reasons (14-15) are ignored.
     msi_req : Out(1)
         One-cycle strobe per write to MSI (with byte 0 enabled).
     msi_num : Out(5)

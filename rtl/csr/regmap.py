@@ -198,7 +198,13 @@ def _chip_registers(n_routes, buffer_beats, s_is_rc):
                  stride=4, index_names=(_port_names(),), index_args=("p",), fields=(
                      Field("link_up", 0, 1, "data link layer up"),
                      Field("ltssm", 1, 5, "hard IP LTSSM state"),
-                 )),
+                     Field("dropping", 6, 1, "the router drops TLPs toward this port: its link "
+                                             "is down, or came back and what the chip held for "
+                                             "it is still being flushed"),
+                 ), notes="`link_up` and `ltssm` are the hard IP's status one cycle late. "
+                          "`dropping` rises with the link's loss and falls once the link is up "
+                          "again and no TLP queued before is left in the chip "
+                          "([errors.md](errors.md), \"Reset and link loss\")."),
         Register("PCIE_ID", 0x030, Access.RO, "bus/device/function of the chip on port N",
                  width=16, fields=(Field("function", 0, 3, "function number"),
                                    Field("device", 3, 5, "device number"),

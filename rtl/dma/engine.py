@@ -75,6 +75,9 @@ class DMA(wiring.Component):
         Completions arriving on port N.  Always ready.
     routes, node_offset
         The route table and the node offset (the N-bound writes are translated here).
+    route_down : In(n_routes)
+        Per route entry: its port's link is down (a write routed there ends its channel with
+        DST_LINK_DOWN).
     requester_id : In(16)
         The chip's bus/device/function on N.
     dma_config ... ch_desc_addr_hi
@@ -119,6 +122,7 @@ class DMA(wiring.Component):
             "o_wr_dest":       Out(6),
             "i_cpl":           In(TLPStream()),
             "routes":          In(data.ArrayLayout(RouteEntry, n_routes)),
+            "route_down":      In(n_routes),
             "node_offset":     In(64),
             "requester_id":    In(16),
             # dma_config ... ch_desc_addr_hi: the register block's boundary, flat.
@@ -227,6 +231,7 @@ class DMA(wiring.Component):
             wr.done.eq(rx.done), wr.bad.eq(rx.bad), wr.err.eq(rx.err),
             wr.mps.eq(mps), wr.abort.eq(pl.abort), wr.unroutable.eq(pl.unroutable),
             wr.dma_timeout.eq(self.dma_timeout), wr.routes.eq(self.routes),
+            wr.route_down.eq(self.route_down),
             wr.node_offset.eq(self.node_offset), wr.requester_id.eq(self.requester_id),
             self.o_wr_dest.eq(wr.o_wr_dest),
         ]

@@ -98,7 +98,7 @@ class Writer(wiring.Component):
         The max payload size in bytes.
     abort, unroutable : In(4)
         Per channel: stopped; a write of it found no route (its later items become no-ops).
-    dma_timeout : In(32) ; routes ; node_offset : In(64) ; requester_id : In(16)
+    dma_timeout : In(32) ; routes ; route_down ; node_offset : In(64) ; requester_id : In(16)
         The DMA's ports of the same names.
     o_wr : Out(TLPStream()) ; o_wr_dest : Out(6)
         As the DMA's.
@@ -128,6 +128,7 @@ class Writer(wiring.Component):
             "unroutable":   In(N_DMA_CHANNELS),
             "dma_timeout":  In(32),
             "routes":       In(data.ArrayLayout(RouteEntry, n_routes)),
+            "route_down":   In(n_routes),
             "node_offset":  In(64),
             "requester_id": In(16),
             "o_wr":         Out(TLPStream()),
@@ -305,6 +306,7 @@ class Writer(wiring.Component):
         i1 = Signal(Item_)
         p_hit = Signal()
         p_port = Signal(2)
+        p_down = Signal()
         # The write's header both ways (to N: after the node offset subtraction), so the route's
         # port only picks one.
         p_hdr = Signal(TLPHeader)
@@ -327,9 +329,15 @@ class Writer(wiring.Component):
                             (Cat(Const(0, 2), i0.addr[2:]) - self.node_offset)[2:64])),
             ]
         hit0, port0 = route_select(m, list(q_match), self.routes)
+        # The first match's port is dropping (link down): chosen like its port, in parallel.
+        down0 = Signal()
+        for k in reversed(range(self.n_routes)):
+            with m.If(q_match[k]):
+                m.d.comb += down0.eq(self.route_down[k])
         with m.If(p_take):
             m.d.sync += [
                 p_valid.eq(q_valid), i1.eq(i_q), p_hit.eq(hit0), p_port.eq(port0.as_value()),
+                p_down.eq(down0),
                 p_hdr.eq(mem_header(i_q.addr, i_q.nbytes, Const(0, 8), self.requester_id,
                                     write=True)),
                 p_hdr_n.eq(mem_header(q_tr, i_q.nbytes, Const(0, 8), self.requester_id,
@@ -354,17 +362,20 @@ class Writer(wiring.Component):
             items2.w_en.eq(p_valid & items2.w_rdy),
         ]
         # Stage A decided every item in queue order; only what this stage finds itself (an
-        # unroutable write) stops the channel here, and every later item of that channel
-        # becomes a no-op (and no descriptor is counted done any more).
+        # unroutable write, or one routed through a port whose link is down) stops the channel
+        # here, and every later item of that channel becomes a no-op (and no descriptor is
+        # counted done any more).
         dropping = self.unroutable.bit_select(i1.chan, 1)
+        bad = ~hit | p_down
         with m.If(p_valid & items2.w_rdy):
-            with m.If(is_write & ~hit & ~dropping):
+            with m.If(is_write & bad & ~dropping):
                 f = self.report.fail_route
-                m.d.comb += [f.en.eq(1), f.chan.eq(i1.chan), f.code.eq(DmaError.DST_UNROUTABLE),
+                m.d.comb += [f.en.eq(1), f.chan.eq(i1.chan),
+                             f.code.eq(Mux(hit, DmaError.DST_LINK_DOWN, DmaError.DST_UNROUTABLE)),
                              f.desc.eq(i1.desc)]
-            with m.If(is_write & (~hit | dropping)):
+            with m.If(is_write & (bad | dropping)):
                 m.d.comb += i2w.it.kind.eq(Item.NOP)
-            with m.If((is_write & ~hit) | dropping):
+            with m.If((is_write & bad) | dropping):
                 m.d.comb += i2w.it.mark.eq(0)
 
     def _send(self, m, items2, Item2):

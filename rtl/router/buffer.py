@@ -60,6 +60,17 @@ class PacketBuffer(wiring.Component):
         carries no ``err`` (a packet ended with ``err`` is the RX adapter's to count).
     refused_source : Out(8)
         With ``refused``: the discarded packet's requester ID bits [15:8] (its source node).
+    i_linkdown : In(1)
+        Like ``i_refuse`` (a register held for the packet, which then comes without ``first``):
+        the packet's route leaves through a port whose link is down; discarded the same way.
+    link_dropped : Out(1)
+        One-cycle strobe like ``refused``, for a packet discarded for ``i_linkdown`` (which
+        takes precedence: such a packet is not ``refused``).
+    queued : Out(dest_width)
+        Per crossbar output: the buffer holds a packet bound for it, from the cycle after its
+        first beat is written until two cycles after that beat leaves (packets bound for an
+        output whose link is down are flushed before the output is used again,
+        :class:`~peach2.router.linkstate.LinkState`).  From registers.
     """
 
     def __init__(self, *, depth=128, max_packets=16, dest_width=5, translate_bit=None):
@@ -76,6 +87,9 @@ class PacketBuffer(wiring.Component):
             "i_refuse": In(1),
             "refused": Out(1),
             "refused_source": Out(8),
+            "i_linkdown": In(1),
+            "link_dropped": Out(1),
+            "queued": Out(dest_width),
         })
 
     def elaborate(self, platform):
@@ -88,7 +102,7 @@ class PacketBuffer(wiring.Component):
         w_d = data.View(_DataEntry, dfifo.w_data)
         w_h = data.View(head, hfifo.w_data)
         # Protection: ``i_refuse`` is a register held for the whole packet.
-        discard = self.i_refuse
+        discard = self.i_refuse | self.i_linkdown
         m.d.comb += [
             i.ready.eq(dfifo.w_rdy & (hfifo.w_rdy | ~i.p.first)),
             w_d.data.eq(i.p.data), w_d.dw_en.eq(i.p.dw_en), w_d.first.eq(i.p.first),
@@ -106,7 +120,9 @@ class PacketBuffer(wiring.Component):
         with m.If(i.valid & i.ready):
             m.d.sync += [source_held.eq(source), in_discard.eq(discard & ~i.p.last)]
         m.d.sync += [
-            self.refused.eq(i.valid & i.ready & discard & i.p.last & ~i.p.err),
+            self.refused.eq(i.valid & i.ready & self.i_refuse & ~self.i_linkdown & i.p.last
+                            & ~i.p.err),
+            self.link_dropped.eq(i.valid & i.ready & self.i_linkdown & i.p.last & ~i.p.err),
             self.refused_source.eq(source),
         ]
 
@@ -135,4 +151,21 @@ class PacketBuffer(wiring.Component):
             o.p.hdr.eq(main.head.hdr), o.p.bar.eq(main.head.bar),
             self.o_dest.eq(main.head.dest),
         ]
+        self._count_queued(m, hfifo.w_en, w_h.dest, o.valid & o.ready & o.p.first, self.o_dest)
         return m
+
+    def _count_queued(self, m, put, put_dest, got, got_dest):
+        """``queued``: per output, packets in the buffer bound for it, counted from registered
+        strobes (so the counters add no depth to the FIFO handshakes)."""
+        width = max(1, (self._max_packets + 3).bit_length())
+        put_r = Signal(self._dest_width)
+        got_r = Signal(self._dest_width)
+        m.d.sync += [put_r.eq(put_dest & put.replicate(self._dest_width)),
+                     got_r.eq(got_dest & got.replicate(self._dest_width))]
+        for j in range(self._dest_width):
+            count = Signal(width, name=f"queued_{j}")
+            with m.If(put_r[j] & ~got_r[j]):
+                m.d.sync += count.eq(count + 1)
+            with m.Elif(got_r[j] & ~put_r[j]):
+                m.d.sync += count.eq(count - 1)
+            m.d.comb += self.queued[j].eq(count != 0)

@@ -51,6 +51,8 @@ class Ingress(wiring.Component):
     routed, but no table entry matches       dropped, UNROUTABLE
     E/W/S: memory write routed to N that     forwarded with ``o_refuse``: the packet
     the protection windows refuse            buffer discards it, PROTECTED (below)
+    routed, the entry's port link down       forwarded with ``o_linkdown``: the packet
+    (``config.route_down``)                  buffer discards it, LINK_DOWN
     ======================================  =========================================
 
     Protection (issue 19; ``docs/errors.md``, the idea is Tofu's STAG, 004 section 4.3): on
@@ -103,6 +105,10 @@ class Ingress(wiring.Component):
     o_refuse : Out(1)
         With ``o_dest`` (a register, held for the packet): the protection windows refuse this
         packet, which goes to N; it then comes without ``first``.
+    o_linkdown : Out(1)
+        With ``o_dest`` (a register, held for the packet): the packet's route entry leads to a
+        port whose link is down (``config.route_down``); it comes without ``first`` and the
+        packet buffer discards it (LINK_DOWN, ``docs/errors.md``).
     events : Out(ArrayLayout(1, len(Reason)))
         One-cycle strobes indexed by :class:`~peach2.router.common.Reason`, from registers.
     """
@@ -119,6 +125,7 @@ class Ingress(wiring.Component):
             "config":       In(IngressConfigSignature(n_routes)),
             "events":       Out(data.ArrayLayout(1, len(Reason))),
             "o_refuse":     Out(1),
+            "o_linkdown":   Out(1),
         })
 
     def elaborate(self, platform):
@@ -262,6 +269,7 @@ class Ingress(wiring.Component):
                           Mux(window_open, Reason.UNROUTABLE, Reason.WINDOW_CLOSED),
                           x_beat.reason)),
         ]
+        down = Signal()         # the route's port is dropping (link down): discard
         with m.If(x_beat.fwd_fixed):
             m.d.comb += dest.eq(Mux(x_beat.to_csr, 1 << OUTPUTS.index("CSR"),
                                     1 << OUTPUTS.index("DMA")))
@@ -271,6 +279,9 @@ class Ingress(wiring.Component):
                 m.d.comb += dest[OUTPUTS.index(p.name)].eq(
                     Cat(*(x_beat.first[k] & (entry.port == p)
                           for k, entry in enumerate(routes))).any())
+            # Link loss (issue 19): as wide and deep as one bit of `dest`.
+            m.d.comb += down.eq(Cat(*(x_beat.first[k] & self.config.route_down[k]
+                                      for k in range(len(routes)))).any())
 
         # Protection: the windows' verdict on a routed write going to N, registered into
         # ``o_refuse`` with ``o_dest`` (the packet buffer discards the packet).  Worked
@@ -347,9 +358,11 @@ class Ingress(wiring.Component):
                     Mux(x_beat.routable & self.config.stamp, self.config.stamp_id,
                         b.hdr.mem32.requester_id))
             # A refused packet leaves without `first`: the buffer stores no header for it.
-            m.d.sync += o.p.first.eq(b.first & ~refuse_n)
+            # So does a packet toward a port whose link is down.
+            m.d.sync += o.p.first.eq(b.first & ~refuse_n & ~down)
             with m.If(deciding):
-                m.d.sync += [self.o_dest.eq(dest), self.o_refuse.eq(refuse_n)]
+                m.d.sync += [self.o_dest.eq(dest), self.o_refuse.eq(refuse_n),
+                             self.o_linkdown.eq(down)]
 
         # Written without `take` (see above): a refused drop keeps its state.
         with m.If(x_valid & drop):

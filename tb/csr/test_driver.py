@@ -109,7 +109,7 @@ def test_counters_and_clear():
         assert bar.log[-1] == ("r", REGS["ID"].offset, 4)
         await drv.msi(17)
         assert bar.log[-1] == ("w", REGS["MSI"].offset, (17).to_bytes(4, "little"))
-        assert await drv.port_status("W") == {"link_up": 0, "ltssm": 0}
+        assert await drv.port_status("W") == {"link_up": 0, "ltssm": 0, "dropping": 0}
     run(go())
 
 

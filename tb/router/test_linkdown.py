@@ -1,0 +1,15 @@
+"""A port's link lost and back with writes toward it still queued (issue 19; ``linkdown_tb``,
+docs/errors.md "Reset and link loss").  Same chip build as ``test_router.py``'s."""
+
+from pathlib import Path
+
+from peach2.sim.runner import run_cocotb
+from peach2.top import PEACH2
+
+HERE = Path(__file__).parent
+
+
+def test_link_down_flushes_queued():
+    run_cocotb(component=PEACH2(), toplevel="peach2", test_module="linkdown_tb",
+               name="router-linkdown-flush", test_dir=HERE, testcase="flush_queued", seed=43,
+               simulator="verilator")
