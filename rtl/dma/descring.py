@@ -74,7 +74,7 @@ class DescRing(wiring.Component):
     of the fetch, ``dpd`` 8 or 16 DWs a descriptor) and marks a slot complete with its last DW.
     A channel's slots are loaded in ring order: when its staging register is empty and the slot
     at its read position is complete, the slot is read (one channel a cycle, the lowest first)
-    and lands in the staging register a cycle later; the slot is free again (``pop``).  The
+    and lands in the staging register two cycles later; the slot is free again (``pop``).  The
     planner reserves slots when it issues a fetch (it counts the free ones from ``pop``), so a
     fetch always has room.
 
@@ -128,13 +128,16 @@ class DescRing(wiring.Component):
         # Staging: one slot a cycle into an empty staging register (not one being filled), of
         # a running channel.  Whether the slot at the read position is complete is registered
         # (``head_ok``): a cycle stale after a pick, while the staging register is being
-        # filled (``stg``), and after the channel starts, while ``started`` holds it off.  A channel
+        # filled (``stg1``, ``stg2``), and after the channel starts, while ``started`` holds
+        # it off.  A channel
         # that is not running keeps its ring empty (a fetch of a stopped chain may still land
         # there) and its staging register invalid, so a start finds both empty.
-        # ``stg``: the channel whose slot is being read (one-hot), and that slot, whose valid
-        # bit is cleared a cycle after the pick (from registers; the slot is not fetched into
-        # again before the planner sees it free, from ``pop``, a cycle later still).
-        stg = Signal(NC)
+        # A pick is registered (``stg1``, one-hot, with the slot's address): the banks are
+        # read from registers a cycle later (``stg2``) and the slot lands in the staging
+        # register the cycle after.  The slot's valid bit is cleared with the read (the slot is
+        # not fetched into again before the planner sees it free, from ``pop``, later still).
+        stg1 = Signal(NC)
+        stg2 = Signal(NC)
         stg_slot = Signal(SLOT_BITS)
         cand = Signal(NC)
         picked = Signal(NC)
@@ -143,23 +146,23 @@ class DescRing(wiring.Component):
         m.d.sync += started.eq(~ring.run)
         for c in range(NC):
             m.d.sync += head_ok[c].eq(valid[c].bit_select(rpos[c], 1))
-            m.d.comb += [cand[c].eq(head_ok[c] & ~nxt_valid[c] & ~stg[c] & ring.run[c]
-                                    & ~started[c]),
+            m.d.comb += [cand[c].eq(head_ok[c] & ~nxt_valid[c] & ~stg1[c] & ~stg2[c]
+                                    & ring.run[c] & ~started[c]),
                          picked[c].eq(cand[c] & ~(cand & ((1 << c) - 1)).any())]
         pick = Signal(2)
         for c in reversed(range(NC)):
             with m.If(cand[c]):
                 m.d.comb += pick.eq(c)
-        m.d.comb += raddr.eq(Cat(rpos[pick], pick))
-        m.d.sync += [stg.eq(picked), stg_slot.eq(rpos[pick]), ring.pop.eq(picked)]
+        m.d.sync += [stg1.eq(picked), stg2.eq(stg1), stg_slot.eq(rpos[pick]),
+                     raddr.eq(Cat(rpos[pick], pick)), ring.pop.eq(picked)]
         for c in range(NC):
             with m.If(picked[c]):
                 m.d.sync += rpos[c].eq(rpos[c] + 1)
-            with m.If(stg[c]):
+            with m.If(stg1[c]):
                 m.d.sync += valid[c].bit_select(stg_slot, 1).eq(0)
             with m.If(ring.nxt_clear[c]):
                 m.d.sync += nxt_valid[c].eq(0)
-            with m.If(stg[c]):
+            with m.If(stg2[c]):
                 m.d.sync += [nxt[c].eq(Cat(*rdata)), nxt_valid[c].eq(1)]
             with m.If(~ring.run[c]):
                 m.d.sync += [valid[c].eq(0), rpos[c].eq(0), nxt_valid[c].eq(0)]
