@@ -30,7 +30,7 @@ TEST_CABLE = {"rx_credits": (4, 32, 4, 4), "cpl_buffer": (4, 32)}
 
 def run(name, topology, testcase=None, seed=61, chip=None, cable=TEST_CABLE,
         pipeline_ns=HARDIP_PIPELINE_NS, any_simulator=False, threads=1,
-        test_module="cluster_tb", **params):
+        test_module="cluster_tb", force_simulator=None, **params):
     """Build the HDL cluster of ``topology`` and run ``test_module`` (default ``cluster_tb``;
     all its tests or one).
 
@@ -40,7 +40,7 @@ def run(name, topology, testcase=None, seed=61, chip=None, cable=TEST_CABLE,
     (:class:`~peach2.sim.cluster_top.ClusterTop`; 1 for tests, which may run side by side).
     """
     topo = Topology(1, {}) if topology == "single" else Topology.parse(topology)
-    simulator = pick_simulator("icarus" if topo.n_nodes == 1 else "verilator")
+    simulator = force_simulator or pick_simulator("icarus" if topo.n_nodes == 1 else "verilator")
     if simulator == "icarus" and topo.n_nodes > 1 and not any_simulator:
         pytest.skip(f"{topology}: {topo.n_nodes} chips are too slow on Icarus (tens of cycles "
                     "per second); the sub-cluster tests run on Verilator")
@@ -56,9 +56,11 @@ def run(name, topology, testcase=None, seed=61, chip=None, cable=TEST_CABLE,
 
 def test_single_node_all_to_all():
     """One chip in the HDL top (no cable): its host stores into its own node and its DMA writes
-    there too, with host pauses; on Icarus by default (the top's check on the other simulator)."""
+    there too, with host pauses.  On Verilator for now: on Icarus this run stops advancing at
+    1706 ns (enumeration) since the link-loss gates and the DMA's block fetch were merged
+    (2026-11-26; no logic loop in Yosys's check, passes on Verilator); see docs/simulation.md."""
     run("cluster-single", "single", "all_to_all_pio", seed=60, stores=8, dma=True, idle=0.1,
-        backpressure=0.1)
+        backpressure=0.1, force_simulator="verilator")
 
 
 def test_ring4_all_to_all():
