@@ -12,7 +12,7 @@ from types import SimpleNamespace
 from amaranth.hdl import Array, Cat, Mux, Signal
 
 from ..params import N_DMA_CHANNELS, N_DMA_SLOTS, DmaError
-from .common import CH_CTRL, CH_STATUS, Chan, bits, field
+from .common import CH_CTRL, CH_STATUS, Chan, bits, field, per_channel
 from .fetch import fetch_start
 from .descriptor import Descriptor
 
@@ -25,9 +25,7 @@ def channel_registers(nxt, nxt_valid):
     ``nxt``, ``nxt_valid``: the descriptor rings' staging registers (read here, written there).
     """
     NC = N_DMA_CHANNELS
-
-    def per_chan(name, shape, **kw):
-        return Array([Signal(shape, name=f"ch{c}_{name}", **kw) for c in range(NC)])
+    per_chan = per_channel
 
     return SimpleNamespace(
         st=per_chan("state", Chan),

@@ -6,16 +6,17 @@ The blocks (``docs/dma.md`` has the pipeline diagram and the legend of name pref
 the bookkeeping in :class:`~peach2.dma.engine.DMA`.
 """
 
-from amaranth.hdl import Array, Cat, Const, Mux
+from amaranth.hdl import Array, Cat, Const, Mux, Signal
 from amaranth.lib import data, enum
 
+from ..params import N_DMA_CHANNELS
 from ..signatures import CH_CTRL_FIELDS, CH_STATUS_FIELDS, DMA_CONFIG_FIELDS
 from ..tlp.layouts import Type
 from .descring import SLOT_BITS
 from .descriptor import CONTROL_BITS
 
 __all__ = ["Chan", "Kind", "Act", "Item", "bits", "field", "end_mask", "mem_header", "select",
-           "ceil_log2", "base_bits", "tag_info_layout", "entry_layout", "CH_CTRL", "DMA_CONFIG", "CH_STATUS"]
+           "per_channel", "ceil_log2", "base_bits", "tag_info_layout", "entry_layout", "CH_CTRL", "DMA_CONFIG", "CH_STATUS"]
 
 
 def _positions(rows):
@@ -73,6 +74,11 @@ class Item(enum.Enum, shape=2):
     SEQ   = 1   # the 4-byte completion write (immediate data)
     # 2 is free
     NOP   = 3   # nothing to send; carries release and counter flags
+
+
+def per_channel(name, shape, **kw):
+    """Return an ``Array`` of one register per DMA channel, named ``ch<c>_<name>``."""
+    return Array([Signal(shape, name=f"ch{c}_{name}", **kw) for c in range(N_DMA_CHANNELS)])
 
 
 def ceil_log2(n):

@@ -16,9 +16,11 @@ from types import SimpleNamespace
 from amaranth.hdl import Array, Cat, Const, Mux, Signal
 
 from ..params import N_DMA_CHANNELS
+from .common import per_channel
 from .descring import RING_SLOTS, SLOT_BITS
 
-__all__ = ["fetch_registers", "fetch_plan", "fetch_changed", "FETCH_BLOCK_SLOTS"]
+__all__ = ["fetch_registers", "fetch_plan", "fetch_changed", "fetch_act", "fetch_start",
+           "FETCH_BLOCK_SLOTS"]
 
 #: Descriptors of the largest fetch (512 bytes of 32-byte descriptors): a fetch waits for as
 #: many free ring slots.
@@ -28,9 +30,7 @@ FETCH_BLOCK_SLOTS = 16
 def fetch_registers():
     """Return the channels' fetch registers (``Array`` of one ``Signal`` per channel)."""
     NC = N_DMA_CHANNELS
-
-    def per_chan(name, shape, **kw):
-        return Array([Signal(shape, name=f"ch{c}_{name}", **kw) for c in range(NC)])
+    per_chan = per_channel
 
     return SimpleNamespace(
         fptr=per_chan("fptr", 64),
