@@ -154,8 +154,13 @@ class PEACH2(wiring.Component):
                                      dma_buffer=self.dma_buffer)
         m.submodules.dma = dma = self._dma
         m.submodules.ur = ur = URGenerator(len(ports))
-        m.submodules.xbar = xbar = Crossbar(n_in=8, n_out=len(OUTPUTS))
         n_bit = 1 << OUTPUTS.index("N")
+        # What each crossbar input can be bound for: a port's packets anywhere; register
+        # completions and DMA reads to N only; UR completions and DMA writes to the four ports.
+        to_ports = sum(1 << OUTPUTS.index(p.name) for p in Port)
+        reach = [(1 << len(OUTPUTS)) - 1] * len(ports)
+        reach[_IN_CSR:] = [n_bit, to_ports, to_ports, n_bit]
+        m.submodules.xbar = xbar = Crossbar(n_in=8, n_out=len(OUTPUTS), reach=reach)
 
         m.d.comb += [
             csr.completer_id.eq(self.n_pcie_id),

@@ -1,6 +1,6 @@
 """Non-blocking crossbar with per-output round-robin between packets."""
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -36,6 +36,14 @@ class Crossbar(wiring.Component):
     registers through the crossbar: 7 to 9 LUT levels).  Fairness: every waiting input is
     served within one round of the others.
 
+    ``reach`` (optional, one mask of outputs per input) names the outputs an input's packets
+    can be bound for; the pairs it leaves out get no grant logic at all.  It is the top's
+    wiring that makes them impossible (e.g. register completions only ever go to N), so the
+    crossbar moves the same beats in the same cycles with or without it; without it, an
+    input's ``ready`` is an OR over every output, which put the register block's state
+    machine 7 LUT levels behind an output's skid register.  ``i_dest`` bits outside an input's
+    ``reach`` are ignored.
+
     Members
     -------
     i : In(TLPStream()).array(n_in)
@@ -44,9 +52,15 @@ class Crossbar(wiring.Component):
     o : Out(TLPStream()).array(n_out)
     """
 
-    def __init__(self, n_in, n_out):
+    def __init__(self, n_in, n_out, reach=None):
         self.n_in = n_in
         self.n_out = n_out
+        full = (1 << n_out) - 1
+        self.reach = tuple(full for _ in range(n_in)) if reach is None else tuple(reach)
+        if len(self.reach) != n_in or any(not 0 < r <= full for r in self.reach):
+            self._MustUse__silence = True       # refused, so never elaborated: no warning
+            raise ValueError(f"reach must be {n_in} non-empty masks of {n_out} outputs, "
+                             f"not {reach!r}")
         super().__init__({
             "i":      In(TLPStream()).array(n_in),
             "i_dest": In(n_out).array(n_in),
@@ -71,11 +85,13 @@ class Crossbar(wiring.Component):
             room = Signal(name=f"room_{j}")
             m.d.comb += room.eq(o.ready)
 
+            # Only the inputs whose ``reach`` includes this output take part in its grant.
+            reaches = [bool(self.reach[k] >> j & 1) for k in range(n_in)]
             requests = [self.i[k].valid & self.i[k].p.first & self.i_dest[k][j]
-                        for k in range(n_in)]
+                        if reaches[k] else Const(0) for k in range(n_in)]
             # allowed[k]: the picked input's beat at k may go to this output (room aside).
             allowed = [pick[k] & (locked | (self.i[k].p.first & self.i_dest[k][j]))
-                       for k in range(n_in)]
+                       if reaches[k] else Const(0) for k in range(n_in)]
             for k in range(n_in):
                 m.d.comb += take[j][k].eq(allowed[k] & room)
 
