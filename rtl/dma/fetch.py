@@ -47,6 +47,10 @@ def fetch_registers():
         fnew=per_chan("fnew", 64),
         fnew_en=per_chan("fnew_en", 1),
         fstop_en=per_chan("fstop_en", 1),
+        # The channel's next descriptor is in no ring and not being fetched (its load started
+        # a new run, or announced one with nothing fetched): its data reads wait for the
+        # fetch, so the fetch's completion is not queued at the host behind them.
+        fwait=per_chan("fwait", 1),
         # The slots the fetch ACT issued a cycle ago takes from ``rfree``.
         ftake=per_chan("ftake", 5),
         # The plan of the next fetch, per channel, in three steps: the descriptors to the
@@ -108,7 +112,8 @@ def fetch_act(m, f, sel, go):
     """ACT of a fetch of channel ``sel`` that is issued (``go``): the registers after it."""
     with m.If(go):
         m.d.sync += [f.fptr[sel].eq(f.fp_fptr[sel]), f.fleft[sel].eq(f.fp_left[sel]),
-                     f.wpos[sel].eq(f.fp_wpos[sel]), f.ftake[sel].eq(f.fp_n[sel])]
+                     f.wpos[sel].eq(f.fp_wpos[sel]), f.ftake[sel].eq(f.fp_n[sel]),
+                     f.fwait[sel].eq(0)]
         for c in range(N_DMA_CHANNELS):
             with m.If(sel == c):
                 fetch_changed(m, f, c)
@@ -120,5 +125,6 @@ def fetch_start(m, f, c, head, chained):
     m.d.sync += [f.fptr[c].eq(Cat(Const(0, 5), head[5:])),
                  f.fleft[c].eq(Mux(chained, head[1:5] + 1, 0)), f.fbig[c].eq(head[0]),
                  f.wpos[c].eq(0), f.rfree[c].eq(RING_SLOTS), f.fgrow_en[c].eq(0),
-                 f.fnew_en[c].eq(0), f.fstop_en[c].eq(0), f.ftake[c].eq(0)]
+                 f.fnew_en[c].eq(0), f.fstop_en[c].eq(0), f.ftake[c].eq(0),
+                 f.fwait[c].eq(0)]
     fetch_changed(m, f, c)

@@ -125,7 +125,7 @@ def load_checks(m, slots, ch, sel):
                          lptr=Signal(64, name="ld_lptr"), ahead=Signal(8, name="ld_ahead"),
                          gt1=Signal(name="ld_gt1"), grow=Signal(8, name="ld_grow"),
                          **{f"case_{n}": Signal(name=f"ld_case_{n}")
-                            for n in ("end", "grow", "new", "go")})
+                            for n in ("end", "grow", "new", "go", "empty")})
     ld.bad_now = Mux(regm, select(slot_bad, idx), select(nxt_bad, sel))
     ld.ok_now = regm | (nxt_valid[sel] & select(nxt_seen2, sel))
     # Which case the load is (see _follow_chain), from the staged descriptor's end bit and
@@ -135,6 +135,7 @@ def load_checks(m, slots, ch, sel):
     good = ~regm & ld.ok_now & ~ld.bad_now
     m.d.sync += [ld.case_end.eq(good & c_end), ld.case_grow.eq(good & ~c_end & c_gt),
                  ld.case_new.eq(good & ~c_end & ~c_gt & ~c_bnz), ld.case_go.eq(good & ~c_end),
+                 ld.case_empty.eq(good & ~c_end & ~c_bnz),
                  ld.lptr.eq(select(n_lptr, sel)), ld.ahead.eq(select(n_ahead, sel)),
                  ld.gt1.eq(select(n_gt1, sel))]
     m.d.sync += [
@@ -205,3 +206,7 @@ def follow_chain(m, ch, sel, ld):
                          ch.fstop_en[c].eq(ld.case_end)]
             with m.If(ld.case_end | ld.case_grow | ld.case_new):
                 fetch_changed(m, ch, c)
+            # Nothing known after the previous one: the ring holds nothing of this chain,
+            # and the next descriptor's fetch goes before this one's data reads.
+            with m.If(ld.case_empty):
+                m.d.sync += ch.fwait[c].eq(1)

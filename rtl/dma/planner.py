@@ -300,6 +300,9 @@ class Planner(wiring.Component):
                     # Fetch ahead before the current descriptor's reads (002 section 3.4).
                     with m.If(ch.can_pf[c]):
                         m.d.comb += act_c.eq(Act.PF)
+                    with m.Elif(ch.fwait[c]):
+                        # The next descriptor's fetch first (fetch.py, ``fwait``).
+                        m.d.comb += act_c.eq(Act.NONE)
                     with m.Elif(ch.blnz[c]):
                         m.d.comb += act_c.eq(Act.DATA)
                     with m.Else():
