@@ -187,6 +187,7 @@ class Cluster:
             linked[a].add(pa.lower())
             linked[b].add(pb.lower())
         self.hdl_cables = hdl_cables
+        self._prefixes = prefixes
         self.chips = []
         # On the HDL-cabled top only hosts are models: one task steps them all each cycle.
         ticker = EdgeTicker(dut.clk) if hdl_cables else None
@@ -261,6 +262,13 @@ class Cluster:
         """Reset every chip with its links down (4 cycles), release, then :meth:`start`."""
         dut = self.dut
         dut.rst.value = 1
+        # The HDL top's fault inputs (ClusterTop's ``c<i>_reset``, ``cable<j>_down``) held low:
+        # left undriven, Icarus reads them as z, and a chip's reset (rst | c<i>_reset) as x.
+        for name in ([f"{prefix}reset" for prefix in self._prefixes]
+                     + [f"cable{j}_down" for j in range(len(self.cables))]):
+            pin = getattr(dut, name, None)
+            if pin is not None:
+                pin.value = 0
         for chip in self.chips:
             for p in chip.ports:
                 chip.pin(f"{p}_ltssm").value = 0

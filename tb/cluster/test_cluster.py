@@ -56,11 +56,9 @@ def run(name, topology, testcase=None, seed=61, chip=None, cable=TEST_CABLE,
 
 def test_single_node_all_to_all():
     """One chip in the HDL top (no cable): its host stores into its own node and its DMA writes
-    there too, with host pauses.  On Verilator for now: on Icarus this run stops advancing at
-    1706 ns (enumeration) since the link-loss gates and the DMA's block fetch were merged
-    (2026-11-26; no logic loop in Yosys's check, passes on Verilator); see docs/simulation.md."""
+    there too, with host pauses."""
     run("cluster-single", "single", "all_to_all_pio", seed=60, stores=8, dma=True, idle=0.1,
-        backpressure=0.1, force_simulator="verilator")
+        backpressure=0.1)
 
 
 def test_ring4_all_to_all():
