@@ -56,6 +56,21 @@ def watch_fetches(harness, node=0):
     return sizes
 
 
+def watch_reads(harness, node=0):
+    """Return a list that collects ``(address, bytes)`` of every read node's host receives, in
+    the order it receives them."""
+    rc = harness.host(node).rc
+    reads = []
+    for ft in (TlpType.MEM_READ, TlpType.MEM_READ_64):
+        handler = rc.rx_tlp_handler[ft]
+
+        async def watched(tlp, handler=handler):
+            reads.append((tlp.address, 4 * tlp.length))
+            await handler(tlp)
+        rc.rx_tlp_handler[ft] = watched
+    return reads
+
+
 def _chain_job(harness, rng, node, ch, n, max_len, *, adjacent=True, scattered=False):
     """A chain job of ``n`` random descriptors on ``ch``, placed as :func:`_placement` (or
     every one apart, ``scattered``), announcing its runs unless ``adjacent`` is false."""
@@ -115,6 +130,46 @@ async def fetch_chains(dut):
                   max(fetches))
     assert max(fetches) > 64 and len(fetches) < loaded, (len(fetches), loaded)
     await drv.dma_config()
+    harness.check_hosts()
+
+
+@cocotb.test()
+async def fetch_order(dut):
+    """A scattered chain: each descriptor's fetch goes to the host before the data reads of
+    the one before it (``fwait``), so its completion does not queue behind that data."""
+    harness = DmaHarness(dut, 1)
+    await harness.start()
+    rng = random.Random(SEED + 23)
+    ch, n, length = rng.randrange(N_CH), 10, 512
+    dst, _ = harness.arenas(rng, N_CH, ch)
+    src = src_arena(harness, 0, rng, N_CH, ch)
+    chain = Chain(ch, 0)
+    for _ in range(n):
+        chain.add(memcpy(src.alloc(length, align=64), harness.tca(0, dst[0].alloc(length)),
+                         length))
+    area = harness.desc[0] + (DESC_AREA // N_CH) * ch
+    addrs = [area + 128 * i for i in range(n)]
+    chain.place(addrs)
+    job = Job(0, ch, chain.transfers)
+    job.images = chain.image(adjacent=False)
+    job.head = chain.pointer(0)
+    reads = watch_reads(harness)
+    await harness.run_jobs([job])
+    await harness.settle()
+    finish(harness, [job])
+    order = []                  # ("F", k): descriptor k fetched; ("D", k): a data read of k
+    for address, _ in reads:
+        if address in addrs:
+            order.append(("F", addrs.index(address)))
+        else:
+            k = [i for i, t in enumerate(chain.transfers)
+                 if t.src <= address < t.src + length]
+            assert len(k) == 1, hex(address)
+            order.append(("D", k[0]))
+    dut._log.info("host reads in order: %s", " ".join(f"{w}{k}" for w, k in order))
+    assert sorted(k for w, k in order if w == "F") == list(range(n)), order
+    for k in range(n - 1):
+        assert order.index(("F", k + 1)) < order.index(("D", k)), (k, order)
     harness.check_hosts()
 
 
