@@ -38,7 +38,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 TRACE_ENV = "PEACH2_DMA_TRACE"
 #: The runs of ``test_dma.py``'s default tests (``run(name, ...)``), whose end times are kept.
-RUNS = ("dma-two_chips", "dma-one_chip", "dma-prefetch_race")
+RUNS = ("dma-two_chips", "dma-one_chip", "dma-prefetch_race", "dma-block_fetch")
 END_TIMES = "end_times.json"
 HALO_TRACE = "halo_trace.json"
 
