@@ -43,6 +43,12 @@ TX_DEPTH = 64
 #: Crossbar inputs: the four ports, register completions, UR completions, DMA writes and DMA
 #: read requests.
 _IN_CSR, _IN_UR, _IN_DMA_WR, _IN_DMA_RD = 4, 5, 6, 7
+#: What each crossbar input can be bound for (``Crossbar``'s ``reach``): a port's packets
+#: anywhere; register completions and DMA reads to N only; UR completions and DMA writes to
+#: the four ports.
+_TO_N = 1 << OUTPUTS.index("N")
+_TO_PORTS = sum(1 << OUTPUTS.index(p.name) for p in Port)
+CROSSBAR_REACH = ((1 << len(OUTPUTS)) - 1,) * len(Port) + (_TO_N, _TO_PORTS, _TO_PORTS, _TO_N)
 
 
 class PEACH2(wiring.Component):
@@ -154,13 +160,8 @@ class PEACH2(wiring.Component):
                                      dma_buffer=self.dma_buffer)
         m.submodules.dma = dma = self._dma
         m.submodules.ur = ur = URGenerator(len(ports))
-        n_bit = 1 << OUTPUTS.index("N")
-        # What each crossbar input can be bound for: a port's packets anywhere; register
-        # completions and DMA reads to N only; UR completions and DMA writes to the four ports.
-        to_ports = sum(1 << OUTPUTS.index(p.name) for p in Port)
-        reach = [(1 << len(OUTPUTS)) - 1] * len(ports)
-        reach[_IN_CSR:] = [n_bit, to_ports, to_ports, n_bit]
-        m.submodules.xbar = xbar = Crossbar(n_in=8, n_out=len(OUTPUTS), reach=reach)
+        m.submodules.xbar = xbar = Crossbar(n_in=len(CROSSBAR_REACH), n_out=len(OUTPUTS),
+                                            reach=CROSSBAR_REACH)
 
         m.d.comb += [
             csr.completer_id.eq(self.n_pcie_id),
@@ -256,7 +257,7 @@ class PEACH2(wiring.Component):
 
         # Register completions and UR completions enter the crossbar like packets from a port.
         wiring.connect(m, csr.o_cpl, xbar.i[_IN_CSR])
-        m.d.comb += xbar.i_dest[_IN_CSR].eq(1 << OUTPUTS.index("N"))
+        m.d.comb += xbar.i_dest[_IN_CSR].eq(_TO_N)
         wiring.connect(m, ur.o_tlp, xbar.i[_IN_UR])
         m.d.comb += xbar.i_dest[_IN_UR].eq(ur.o_dest)
         wiring.connect(m, xbar.o[OUTPUTS.index("CSR")], csr.i_req)
@@ -274,7 +275,7 @@ class PEACH2(wiring.Component):
         wiring.connect(m, dma.o_rd, xbar.i[_IN_DMA_RD])
         m.d.comb += [
             xbar.i_dest[_IN_DMA_WR].eq(dma.o_wr_dest),
-            xbar.i_dest[_IN_DMA_RD].eq(n_bit),
+            xbar.i_dest[_IN_DMA_RD].eq(_TO_N),
             dma.routes.eq(csr.route),
             dma.route_down.eq(route_down),
             dma.node_offset.eq(csr.node_offset),

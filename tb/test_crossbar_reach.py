@@ -15,11 +15,15 @@ from amaranth.hdl import Elaboratable, Module
 from amaranth.sim import Simulator
 
 from peach2.router.crossbar import Crossbar
+from peach2.top import CROSSBAR_REACH as REACH
 
 N_IN, N_OUT = 8, 6
-N_BIT, PORTS = 0b000001, 0b001111
-#: The top's reach (rtl/top.py): ports anywhere; CSR, UR, DMA write, DMA read.
-REACH = [0b111111] * 4 + [N_BIT, PORTS, PORTS, N_BIT]
+
+
+def test_the_tops_reach():
+    """The reach the top gives its crossbar: N, E, W, S anywhere; register completions (4)
+    and DMA reads (7) to N only; UR completions (5) and DMA writes (6) to the four ports."""
+    assert REACH == (0b111111,) * 4 + (0b000001, 0b001111, 0b001111, 0b000001)
 
 
 class _Pair(Elaboratable):

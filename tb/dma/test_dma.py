@@ -55,7 +55,8 @@ def test_dma_prefetch_race():
 def test_dma_block_fetch():
     """Descriptors fetched in blocks: random chains mixing announced runs (across 4 KiB and
     MRRS blocks, ending mid-block), scattered and unannounced descriptors on all channels; a
-    scattered chain's fetches ahead of the data reads before them; a fault in the middle of a fetched block, end inside a run, a misaligned 64-byte head."""
+    scattered chain's fetches ahead of the data reads before them; a fault in the middle of a
+    fetched block, end inside a run, a misaligned 64-byte head."""
     run("dma-block_fetch", 1, ["fetch_chains", "fetch_order", "fetch_faults"], seed=14,
         simulator="verilator", module="dma_fetch_tb")
 
