@@ -285,9 +285,13 @@ class PEACH2(wiring.Component):
         # The DMA registers (configuration, channels, register-mode slots) and their status.
         wiring.connect(m, csr=csr.dma, dma=members_of(dma, csr.dma.signature.flip()))
 
-        # MSI: one request at a time, held until the hard IP acknowledges it.  A register write
-        # to MSI and the DMA channels' per-descriptor interrupts wait in `pending` (one bit per
-        # source; a source raised again before it was sent is sent once).
+        self._msi(m, csr, dma)
+        return m
+
+    def _msi(self, m, csr, dma):
+        """MSI: one request at a time, held until the hard IP acknowledges it.  A register
+        write to MSI and the DMA channels' per-descriptor interrupts wait in ``pending`` (one
+        bit per source; a source raised again before it was sent is sent once)."""
         vec_lsb = 0
         sources = [(csr.msi_req, csr.msi_num)] + [
             (dma.msi_req[c], csr.dma.ch_cfg[c][vec_lsb:vec_lsb + 5])
@@ -310,7 +314,6 @@ class PEACH2(wiring.Component):
                 with m.If(pending[k]):
                     m.d.sync += [self.n_app_msi_req.eq(1), self.n_app_msi_num.eq(vectors[k])]
         m.d.sync += pending.eq((pending & ~sent) | raised)
-        return m
 
     def _ingress_config(self, m, csr):
         """Return an interface of :class:`~peach2.signatures.IngressConfigSignature` driven from

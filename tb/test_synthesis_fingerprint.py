@@ -17,7 +17,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from peach2.platform.fingerprint import (Stale, check_document, from_document, record,
-                                         source_digest, to_comment)
+                                         refresh_sources, source_digest, to_comment)
 from peach2.platform.report import BEGIN, END
 from peach2.platform.synthesis import core_rtlil
 
@@ -89,6 +89,17 @@ def test_same_rtlil_passes_changed_rtlil_names_the_block(tmp_path):
         return _Toy(width + 1)
     with pytest.raises(Stale, match=r"RTLIL differs; blocks: b\); run `peach2 synth-report"):
         check_document(path, make_top=wider, name="toy")
+
+
+def test_refresh_records_the_sources_only_when_the_rtlil_is_the_same(tmp_path):
+    path, fp = _document(tmp_path, {"width": 8}, sources="0" * 64)
+    assert refresh_sources(path, make_top=_Toy, name="toy") == "rtlil"
+    assert from_document(path.read_text()) == dict(fp, sources=source_digest())
+    assert check_document(path, make_top=_Toy, name="toy") == "sources"     # cheap again
+    path, _ = _document(tmp_path, {"width": 8}, sources="0" * 64)
+    with pytest.raises(Stale, match="blocks: b"):
+        refresh_sources(path, make_top=lambda width: _Toy(width + 1), name="toy")
+    assert from_document(path.read_text())["sources"] == "0" * 64     # left as it was
 
 
 def test_document_without_fingerprint(tmp_path):

