@@ -1,44 +1,44 @@
 """Prove two versions of the DMA controller, or of the whole core, the same machine with Yosys
-(issue 21: nothing moved).
+and ABC (issue 21: nothing moved).
 
-Usage (from the repository root, in the project's venv; the DMA takes about 20 minutes on 2
-cores, the core longer, see ``docs/dma.md``, "Code structure")::
+Usage (from the repository root, in the project's venv; the DMA alone takes about 2 minutes)::
 
-    python -m peach2.platform.equivalence a603616 [NEW] [--top dma|core] [--jobs N] [--work DIR]
+    python -m peach2.platform.equivalence a603616 [NEW] [--top dma|core] [--work DIR]
 
 ``NEW`` is a commit, or the working tree when left out.  For each version the top
 (``--top dma``: ``DMA(n_routes=8, n_tags=128, buffer_bytes=16384)``, the default build's DMA;
 ``--top core``: ``PEACH2()``, the default core) is written as RTLIL by that version's own
-sources and prepared by Yosys: ``proc; flatten; opt -purge`` and ``dffunmap`` (every register a
-plain ``$dff``: enables and resets become logic).  Then both netlists are cut into their
-transition functions:
+sources and prepared by Yosys: ``proc; flatten; opt`` and ``dffunmap`` (every register a plain
+``$dff``: enables and resets become logic).  Then both netlists are cut into their transition
+functions:
 
-- every register bit is paired with one of the other version (by name, after stripping the
-  hierarchy the DMA split added, and through :data:`RENAMED` for the registers the split
-  renamed; a bit without a partner stops the proof) and replaced by an input ``ffq_<j>`` (its
-  state) and an output ``ffd_<j>`` (its next state);
+- every register bit is paired with one of the other version (by a name unique in both, after
+  stripping the hierarchy the DMA split added, or through :data:`RENAMED` for the registers the
+  split renamed; a bit without a partner stops the proof) and replaced by an input ``ffq_<j>``
+  (its state) and an output ``ffd_<j>`` (its next state);
 - every memory port is replaced by outputs (address, data, enables) and an input (read data);
-  the memories themselves (size, width, initial contents, port kinds) must be the same.
+  the memories themselves (size, width, initial contents, port kinds) must be the same, and so
+  must the registers' initial values.
 
-``equiv_make; equiv_simple; equiv_status -assert`` then proves every output of the two cut
-netlists equal for all inputs and states.  With the registers' initial values also compared,
-this is a proof by induction over time that the two are the same machine cycle for cycle:
-same initial state, same next state and same outputs from the same state and inputs, and
-memories that see the same writes and reads.  It says nothing about names, which may differ.
-The outputs are proved in shards (``--jobs`` Yosys processes at a time; each shard keeps the
-logic its outputs need), which changes how long the proof takes, not what it proves.
+The two cut netlists, which have the same inputs and outputs, are joined into a miter (``miter
+-equiv``: ``trigger`` is 1 when any output differs), mapped to gates, swept by ABC's ``fraig``
+(SAT sweeping: nodes proved equal are merged, so each comparison that holds becomes a
+constant) and the SAT solver then proves ``trigger`` 0 for every input and state.  That is
+a proof by induction over time that the two are the same machine cycle for cycle: same initial
+state, same next state and same outputs from the same state and inputs, and memories that see
+the same writes and reads.  It says nothing about names, which may differ.  Don't-care
+constants (``x``, the defaults Amaranth gives full-case multiplexers) read as 0 on both sides.
+A difference ends in :class:`NotEquivalent` naming the outputs ABC could not prove equal, with
+the SAT solver's counterexample in ``prove.log``.
 """
 
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
-import time
 from collections import defaultdict
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 __all__ = ["RENAMED", "TOPS", "pair_registers", "cut", "prove", "prove_rtlil"]
@@ -93,27 +93,24 @@ opt_clean
 write_json {name}.json
 """
 
-_MAKE = """
+#: The miter of the two cut netlists, swept by ABC (``fraig``: nodes proved equal by SAT are
+#: merged, so every comparison of a next state or output that holds becomes the constant 1),
+#: then the SAT proof of its ``trigger`` (any comparison 1) being 0 for all inputs.  ``x``
+#: (Amaranth's don't-care defaults of full-case multiplexers) reads as 0 on both sides.
+_PROVE = """
 read_json gold_cut.json
 read_json gate_cut.json
-equiv_make gold gate equiv
-hierarchy -top equiv
-select -write equiv_cells.txt t:$equiv
-write_rtlil equiv.il
+setundef -zero
+miter -equiv -flatten -make_outcmp gold gate miter
+hierarchy -top miter
+opt_clean
+techmap
+opt -fast
+abc -g AND -script +strash;fraig;fraig;map
+opt -fast
+write_json swept.json
+sat -prove trigger 0
 """
-
-#: Each shard proves its ``$equiv`` cells with short cones first (up to the nets both sides
-#: share: the inputs and the other ``$equiv`` cells), then the rest with whole cones.
-_PROVE = """
-read_rtlil equiv.il
-select -read shard{k}.txt
-equiv_simple -short
-equiv_simple
-equiv_status
-"""
-
-#: Shards per Yosys process at a time: smaller shards balance the processes' loads.
-_SHARDS_PER_JOB = 4
 
 
 class NotEquivalent(Exception):
@@ -221,29 +218,9 @@ def _inits(mod, index):
     return out
 
 
-def _named_nets(mod):
-    """``{name, hierarchy stripped: bits}`` of the nets whose stripped name is unique."""
-    seen = defaultdict(list)
-    for n, net in mod["netnames"].items():
-        if not net.get("hide_name") and n not in mod["ports"]:
-            seen[_short(n)].append(net["bits"])
-    return {n: bits[0] for n, bits in seen.items() if len(bits) == 1}
-
-
-def hints(gold, gate, leave=()):
-    """The nets named alike in both (hierarchy stripped), of one width, not constant and not
-    in ``leave``: ``{name: (gold bits, gate bits)}``.  They become ``$equiv`` cells of their own
-    (cut points that keep the SAT problems small); each is proved like any output, so a net
-    whose name stayed but whose meaning changed costs a round, never the proof's soundness."""
-    a, b = _named_nets(gold), _named_nets(gate)
-    return {n: (a[n], b[n]) for n in sorted(set(a) & set(b) - set(leave))
-            if len(a[n]) == len(b[n]) and any(isinstance(x, int) for x in a[n] + b[n])}
-
-
-def cut(mod, index, nets=None):
-    """Cut ``mod`` (in place) into its transition function, keeping ``nets`` (``{name: bits}``)
-    as named nets; return what must be equal besides: the memories' parameters and the
-    registers' initial values."""
+def cut(mod, index):
+    """Cut ``mod`` (in place) into its transition function; return what must be equal
+    besides: the memories' parameters and the registers' initial values."""
     ports, memories, reads = mod["ports"], {}, defaultdict(list)
     for cn in list(mod["cells"]):
         c = mod["cells"][cn]
@@ -280,83 +257,21 @@ def cut(mod, index, nets=None):
     mod.pop("memories", None)
     mod["netnames"] = {n: {"bits": p["bits"], "hide_name": 0, "attributes": {}}
                        for n, p in ports.items()}
-    for n, bits in (nets or {}).items():
-        mod["netnames"][f"net:{n}"] = {"bits": bits, "hide_name": 0, "attributes": {}}
     return memories, inits
 
 
-_PROVEN = re.compile(r"Of those cells (\d+) are proven and (\d+) are unproven")
-_UNPROVEN = re.compile(r"Unproven \$equiv \S+: \\?(\S+?)_gold(?: \[(\d+)\])?")
-
-#: Rounds of the proof at most: a round whose only unproven cells are hint nets (see
-#: :func:`hints`) is run again without them.
-_MAX_ROUNDS = 4
-
-
-def _prove_shard(work, k):
-    """Prove shard ``k``; return (its ``$equiv`` cells, the unproven ``(net, bit)``s)."""
-    ok = _yosys(_PROVE.format(k=k), work, f"prove{k}")
-    log = (work / f"prove{k}.log").read_text()
-    counts = _PROVEN.findall(log)
-    if not ok or not counts:
-        raise RuntimeError(f"Yosys stopped in shard {k}: see {work / f'prove{k}.log'}")
-    proven, unproven = map(int, counts[-1])
-    bad = sorted({(n, int(i or 0)) for n, i in _UNPROVEN.findall(log)})
-    if len(bad) < unproven:
-        bad.append((f"(shard {k}: {unproven} unproven, see prove{k}.log)", 0))
-    return proven + unproven, bad
-
-
-def _describe(net, bit, names):
-    """An output of the cut netlists as the register, memory port or net it stands for."""
-    if net.startswith("ffd_") and net[4:].isdigit():
-        name, index = names[int(net[4:])]
+def _describe(port, names):
+    """An output of the cut netlists as the register or memory port it stands for."""
+    if port.startswith("ffd_") and port[4:].isdigit():
+        name, index = names[int(port[4:])]
         return f"next state of {name.lstrip(chr(92))}[{index}]"
-    return f"{net.removeprefix('net:')}[{bit}]"
+    return port
 
 
-def _round(work, gold, gate, index, pairs, nets, names, jobs, log):
-    """One round of the proof with ``nets`` as hints; return (memory ports, ``$equiv``
-    cells, unproven ``(net, bit)``s)."""
-    gold, gate = json.loads(json.dumps(gold)), json.loads(json.dumps(gate))
-    mem_gold, init_gold = cut(gold, index, {n: a for n, (a, _) in nets.items()})
-    mem_gate, init_gate = cut(gate, {pairs[b]: j for b, j in index.items()},
-                              {n: b for n, (_, b) in nets.items()})
-    if mem_gold != mem_gate:
-        raise NotEquivalent("the memories differ: " + ", ".join(
-            sorted(set(mem_gold) ^ set(mem_gate))
-            or [m for m in mem_gold if mem_gold[m] != mem_gate[m]]))
-    starts = [j for j in index.values() if init_gold.get(j) != init_gate.get(j)]
-    if starts:
-        raise NotEquivalent(f"{len(starts)} registers start from other values: "
-                            + ", ".join(_describe(f"ffd_{j}", 0, names)[14:]
-                                        for j in starts[:20]))
-    if set(gold["ports"]) != set(gate["ports"]):
-        raise NotEquivalent(f"ports differ: {sorted(set(gold['ports']) ^ set(gate['ports']))}")
-    for mod, name in ((gold, "gold"), (gate, "gate")):
-        (work / f"{name}_cut.json").write_text(json.dumps({"modules": {name: mod}}))
-    if not _yosys(_MAKE, work, "make"):
-        raise RuntimeError(f"Yosys failed in equiv_make: see {work / 'make.log'}")
-    cells = (work / "equiv_cells.txt").read_text().split()
-    n_shards = max(1, min(len(cells), jobs * _SHARDS_PER_JOB))
-    for k in range(n_shards):
-        (work / f"shard{k}.txt").write_text("\n".join(cells[k::n_shards]) + "\n")
-    log(f"{len(cells)} $equiv cells ({len(nets)} hint nets) in {n_shards} shards, {jobs} at "
-        "a time")
-    start, total, bad = time.monotonic(), 0, []
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        for done, (n, b) in enumerate(pool.map(lambda k: _prove_shard(work, k),
-                                               range(n_shards)), 1):
-            total, bad = total + n, bad + b
-            log(f"[{time.monotonic() - start:7.0f} s] {done}/{n_shards} shards: {total} cells,"
-                f" {len(bad)} unproven")
-    return len(mem_gold), total, bad
-
-
-def prove_rtlil(work, renamed=RENAMED, jobs=1, log=print):
+def prove_rtlil(work, renamed=RENAMED, log=print):
     """Prove ``work/gold.il`` and ``work/gate.il`` (module ``top`` each) the same machine.
 
-    Return (register bits paired, memory ports, ``$equiv`` cells proved); raise
+    Return (register bits paired, memory read and write ports, outputs); raise
     :class:`NotEquivalent` naming what differs, ``ValueError`` when registers cannot be paired.
     """
     work = Path(work)
@@ -366,23 +281,39 @@ def prove_rtlil(work, renamed=RENAMED, jobs=1, log=print):
     bits = _register_bits(gold)
     names = {j: min(bits[b], key=lambda n: ("$" in n[0], n)) for b, j in index.items()}
     log(f"{len(pairs)} register bits paired")
-    leave = set()
-    for _ in range(_MAX_ROUNDS):
-        nets = hints(gold, gate, leave)
-        ports, cells, bad = _round(work, gold, gate, index, pairs, nets, names, jobs, log)
-        if not bad:
-            return len(pairs), ports, cells
-        wrong = {n.removeprefix("net:") for n, _ in bad if n.startswith("net:")}
-        if not wrong:
-            break
-        log(f"{len(wrong)} hint nets not proved equal (a name kept, a meaning changed, or "
-            "a proof that needs the whole cone); again without them")
-        leave |= wrong
-    raise NotEquivalent(f"{len(bad)} outputs not proved equal: "
-                        + "; ".join(_describe(n, i, names) for n, i in bad[:20]))
+    mem_gold, init_gold = cut(gold, index)
+    mem_gate, init_gate = cut(gate, {pairs[b]: j for b, j in index.items()})
+    if mem_gold != mem_gate:
+        raise NotEquivalent("the memories differ: " + ", ".join(
+            sorted(set(mem_gold) ^ set(mem_gate))
+            or [m for m in mem_gold if mem_gold[m] != mem_gate[m]]))
+    starts = [j for j in index.values() if init_gold.get(j) != init_gate.get(j)]
+    if starts:
+        raise NotEquivalent(f"{len(starts)} registers start from other values: "
+                            + ", ".join(_describe(f"ffd_{j}", names)[14:] for j in starts[:20]))
+    if set(gold["ports"]) != set(gate["ports"]):
+        raise NotEquivalent(f"ports differ: {sorted(set(gold['ports']) ^ set(gate['ports']))}")
+    outputs = [n for n, p in gold["ports"].items() if p["direction"] == "output"]
+    n_ports = sum(not k.endswith("_init") for k in mem_gold)
+    for mod, name in ((gold, "gold"), (gate, "gate")):
+        (work / f"{name}_cut.json").write_text(json.dumps({"modules": {name: mod}}))
+    log(f"{len(outputs)} outputs ({sum(len(gold['ports'][n]['bits']) for n in outputs)} bits) "
+        f"and {n_ports} memory ports compared; sweeping the miter with ABC, then SAT")
+    _yosys(_PROVE, work, "prove")
+    text = (work / "prove.log").read_text()
+    if "SAT proof finished - no model found: SUCCESS!" in text:
+        return len(pairs), n_ports, len(outputs)
+    if "SAT proof finished - model found: FAIL!" not in text:
+        raise RuntimeError(f"Yosys stopped before the proof's end: see {work / 'prove.log'}")
+    swept = json.loads((work / "swept.json").read_text())["modules"]["miter"]["ports"]
+    open_ = sorted(n.removeprefix("cmp_") for n, p in swept.items()
+                   if n.startswith("cmp_") and any(b != "1" for b in p["bits"]))
+    raise NotEquivalent(f"a state and inputs exist where they differ (counterexample in "
+                        f"{work / 'prove.log'}); {len(open_)} outputs not proved equal: "
+                        + "; ".join(_describe(n, names) for n in open_[:20]))
 
 
-def prove(old_version, new_version=None, top="dma", work=None, jobs=1, log=print):
+def prove(old_version, new_version=None, top="dma", work=None, log=print):
     """Prove ``top`` (a :data:`TOPS` key) of ``old_version`` and of ``new_version`` (a commit;
     None: the working tree) the same machine; see :func:`prove_rtlil`."""
     with tempfile.TemporaryDirectory() as scratch:
@@ -390,7 +321,7 @@ def prove(old_version, new_version=None, top="dma", work=None, jobs=1, log=print
         work.mkdir(parents=True, exist_ok=True)
         _write_rtlil(old_version, top, work, "gold")
         _write_rtlil(new_version, top, work, "gate")
-        return prove_rtlil(work, TOPS[top][1], jobs, log)
+        return prove_rtlil(work, TOPS[top][1], log)
 
 
 def main(argv=None):
@@ -399,26 +330,21 @@ def main(argv=None):
     ap.add_argument("new", nargs="?", help="commit of the new version (default: working tree)")
     ap.add_argument("--top", choices=sorted(TOPS), default="dma",
                     help="what to compare: the DMA alone (default) or the whole core")
-    ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1,
-                    help="Yosys processes at a time (default: one per CPU)")
     ap.add_argument("--work", type=Path, help="keep the netlists and Yosys logs here")
     args = ap.parse_args(argv)
-    if args.jobs < 1:
-        ap.error(f"--jobs: must be 1 or more, got {args.jobs}")
     for version in (args.old, args.new):
         if version is not None and subprocess.run(
                 ["git", "rev-parse", "--verify", "--quiet", f"{version}^{{commit}}"],
                 cwd=ROOT, capture_output=True).returncode:
             ap.error(f"not a commit of this repository: {version}")
     try:
-        registers, ports, cells = prove(args.old, args.new, args.top, args.work, args.jobs,
-                                        log=lambda s: print(s, file=sys.stderr, flush=True))
+        registers, ports, outputs = prove(args.old, args.new, args.top, args.work,
+                                          log=lambda s: print(s, file=sys.stderr, flush=True))
     except (NotEquivalent, ValueError) as err:
         print(f"not proved equivalent: {err}")
         return 1
-    print(f"equivalent: {registers} register bits paired, {ports} memory ports, {cells} "
-          "$equiv cells proved (every next state and output; equiv_simple, equiv_status "
-          "-assert)")
+    print(f"equivalent: {registers} register bits paired, {ports} memory ports the same, "
+          f"{outputs} next states and outputs proved equal for every state and input")
     return 0
 
 
