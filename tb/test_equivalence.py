@@ -6,7 +6,7 @@ issue 21's split) takes minutes to hours and is run by hand (``docs/dma.md``).
 
 import pytest
 from amaranth.back import rtlil
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import ClockDomain, ClockSignal, Module, ResetSignal, Signal
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -100,3 +100,64 @@ def test_logic_written_another_way_proved_equal(tmp_path):
     """``mid`` means another thing in each, the register's next state is ``a + 1`` in both."""
     registers, _, outputs = _prove(tmp_path, _Sum(True), gold=_Sum(False))
     assert (registers, outputs) == (8, 9)      # 8 next states, the output o
+
+
+class _Two(wiring.Component):
+    """Two memories named ``mem``, in ``writer`` and ``receiver`` (one name once the hierarchy
+    the DMA split added is stripped) or in ``writer`` and ``other``."""
+    en: In(1)
+    back: Out(16)
+
+    def __init__(self, step=1, clash=True):
+        self.step, self.clash = step, clash
+        super().__init__()
+
+    def elaborate(self, platform):
+        m = Module()
+        cnt = Signal(8, name="cnt")
+        m.d.sync += cnt.eq(cnt + 1)
+        for k, where in enumerate(("writer", "receiver" if self.clash else "other")):
+            mem = Memory(shape=8, depth=16, init=[])
+            inner = Module()
+            inner.submodules.mem = mem
+            m.submodules[where] = inner
+            wr, rd = mem.write_port(), mem.read_port(domain="comb")
+            m.d.comb += [wr.addr.eq(cnt[:4] ^ k), wr.data.eq(cnt + self.step * k), wr.en.eq(1),
+                         rd.addr.eq(cnt[:4] + 3), self.back[8 * k:8 * k + 8].eq(rd.data)]
+        return m
+
+
+def test_memories_of_one_stripped_name_refused(tmp_path):
+    assert _prove(tmp_path, _Two(step=1, clash=False), gold=_Two(clash=False))[1] == 4
+    with pytest.raises(ValueError, match=r"memories \w+\.mem and \w+\.mem are both mem"):
+        _prove(tmp_path, _Two(step=2), gold=_Two())
+
+
+class _Clocked(wiring.Component):
+    """``r <= a + 1`` in clock domain ``domain`` (clocked by ``clk2`` unless ``sync``)."""
+    a: In(8)
+    o: Out(8)
+    clk2: In(1)
+    rst2: In(1)
+
+    def __init__(self, domain="sync", async_reset=False):
+        self.domain, self.async_reset = domain, async_reset
+        super().__init__()
+
+    def elaborate(self, platform):
+        m = Module()
+        if self.domain != "sync":
+            m.domains += ClockDomain(self.domain, async_reset=self.async_reset)
+            m.d.comb += [ClockSignal(self.domain).eq(self.clk2),
+                         ResetSignal(self.domain).eq(self.rst2)]
+        r = Signal(8, name="r")
+        m.d[self.domain] += r.eq(self.a + 1)
+        m.d.comb += self.o.eq(r ^ 0x5A)
+        return m
+
+
+def test_other_clock_and_async_reset_refused(tmp_path):
+    with pytest.raises(NotEquivalent, match="clocked by other inputs"):
+        _prove(tmp_path, _Clocked("fast"), gold=_Clocked())
+    with pytest.raises(ValueError, match=r"not logic in the new version: \$adff"):
+        _prove(tmp_path, _Clocked("fast", async_reset=True), gold=_Clocked())

@@ -27,7 +27,11 @@ constant) and the SAT solver then proves ``trigger`` 0 for every input and state
 a proof by induction over time that the two are the same machine cycle for cycle: same initial
 state, same next state and same outputs from the same state and inputs, and memories that see
 the same writes and reads.  It says nothing about names, which may differ.  Don't-care
-constants (``x``, the defaults Amaranth gives full-case multiplexers) read as 0 on both sides.
+constants (``x``) read as 0 on both sides: Amaranth writes none into logic (only into memory
+read ports' unused reset values); the ones in the prepared netlists are Yosys's marks on
+multiplexer inputs its optimisation found no select value can reach.  Only one clock input,
+rising edge, is supported, and only ``$dff`` registers and memories hold state (anything else,
+an asynchronous reset say, stops the proof with its name).
 A difference ends in :class:`NotEquivalent` naming the outputs ABC could not prove equal, with
 the SAT solver's counterexample in ``prove.log``.
 """
@@ -35,6 +39,8 @@ the SAT solver's counterexample in ``prove.log``.
 import argparse
 import json
 import os
+import shutil
+import re
 import subprocess
 import sys
 import tempfile
@@ -96,7 +102,7 @@ write_json {name}.json
 #: The miter of the two cut netlists, swept by ABC (``fraig``: nodes proved equal by SAT are
 #: merged, so every comparison of a next state or output that holds becomes the constant 1),
 #: then the SAT proof of its ``trigger`` (any comparison 1) being 0 for all inputs.  ``x``
-#: (Amaranth's don't-care defaults of full-case multiplexers) reads as 0 on both sides.
+#: (Yosys's marks on multiplexer inputs nothing selects) reads as 0 on both sides.
 _PROVE = """
 read_json gold_cut.json
 read_json gate_cut.json
@@ -132,6 +138,7 @@ def _write_rtlil(version, top, work, name):
     env = None
     if version is not None:
         src = work / f"src_{name}"
+        shutil.rmtree(src, ignore_errors=True)          # a --work folder used before
         src.mkdir()
         archive = subprocess.run(["git", "archive", version, "rtl"], cwd=ROOT, check=True,
                                  capture_output=True).stdout
@@ -149,6 +156,9 @@ def _netlist(work, name):
     if not _yosys(_PREPARE.format(name=name), work, f"prepare_{name}"):
         raise RuntimeError(f"Yosys failed preparing {name}: see {work / f'prepare_{name}.log'}")
     return json.loads((work / f"{name}.json").read_text())["modules"]["top"]
+
+
+_NUMBERED = re.compile(r"\$\d+")
 
 
 def _short(name):
@@ -185,26 +195,41 @@ def pair_registers(old, new, renamed=RENAMED):
     for b, names in rn.items():
         for a in names:
             by_new[a].add(b)
-    pairs = {}
-    for b, names in ro.items():
-        for a in sorted(names):
-            if len(by_old[a]) == 1 and len(by_new.get(a, ())) == 1:
+    pairs, taken = {}, set()
+
+    def by_name(b, numbered):
+        for a in sorted(ro[b]):
+            if (bool(_NUMBERED.search(a[0])) == numbered and len(by_old[a]) == 1
+                    and len(by_new.get(a, ())) == 1 and not by_new[a] & taken):
                 pairs[b] = next(iter(by_new[a]))
-                break
-        else:
+                taken.add(pairs[b])
+                return True
+        return False
+
+    # Names Amaranth numbered to make them unique (``o_tlp__valid$303``) may be numbered anew
+    # by the other version: they pair only the bits no other name pairs, last.
+    for b, names in ro.items():
+        if not by_name(b, numbered=False):
             for name, i in sorted(names):
                 if name in renamed:
                     target, off = renamed[name]
                     found = {nb for (n, j), bs in by_new.items() if j == off + i and (
                         n == target or target.endswith("$signal")
-                        and n.startswith(target + "$")) for nb in bs} - set(pairs.values())
+                        and n.startswith(target + "$")) for nb in bs} - taken
                     if len(found) == 1:
                         pairs[b] = found.pop()
+                        taken.add(pairs[b])
                         break
-    taken = set(pairs.values())
-    if len(taken) != len(pairs) or len(pairs) != len(ro) or len(ro) != len(rn):
-        lost = sorted({min(ro[b])[0] for b in ro if b not in pairs})
-        raise ValueError(f"registers without a partner: {', '.join(lost) or 'duplicates'}")
+    for b in ro:
+        if b not in pairs:
+            by_name(b, numbered=True)
+    if len(pairs) != len(ro) or len(ro) != len(rn):
+        lost = sorted({min(ro[b], default=(f"<unnamed bit {b}>",))[0]
+                       for b in ro if b not in pairs})
+        spare = sorted({min(rn[b], default=(f"<unnamed bit {b}>",))[0]
+                        for b in rn if b not in taken})
+        raise ValueError(f"registers without a partner: {', '.join(lost[:20]) or 'none'} "
+                         f"(old), {', '.join(spare[:20]) or 'none'} (new)")
     return pairs
 
 
@@ -218,46 +243,81 @@ def _inits(mod, index):
     return out
 
 
+#: Cells that hold state or are not logic: only the ones :func:`cut` cuts may be there.
+_NOT_LOGIC = re.compile(r"ff|latch|^\$sr$|^\$mem|^\$fsm|^\$(print|check|assert|assume|cover|"
+                        r"live|fair|any|all|initstate|equiv)|^[^$]")
+_CUT = {"$dff", "$memrd_v2", "$memwr_v2", "$meminit_v2"}
+
+
+def _check_cells(mod, name):
+    left = sorted({c["type"] for c in mod["cells"].values()
+                   if _NOT_LOGIC.search(c["type"]) and c["type"] not in _CUT})
+    if left:
+        raise ValueError(f"cells that hold state or are not logic in {name}: "
+                         f"{', '.join(left)} (only $dff registers and memories can be cut)")
+
+
+def _add(table, key, value):
+    if key in table:
+        raise ValueError(f"two things would be cut to one name: {key}")
+    table[key] = value
+
+
 def cut(mod, index):
     """Cut ``mod`` (in place) into its transition function; return what must be equal
-    besides: the memories' parameters and the registers' initial values."""
-    ports, memories, reads = mod["ports"], {}, defaultdict(list)
+    besides: the memories' parameters, the registers' initial values and the clock."""
+    ports, memories, reads, memids = mod["ports"], {}, defaultdict(list), {}
+    label = {b: f"{n}[{i}]" for n, p in ports.items() for i, b in enumerate(p["bits"])}
+    label.update((q, f"ffq_{j}") for q, j in index.items())
+    clocks = set()
     for cn in list(mod["cells"]):
         c = mod["cells"][cn]
-        conn = c["connections"]
+        conn, par = c["connections"], c["parameters"]
         if c["type"] == "$dff":
+            clocks.add((label.get(conn["CLK"][0]), int(par["CLK_POLARITY"], 2)))
             for q, d in zip(conn["Q"], conn["D"]):
-                ports[f"ffq_{index[q]}"] = {"direction": "input", "bits": [q]}
-                ports[f"ffd_{index[q]}"] = {"direction": "output", "bits": [d]}
+                _add(ports, f"ffq_{index[q]}", {"direction": "input", "bits": [q]})
+                _add(ports, f"ffd_{index[q]}", {"direction": "output", "bits": [d]})
         elif c["type"] in ("$memrd_v2", "$memwr_v2", "$meminit_v2"):
-            memid = _short(c["parameters"].pop("MEMID").lstrip("\\"))
+            full = par.pop("MEMID").lstrip("\\")
+            memid = _short(full)
+            if memids.setdefault(memid, full) != full:
+                raise ValueError(f"memories {memids[memid]} and {full} are both {memid} once "
+                                 "the hierarchy is stripped")
+            if int(par.get("CLK_ENABLE", "0"), 2):
+                clocks.add((label.get(conn["CLK"][0]), int(par["CLK_POLARITY"], 2)))
             if c["type"] == "$memrd_v2":
                 reads[memid].append(c)
             elif c["type"] == "$memwr_v2":
-                port = f"{memid}_wr{int(c['parameters']['PORTID'], 2)}"
+                port = f"{memid}_wr{int(par['PORTID'], 2)}"
                 for p in ("ADDR", "DATA", "EN"):
-                    ports[f"mem_{port}_{p}"] = {"direction": "output", "bits": conn[p]}
+                    _add(ports, f"mem_{port}_{p}", {"direction": "output", "bits": conn[p]})
+                _add(memories, port, par)
             else:
-                port = f"{memid}_init"
-                c["parameters"]["connections"] = conn
-            memories[port] = c["parameters"]
+                par["connections"] = conn
+                _add(memories, f"{memid}_init", par)
         else:
             continue
         del mod["cells"][cn]
     for memid, cells in reads.items():
-        # Read ports in the order of their address registers (the same pairs in both).
-        cells.sort(key=lambda c: str(index.get(c["connections"]["ADDR"][0])))
+        # Read ports in the order of their addresses and enables (the same pairs in both).
+        cells.sort(key=lambda c: [str(label.get(b, b)) for b in
+                                  c["connections"]["ADDR"] + c["connections"]["EN"]])
         for k, c in enumerate(cells):
             port = f"{memid}_rd{k}"
             for p in ("ADDR", "EN", "SRST", "ARST"):
-                ports[f"mem_{port}_{p}"] = {"direction": "output", "bits": c["connections"][p]}
-            ports[f"mem_{port}_DATA"] = {"direction": "input", "bits": c["connections"]["DATA"]}
-            memories[port] = c["parameters"]
+                _add(ports, f"mem_{port}_{p}", {"direction": "output",
+                                               "bits": c["connections"][p]})
+            _add(ports, f"mem_{port}_DATA", {"direction": "input",
+                                            "bits": c["connections"]["DATA"]})
+            _add(memories, port, c["parameters"])
+    if len(clocks) > 1 or any(polarity != 1 or name is None for name, polarity in clocks):
+        raise ValueError(f"one clock input, rising edge, is supported: found {sorted(clocks)}")
     inits = _inits(mod, index)
     mod.pop("memories", None)
     mod["netnames"] = {n: {"bits": p["bits"], "hide_name": 0, "attributes": {}}
                        for n, p in ports.items()}
-    return memories, inits
+    return memories, inits, clocks
 
 
 def _describe(port, names):
@@ -276,13 +336,18 @@ def prove_rtlil(work, renamed=RENAMED, log=print):
     """
     work = Path(work)
     gold, gate = _netlist(work, "gold"), _netlist(work, "gate")
+    _check_cells(gold, "the old version")
+    _check_cells(gate, "the new version")
     pairs = pair_registers(gold, gate, renamed)
     index = {b: j for j, b in enumerate(sorted(pairs))}
     bits = _register_bits(gold)
-    names = {j: min(bits[b], key=lambda n: ("$" in n[0], n)) for b, j in index.items()}
+    names = {j: min(bits[b], key=lambda n: ("$" in n[0], n), default=(f"bit {b}", 0))
+             for b, j in index.items()}
     log(f"{len(pairs)} register bits paired")
-    mem_gold, init_gold = cut(gold, index)
-    mem_gate, init_gate = cut(gate, {pairs[b]: j for b, j in index.items()})
+    mem_gold, init_gold, clk_gold = cut(gold, index)
+    mem_gate, init_gate, clk_gate = cut(gate, {pairs[b]: j for b, j in index.items()})
+    if clk_gold != clk_gate:
+        raise NotEquivalent(f"clocked by other inputs: {clk_gold} and {clk_gate}")
     if mem_gold != mem_gate:
         raise NotEquivalent("the memories differ: " + ", ".join(
             sorted(set(mem_gold) ^ set(mem_gate))
@@ -299,11 +364,13 @@ def prove_rtlil(work, renamed=RENAMED, log=print):
         (work / f"{name}_cut.json").write_text(json.dumps({"modules": {name: mod}}))
     log(f"{len(outputs)} outputs ({sum(len(gold['ports'][n]['bits']) for n in outputs)} bits) "
         f"and {n_ports} memory ports compared; sweeping the miter with ABC, then SAT")
-    _yosys(_PROVE, work, "prove")
-    text = (work / "prove.log").read_text()
-    if "SAT proof finished - no model found: SUCCESS!" in text:
+    for stale in ("prove.log", "swept.json"):
+        (work / stale).unlink(missing_ok=True)
+    ran = _yosys(_PROVE, work, "prove")
+    text = (work / "prove.log").read_text() if (work / "prove.log").exists() else ""
+    if ran and "SAT proof finished - no model found: SUCCESS!" in text:
         return len(pairs), n_ports, len(outputs)
-    if "SAT proof finished - model found: FAIL!" not in text:
+    if not ran or "SAT proof finished - model found: FAIL!" not in text:
         raise RuntimeError(f"Yosys stopped before the proof's end: see {work / 'prove.log'}")
     swept = json.loads((work / "swept.json").read_text())["modules"]["miter"]["ports"]
     open_ = sorted(n.removeprefix("cmp_") for n, p in swept.items()
