@@ -58,7 +58,7 @@ def test_renamed_register_and_hierarchy_proved_equal(tmp_path):
 
 
 def test_other_next_state_refused(tmp_path):
-    with pytest.raises(NotEquivalent, match=r"not proved equal: .*next state of cnt\[1\]"):
+    with pytest.raises(NotEquivalent, match=r"not proved equal \(7\): .*next state of cnt\[1\]"):
         _prove(tmp_path, _Toy(step=3))
 
 

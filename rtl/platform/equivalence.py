@@ -1,7 +1,8 @@
 """Prove two versions of the DMA controller, or of the whole core, the same machine with Yosys
 and ABC (issue 21: nothing moved).
 
-Usage (from the repository root, in the project's venv; the DMA alone takes about 2 minutes)::
+Usage (from the repository root, in the project's venv; one Yosys process: the DMA alone takes
+3 to 4 minutes, the whole core 8 to 11, ``docs/dma.md``)::
 
     python -m peach2.platform.equivalence a603616 [NEW] [--top dma|core] [--work DIR]
 
@@ -376,7 +377,7 @@ def prove_rtlil(work, renamed=RENAMED, log=print):
     open_ = sorted(n.removeprefix("cmp_") for n, p in swept.items()
                    if n.startswith("cmp_") and any(b != "1" for b in p["bits"]))
     raise NotEquivalent(f"a state and inputs exist where they differ (counterexample in "
-                        f"{work / 'prove.log'}); {len(open_)} outputs not proved equal: "
+                        f"{work / 'prove.log'}); outputs not proved equal ({len(open_)}): "
                         + "; ".join(_describe(n, names) for n in open_[:20]))
 
 
