@@ -393,12 +393,14 @@ def prove(old_version, new_version=None, top="dma", work=None, log=print):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m peach2.platform.equivalence",
+                                 description=__doc__.split("\n\n")[0])
     ap.add_argument("old", help="commit of the old version (e.g. a603616)")
     ap.add_argument("new", nargs="?", help="commit of the new version (default: working tree)")
     ap.add_argument("--top", choices=sorted(TOPS), default="dma",
                     help="what to compare: the DMA alone (default) or the whole core")
-    ap.add_argument("--work", type=Path, help="keep the netlists and Yosys logs here")
+    ap.add_argument("--work", type=Path, metavar="DIR",
+                    help="keep the netlists and Yosys logs here (default: a temporary folder)")
     args = ap.parse_args(argv)
     for version in (args.old, args.new):
         if version is not None and subprocess.run(
