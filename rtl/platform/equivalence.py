@@ -40,15 +40,15 @@ the SAT solver's counterexample in ``prove.log``.
 import argparse
 import json
 import os
-import shutil
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-__all__ = ["RENAMED", "TOPS", "pair_registers", "cut", "prove", "prove_rtlil"]
+__all__ = ["RENAMED", "TOPS", "NotEquivalent", "pair_registers", "cut", "prove", "prove_rtlil"]
 
 ROOT = Path(__file__).resolve().parents[2]
 
