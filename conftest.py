@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from peach2.sim.runner import SIM_ENV, SIMULATORS, WAVES_ENV, require_iverilog
+from peach2.sim.run import SIM_ENV, SIMULATORS, WAVES_ENV, require_iverilog
 
 
 def pytest_addoption(parser):
@@ -31,7 +31,7 @@ def pytest_sessionstart(session):
     try:
         require_iverilog()
         if os.environ.get(SIM_ENV) == "verilator":
-            from peach2.sim.verilator import require_verilator
+            from peach2.sim.run import require_verilator
             require_verilator()
     except RuntimeError as error:
         pytest.exit(str(error), returncode=3)

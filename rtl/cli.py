@@ -24,6 +24,7 @@ from amaranth.lib.wiring import In
 from . import __version__
 from . import cli_bench
 from . import cli_options as opt
+from .csr import render
 
 __all__ = ["main"]
 
@@ -118,7 +119,7 @@ def _generate(args):
     out = args.output or Path("build")
     with _staged(out) as scratch:
         (scratch / "peach2.v").write_text(to_verilog(top, "peach2", progress))
-        (scratch / "peach2_regs.h").write_text(_regmap_for(args).to_c_header())
+        (scratch / "peach2_regs.h").write_text(render.to_c_header(_regmap_for(args)))
         pins = [{"name": "__".join(map(str, path)),
                  "dir": "in" if member.flow == In else "out",
                  "width": member.shape.size if hasattr(member.shape, "size") else
@@ -147,8 +148,8 @@ def _generate(args):
 
 
 def _synth_report(args):
-    from .platform.report import to_markdown, update_document
-    from .platform.synthesis import LEVEL_BUDGET, block_paths, synthesize
+    from .synth.report import to_markdown, update_document
+    from .synth.synthesis import LEVEL_BUDGET, block_paths, synthesize
     from .progress import Progress
 
     progress = Progress()
@@ -184,8 +185,8 @@ def _synth_report(args):
 
 def _regmap(args):
     regmap = _regmap_for(args)
-    text = {"md": regmap.to_markdown, "c": regmap.to_c_header, "json": regmap.to_json}[
-        args.format]()
+    text = {"md": render.to_markdown, "c": render.to_c_header, "json": render.to_json}[
+        args.format](regmap)
     _emit(text, args.output)
     return 0
 
@@ -219,10 +220,10 @@ def _check_routes_args(parser, args):
 
 
 def _routes(args):
-    from .sim.cluster_layout import default_address_map
-    from .sim.route_search import POLICIES
-    from .sim.route_tables import RouteTableFull
-    from .sim.routes import RouteSet
+    from .routes import default_address_map
+    from .routes import POLICIES
+    from .routes import RouteTableFull
+    from .routes import RouteSet
     from .top import MAX_ROUTES
 
     amap = default_address_map(tca_base=args.tca_base, node_size=args.node_size,
@@ -290,7 +291,7 @@ def _design_arguments(p):
 
 
 def _parser():
-    from .sim.cluster_layout import MAX_NODES
+    from .routes import MAX_NODES
     from .top import MAX_ROUTES
 
     parser = opt.OneLineParser(

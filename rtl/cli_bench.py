@@ -1,9 +1,9 @@
 """``peach2 bench [SECTION ...] [--quick]``: the repository's benchmarks (``docs/benchmarks.md``).
 
-The benchmarks are testbench code (``tb/benchmarks.py``, cocotb and the simulators), not part of
+The benchmarks are testbench code (``tb/bench/benchmarks.py``, cocotb and the simulators), not part of
 the installed package, so this command runs them from the source tree of an editable install
 (``pip install -e ".[test]"``: the package's ``rtl/`` is that tree's).  Anywhere else it says
-so and exits with status 2.  Every option is ``tb/benchmarks.py``'s (``peach2 bench --help``).
+so and exits with status 2.  Every option is ``tb/bench/benchmarks.py``'s (``peach2 bench --help``).
 """
 
 import importlib.util
@@ -16,17 +16,17 @@ HELP = "measure the benchmarks and rebuild docs/benchmarks.md (editable install 
 
 
 def benchmarks_script():
-    """The source tree's ``tb/benchmarks.py``, or None when this install has no source tree."""
+    """The source tree's ``tb/bench/benchmarks.py``, or None when this install has no source tree."""
     root = Path(__file__).resolve().parent.parent
-    script = root / "tb" / "benchmarks.py"
+    script = root / "tb" / "bench" / "benchmarks.py"
     return script if script.is_file() and (root / "pyproject.toml").is_file() else None
 
 
 def main(argv):
-    """Run ``tb/benchmarks.py``'s ``main`` with ``argv``; return the exit status."""
+    """Run ``tb/bench/benchmarks.py``'s ``main`` with ``argv``; return the exit status."""
     script = benchmarks_script()
     if script is None:
-        print("error: peach2 bench runs the repository's benchmark code (tb/benchmarks.py), "
+        print("error: peach2 bench runs the repository's benchmark code (tb/bench/benchmarks.py), "
               "which this install does not have; clone the repository and install it with "
               "pip install -e \".[test]\"", file=sys.stderr)
         return 2

@@ -4,7 +4,7 @@ parsed, before any work starts, and says what is wrong in one line naming the op
 A bad value ends the command with ``peach2 <command>: error: --routes: must be 8..16, got 100``
 on standard error and exit status 2 (:class:`OneLineParser`).  The limits come from the code
 that would reject the value later (``peach2.top``, ``peach2.csr.regmap``,
-``peach2.sim.cluster_layout``), so the help and the check cannot drift from it.
+``peach2.routes.topology``), so the help and the check cannot drift from it.
 """
 
 import argparse
@@ -81,8 +81,8 @@ def tca_base(text):
 
 
 def topology(text):
-    """A :class:`~peach2.sim.cluster_layout.Topology` spec: ``ring:K``, ``line:K``, ``2xK``."""
-    from .sim.cluster_layout import Topology
+    """A :class:`~peach2.routes.topology.Topology` spec: ``ring:K``, ``line:K``, ``2xK``."""
+    from .routes import Topology
     try:
         return Topology.parse(text)
     except ValueError as error:

@@ -5,7 +5,7 @@ A :class:`RegisterMap` is a list of :class:`Register` (offsets, :class:`Access` 
 :class:`Group` records and :class:`Enumeration` values they use.  It checks itself when built
 (alignment, overlaps, fields within the width, values within the fields) and answers lookups by
 name (``rm["ID"]``) and by offset (:meth:`RegisterMap.at`).  The chip's map is built in
-:mod:`peach2.csr.regmap`; the documents are rendered by :mod:`peach2.csr.render`.
+:mod:`peach2.csr.regmap`; the documents are rendered from it by :mod:`peach2.csr.render`.
 """
 
 import enum
@@ -312,20 +312,3 @@ class RegisterMap:
             if e.name == name:
                 return e
         raise KeyError(f"no enumeration {name!r}")
-
-    # -- generators -------------------------------------------------------------------------
-
-    def to_json(self):
-        """Return the map as JSON text (stable key order)."""
-        from .render import to_json
-        return to_json(self)
-
-    def to_c_header(self):
-        """Return a C header with offsets, array macros, field masks/shifts and enums."""
-        from .render import to_c_header
-        return to_c_header(self)
-
-    def to_markdown(self):
-        """Return ``docs/registers.md``."""
-        from .render import to_markdown
-        return to_markdown(self)

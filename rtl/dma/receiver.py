@@ -112,7 +112,7 @@ class Receiver(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        NT, NC = self.n_tags, N_DMA_CHANNELS
+        NT = self.n_tags
         TB, RB = ceil_log2(NT), ceil_log2(self.rows)
         BB = base_bits(RB)
         done = Signal(NT)

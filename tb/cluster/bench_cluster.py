@@ -3,7 +3,7 @@
     python tb/cluster/bench_cluster.py [--only speed,build,latency] [--nodes 1,4,8,16]
                                        [--icarus-nodes 1,4] [--threads 2]
 
-Measures on the HDL sub-cluster (``peach2.sim.cluster_top``, hosts in Python):
+Measures on the HDL sub-cluster (``peach2.sim.hdl.cluster_top``, hosts in Python):
 
 - ``speed``: cycles per wall second for 1, 4, 8 and 16 chips (single, ring:4, 2x4, 2x8), idle
   (no host enumerated, nothing but the HDL) and under all-to-all PIO traffic, on Verilator and
@@ -13,13 +13,13 @@ Measures on the HDL sub-cluster (``peach2.sim.cluster_top``, hosts in Python):
 - ``build``: build time of the 16-chip (2x8) top on Verilator, cold (build folder removed, chip
   netlist cached) and cached;
 - ``latency``: 4-byte PIO store latency from host 0 to every node of the 2x8 with the
-  calibrated hard-IP pipeline (``peach2.sim.calibration``), by hop count, and the time per
+  calibrated hard-IP pipeline (``peach2.sim.pcie.calibration``), by hop count, and the time per
   extra hop, beside 002's 782 ns and 000's 0.3-0.4 us.
 
-Results go to ``docs/results/cluster.json`` (:mod:`peach2.sim.bench_results`: with the command,
+Results go to ``docs/results/cluster.json`` (:mod:`peach2.sim.bench.results`: with the command,
 commit, date, seconds, load) and ``docs/benchmarks.md`` is rebuilt from every section's saved
-results (:mod:`peach2.sim.bench_doc`; the section's text and the options' defaults are
-:mod:`peach2.sim.bench_cluster_doc`'s); ``--doc-only`` only rebuilds it.  ``--quick`` measures
+results (:mod:`peach2.sim.bench.doc`; the section's text and the options' defaults are
+:mod:`peach2.sim.bench.cluster_doc`'s); ``--doc-only`` only rebuilds it.  ``--quick`` measures
 1 and 4 chips on Verilator and 1 on Icarus (printed and saved as what it shortened).  A progress
 line prints before each point.  ``peach2 bench cluster`` runs this script in a child process.
 """
@@ -35,10 +35,10 @@ from pathlib import Path
 
 from test_cluster import run
 
-from peach2.sim.bench_cluster_doc import (PARTS, QUICK_ICARUS, QUICK_NODES, TOPOLOGY, defaults,
+from peach2.sim.bench.cluster_doc import (PARTS, QUICK_ICARUS, QUICK_NODES, TOPOLOGY, defaults,
                                           quick_options, shortened)
-from peach2.sim.bench_doc import rebuild
-from peach2.sim.bench_results import load, run_info, save, started
+from peach2.sim.bench.doc import rebuild
+from peach2.sim.bench.results import load, run_info, save, started
 
 def _nodes(text):
     out = [int(x) for x in text.split(",") if x]
@@ -115,11 +115,11 @@ def speed(nodes, icarus_nodes, threads, results):
 
 def build(results):
     from peach2.sim import verilator
-    from peach2.sim.calibration import pipeline_cycles
-    from peach2.sim.cluster import cable_plan
-    from peach2.sim.cluster_layout import Topology
-    from peach2.sim.cluster_top import ClusterTop
-    from peach2.sim.runner import BUILD, emit_verilog
+    from peach2.sim.pcie import pipeline_cycles
+    from peach2.routes import cable_plan
+    from peach2.routes import Topology
+    from peach2.sim.hdl import ClusterTop
+    from peach2.sim.run import BUILD, emit_verilog
     topo = Topology.parse("2x8")
     cycles = pipeline_cycles()
     top = ClusterTop(16, cable_plan(topo), cable={"tx_pipeline": cycles, "rx_pipeline": cycles})

@@ -3,12 +3,12 @@
     python tb/benchmarks.py gpu [--quick]          (peach2 bench gpu)
 
 ``tb/benchmarks.py`` runs this script in a child process (``--out FILE``: the section's data as
-JSON) and saves the section; the section's text is :mod:`peach2.sim.bench_gpu_doc`'s.
+JSON) and saves the section; the section's text is :mod:`peach2.sim.bench.gpu_doc`'s.
 
 On the HDL sub-cluster ``line:2`` (two chips, one cable with the default credits, calibrated
 hard-IP pipeline; ``gpu_tb.gpu_read_rate``), node 0's DMA channel 0 runs a chain of ``DESCS``
 descriptors of each size into node 1's host memory, once reading node 0's host memory (500 ns
-read latency) and once reading its GPU 0 (``peach2.sim.gpu``: 870 MB/s read path after
+read latency) and once reading its GPU 0 (``peach2.sim.pcie.gpu``: 870 MB/s read path after
 500 ns).  Each rate (bytes / time from the DMA start to the last byte's arrival) is printed beside
 the wire-format bound of the writes that arrived (Gen2 x8, 4-DW headers: 3.66 GB/s at 256-byte
 payloads) and beside 002's measured GPU read ceiling (section 4.1.2: about 870 MB/s).  The
@@ -19,11 +19,11 @@ import argparse
 import json
 from pathlib import Path
 
-from test_cluster import run
+from cluster_run import run
 
-from peach2.sim.bench_gpu_doc import DESCS, FULL_SIZES, QUICK_SIZES, TOPOLOGY
-from peach2.sim.gpu import GPU_READ_BANDWIDTH
-from peach2.sim.runner import BUILD
+from peach2.sim.bench.gpu_doc import DESCS, FULL_SIZES, QUICK_SIZES, TOPOLOGY
+from peach2.sim.pcie import GPU_READ_BANDWIDTH
+from peach2.sim.run import BUILD
 
 
 def measure(quick):

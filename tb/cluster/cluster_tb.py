@@ -6,7 +6,7 @@
       |            |                 |            asleep while its N port is idle
     ==N==========N=================N========== HDL top (cluster_tb): 250 MHz clock
     chip 0 =E==W= chip 1 =E==W= ... chip k       Cable: wire time, latency, credits per
-      \\====================W==E================/  direction (peach2.sim.cable)
+      \\====================W==E================/  direction (peach2.sim.hdl.cable)
 
 Parameters (``PEACH2_PARAMS``): ``topology`` (``ring:K``, ``line:K``, ``2xK``), ``stores``
 per (source, destination) pair, ``max_size`` of a store (bytes), ``idle``/``backpressure``
@@ -37,13 +37,15 @@ import cocotb
 from cocotb.triggers import ClockCycles, Timer
 from cocotb.utils import get_sim_time
 
-from peach2.sim import dma_model
-from peach2.sim.calibration import PER_HOP_NS, PIO_NEIGHBOUR_NS
-from peach2.sim.cluster import Cluster, default_address_map, write_tlps
-from peach2.sim.cluster_layout import Topology
-from peach2.sim.cocotb_env import run_inputs
-from peach2.sim.dma import Chain
-from peach2.sim.route_tables import match_route
+from peach2.sim.reference import dma as dma_model
+from peach2.sim.pcie import PER_HOP_NS, PIO_NEIGHBOUR_NS
+from peach2.sim.harness import Cluster
+from peach2.routes import default_address_map
+from peach2.sim.pcie import store_tlps
+from peach2.routes import Topology
+from peach2.sim.run import run_inputs
+from peach2.sim.driver import Chain
+from peach2.routes import match_route
 
 PARAMS, SEED = run_inputs()
 DROPS = ("UNROUTABLE", "WINDOW_CLOSED", "UNSUPPORTED", "READ_REJECTED", "MALFORMED",
@@ -112,7 +114,7 @@ async def dma_chains(tb, rng, slot, max_size, shadow, tlps, nbytes):
             chain.memcpy(buf + dst * max_size, base + off, size)
             shadow[dst][off:off + size] = data[dst * max_size:dst * max_size + size]
             nbytes[(src, dst)] += size
-            tlps[(src, dst)] += [a for a, _ in dma_model.write_tlps(base + off, size,
+            tlps[(src, dst)] += [a for a, _ in dma_model.store_tlps(base + off, size,
                                                                     cluster.mps)]
         chains.append(chain)
     return chains
@@ -158,7 +160,7 @@ async def all_to_all_pio(dut):
             nbytes[(src, dst)] = sum(len(d) for _, d in stores)
             base, _ = amap.window(dst, "host")
             tlps[(src, dst)] = [a for off, d in stores
-                                for a, _ in write_tlps(base + off, len(d), cluster.mps)]
+                                for a, _ in store_tlps(base + off, len(d), cluster.mps)]
 
     chains = await dma_chains(tb, rng, slot, max_size, shadow, tlps, nbytes) \
         if PARAMS.get("dma") else []
@@ -213,7 +215,7 @@ async def all_to_all_pio(dut):
     counts = await cluster.counters()
     arrived = sum(map(len, cluster.arrivals))
     dut._log.info("%d memory writes arrived, %d predicted (PIO: root complex split; DMA: "
-                  "dma_model.write_tlps)", arrived, n_tlps)
+                  "dma_model.store_tlps)", arrived, n_tlps)
     for node in range(n):
         for p in PORT_NAMES:
             c = counts[node][p]
@@ -251,7 +253,7 @@ async def farthest_one_way(dut):
         stores = [(src * slot + off, rng.randbytes(chunk)) for off in range(0, total, chunk)]
         flows[src] = (dst, stores)
         base, _ = amap.window(dst, "host")
-        want[dst] += sum(len(write_tlps(base + o, len(d), cluster.mps)) for o, d in stores)
+        want[dst] += sum(len(store_tlps(base + o, len(d), cluster.mps)) for o, d in stores)
         for off, data in stores:
             shadow[(dst, off)] = data
 

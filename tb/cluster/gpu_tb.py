@@ -1,4 +1,4 @@
-"""cocotb tests of GPU memory on the HDL sub-cluster (``peach2.sim.gpu`` on every host).
+"""cocotb tests of GPU memory on the HDL sub-cluster (``peach2.sim.pcie.gpu`` on every host).
 
 Every node carries ``gpus`` GPU models (default 2) of 1 MiB each, their BARs placed where the
 TCA address map's GPU windows leave port N (002 section 3.5).  Parameters (``PEACH2_PARAMS``):
@@ -23,10 +23,12 @@ import cocotb
 from cocotb.triggers import ClockCycles
 from cocotb.utils import get_sim_time
 
-from peach2.sim.cluster import Cluster, default_address_map
-from peach2.sim.cluster_layout import Topology
-from peach2.sim.cocotb_env import run_inputs
-from peach2.sim.dma import Chain
+from peach2.sim.harness import Cluster
+
+from peach2.routes import default_address_map
+from peach2.routes import Topology
+from peach2.sim.run import run_inputs
+from peach2.sim.driver import Chain
 
 PARAMS, SEED = run_inputs()
 DROPS = ("UNROUTABLE", "WINDOW_CLOSED", "UNSUPPORTED", "READ_REJECTED", "MALFORMED",

@@ -29,10 +29,10 @@ from cocotbext.pcie.core.tlp import CplStatus
 
 from cluster_tb import TB
 from peach2.params import DmaError
-from peach2.sim.cluster_faults import cable_index, reset_chip, set_cable, wait_port_ready
-from peach2.sim.cocotb_env import run_inputs
-from peach2.sim.dma import memcpy
-from peach2.sim.driver_dma import DmaFault
+from peach2.sim.harness import cable_index, set_cable, wait_port_ready
+from peach2.sim.run import run_inputs
+from peach2.sim.driver import memcpy
+from peach2.sim.driver import DmaFault
 
 PARAMS, SEED = run_inputs()
 SLOT = 0x2000           # bytes of one (source, phase) slot in a destination's window

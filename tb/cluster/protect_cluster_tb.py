@@ -12,10 +12,10 @@ import random
 import cocotb
 
 from cluster_tb import TB
-from peach2.sim import dma_model
-from peach2.sim.cluster import write_tlps
-from peach2.sim.cocotb_env import run_inputs
-from peach2.sim.dma import memcpy
+from peach2.sim.reference import dma as dma_model
+from peach2.sim.pcie import store_tlps
+from peach2.sim.run import run_inputs
+from peach2.sim.driver import memcpy
 
 PARAMS, SEED = run_inputs()
 
@@ -55,10 +55,10 @@ async def protection_ring4(dut):
         data = rng.randbytes(size)
         address = base + off
         if how == "pio":
-            tlps = write_tlps(address, size, cluster.mps)
+            tlps = store_tlps(address, size, cluster.mps)
             await cluster.pio_write(src, 0, off, data)
         else:
-            tlps = dma_model.write_tlps(address, size, cluster.mps)
+            tlps = dma_model.store_tlps(address, size, cluster.mps)
             host, drv = cluster.chips[src].host, cluster.drivers[src]
             buf, region = host.alloc(size)
             region[0:size] = data

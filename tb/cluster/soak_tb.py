@@ -1,4 +1,4 @@
-"""cocotb test of the scoreboard soak (issue 19; ``peach2.sim.soak``, docs/errors.md).
+"""cocotb test of the scoreboard soak (issue 19; ``peach2.sim.harness.soak``, docs/errors.md).
 
 A ring of 4 in the HDL top (``ClusterTop``, as ``cluster_tb``): every host stores into every
 node, every DMA channel of every chip runs random chains and register-mode jobs to random
@@ -19,10 +19,12 @@ import time
 
 import cocotb
 
-from peach2.sim.cluster import Cluster, default_address_map
-from peach2.sim.cluster_layout import Topology
-from peach2.sim.cocotb_env import run_inputs
-from peach2.sim.soak import Soak
+from peach2.sim.harness import Cluster
+
+from peach2.routes import default_address_map
+from peach2.routes import Topology
+from peach2.sim.run import run_inputs
+from peach2.sim.harness import Soak
 
 PARAMS, SEED = run_inputs()
 

@@ -1,12 +1,12 @@
-"""GPU memory on the sub-cluster (``peach2.sim.gpu``): transfers checked byte for byte on the
+"""GPU memory on the sub-cluster (``peach2.sim.pcie.gpu``): transfers checked byte for byte on the
 ring of 4 that ``test_cluster`` builds (same HDL top and cables, so the same Verilator build),
 and the address-map and model checks that need no simulator.  ``gpu_tb`` has the cocotb tests;
 the GPU read rate is a benchmark (``bench_gpu.py``), not a test."""
 
 import pytest
 
-from peach2.sim.cluster import default_address_map
-from peach2.sim.gpu import GPU_READ_BANDWIDTH, GpuFunction
+from peach2.routes import default_address_map
+from peach2.sim.pcie import GPU_READ_BANDWIDTH, GpuFunction
 
 from test_cluster import run
 

@@ -4,11 +4,11 @@ DMA from the other nodes into node 0's windows.  Same HDL top and Verilator buil
 
 from pathlib import Path
 
-from peach2.sim.calibration import HARDIP_PIPELINE_NS, pipeline_cycles
-from peach2.sim.cluster import cable_plan
-from peach2.sim.cluster_layout import Topology
-from peach2.sim.cluster_top import ClusterTop
-from peach2.sim.runner import run_cocotb
+from peach2.sim.pcie import HARDIP_PIPELINE_NS, pipeline_cycles
+from peach2.routes import cable_plan
+from peach2.routes import Topology
+from peach2.sim.hdl import ClusterTop
+from peach2.sim.run import run_cocotb
 
 HERE = Path(__file__).parent
 

@@ -1,4 +1,4 @@
-"""The soak's scoreboard (``peach2.sim.scoreboard``) without a simulator: a clean run passes,
+"""The soak's scoreboard (``peach2.sim.reference.scoreboard``) without a simulator: a clean run passes,
 and every fault class it must catch (lost, duplicated, corrupted, reordered bytes, writes
 outside every domain, memory changed behind its back) is injected and named."""
 
@@ -7,8 +7,8 @@ import random
 import pytest
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 
-from peach2.sim.cluster import write_tlps
-from peach2.sim.scoreboard import Scoreboard
+from peach2.sim.pcie import store_tlps
+from peach2.sim.reference import Scoreboard
 
 SIZE = 0x4000
 
@@ -31,7 +31,7 @@ def board(seed=1):
                 off = lo + rng.randrange(SIZE // 2 - size)      # overlapping writes too
                 data = rng.randbytes(size)
                 sb.issue((node, name), off, data)
-                for a, n in write_tlps(off, size, 128):
+                for a, n in store_tlps(off, size, 128):
                     tlps.append((node, a, data[a - off:a - off + n]))
             per_domain.append(tlps)
     merged = []

@@ -20,7 +20,7 @@ simulations side by side (four in the full run: each node count's Broadcast apar
 
 Every result is checked byte for byte against the reference model during the run.  Results go
 to ``docs/results/collectives.json``, ``docs/benchmarks.md`` is rebuilt (``bench_doc``) and the
-plot goes to ``docs/img/coll_times.png`` (:mod:`peach2.sim.bench_collectives_doc`).
+plot goes to ``docs/img/coll_times.png`` (:mod:`peach2.sim.bench.collectives_doc`).
 """
 
 import argparse
@@ -33,7 +33,9 @@ import threading
 import time
 from pathlib import Path
 
-from peach2.sim import bench_collectives_doc, bench_doc, bench_results
+from peach2.sim.bench import collectives_doc as bench_collectives_doc
+from peach2.sim.bench import doc as bench_doc
+from peach2.sim.bench import results as bench_results
 
 HERE = Path(__file__).resolve().parent
 TB = HERE.parent

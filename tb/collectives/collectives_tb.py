@@ -1,13 +1,13 @@
-"""cocotb tests of the collectives on the HDL sub-cluster (``peach2.sim.cluster_top``).
+"""cocotb tests of the collectives on the HDL sub-cluster (``peach2.sim.hdl.cluster_top``).
 
 Parameters (``PEACH2_PARAMS``): ``topology`` (``ring:4``, ``2x4``, ``2x8``), ``host_size``
 (bytes of every host window), ``pipeline_ns`` (the hard IPs' latency), ``awake`` (the N
 hard-IP models never sleep while idle: slower, the same timing), ``gpu`` (every node has one
-GPU, ``peach2.sim.gpu``, and the collectives' data lives in GPU window 0 instead of host memory:
+GPU, ``peach2.sim.pcie.gpu``, and the collectives' data lives in GPU window 0 instead of host memory:
 DMAs read the local GPU and write remote GPUs; completion flags stay in host memory, where the
 CPU polls them), and per test:
 
-- ``collectives_check``: every collective of ``peach2.sim.collectives`` / ``peach2.sim.halo``
+- ``collectives_check``: every collective of ``peach2.sim.collectives.algorithms`` / ``peach2.sim.collectives.halo``
   the parameters name, one after the other in one simulation: ``bcast`` (sizes), ``roots``,
   ``allgather`` (block sizes), ``halo`` (``[N, px, py]`` list), ``collision`` (bytes per
   sender, or 0), ``fault`` (a put from unmapped memory must raise the channel's DmaFault).
@@ -27,16 +27,19 @@ from dataclasses import replace
 import cocotb
 from cocotb.triggers import ClockCycles
 
-from peach2.sim.cluster import Cluster, default_address_map
-from peach2.sim.cluster_layout import Topology
-from peach2.sim.cocotb_env import run_inputs
-from peach2.sim.collectives import (allgather, allgather_reference, broadcast,
-                                    broadcast_reference, puts)
-from peach2.sim.collectives_memory import Memories, Place
-from peach2.sim.collectives_plan import FLAG, Collective, run
+from peach2.sim.harness import Cluster
+
+from peach2.routes import default_address_map
+from peach2.routes import Topology
+from peach2.sim.run import run_inputs
+from peach2.sim.collectives import (
+    allgather, allgather_reference, broadcast, broadcast_reference, puts,
+)
+from peach2.sim.collectives import Memories, Place
+from peach2.sim.collectives import FLAG, Collective, run
 from peach2.sim.driver import DmaFault
-from peach2.sim.halo import HaloGrid, halo_exchange, halo_local, halo_reference
-from peach2.sim.routes import RouteSet
+from peach2.sim.collectives import HaloGrid, halo_exchange, halo_local, halo_reference
+from peach2.routes import RouteSet
 
 PARAMS, SEED = run_inputs()
 DROPS = ("UNROUTABLE", "WINDOW_CLOSED", "UNSUPPORTED", "READ_REJECTED", "MALFORMED",

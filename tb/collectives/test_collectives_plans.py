@@ -6,11 +6,12 @@ import random
 
 import pytest
 
-from peach2.sim.cluster import default_address_map
-from peach2.sim.collectives import (allgather, allgather_reference, broadcast,
-                                    broadcast_reference, log2_exact, puts)
-from peach2.sim.collectives_memory import Memories, Place
-from peach2.sim.halo import HaloGrid, halo_exchange, halo_local, halo_reference
+from peach2.routes import default_address_map
+from peach2.sim.collectives import (
+    allgather, allgather_reference, broadcast, broadcast_reference, log2_exact, puts,
+)
+from peach2.sim.collectives import Memories, Place
+from peach2.sim.collectives import HaloGrid, halo_exchange, halo_local, halo_reference
 
 HOST = 1 << 20
 BUS = 0x4_0000_0000          # node n's host window memory sits at BUS * (n + 1) on its host

@@ -11,7 +11,7 @@ from cocotbext.pcie.core.tlp import Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId
 
 from peach2.csr.regmap import REGS
-from peach2.sim.tlpstream import tlp_to_beats
+from peach2.sim.reference import tlp_to_beats
 from peach2.tlp.stream import TLPBeat
 
 INPUTS = ("i_req__valid", "i_req__payload", "o_cpl__ready", "completer_id", "port_status",

@@ -8,8 +8,8 @@
 
 Every stream test runs with no pauses, a fixed pause pattern and seeded random pauses on both
 ``i_req`` (idle gaps) and ``o_cpl`` (backpressure); the seed is in every assertion message.
-Expected values come from :class:`peach2.sim.csr_harness.RegModel` (the register description)
-and the PCIe rules in :mod:`peach2.sim.csr_harness`, never from the gateware.
+Expected values come from :class:`peach2.sim.reference.registers.RegModel` (the register description)
+and the PCIe rules in :mod:`peach2.sim.harness.csr`, never from the gateware.
 """
 
 import random
@@ -21,12 +21,13 @@ from cocotbext.pcie.core.utils import PcieId
 
 from peach2.csr import CSR, REGMAP, Access, CountReason, Port, RouteEntry
 from peach2.csr.regmap import N_REASONS, VERSION_MAJOR, VERSION_MINOR, peach2_regmap
-from peach2.sim.csr_harness import (
-    CsrHarness, RegModel, SimBar, expected_byte_count, expected_lower_address, make_read,
-    make_write,
+from peach2.sim.reference import RegModel
+from peach2.sim.harness import (
+    CsrHarness, SimBar, expected_byte_count, expected_lower_address, make_read, make_write,
 )
-from peach2.sim.driver import AddressMap, Driver, Topology, routes_for
-from peach2.sim.tlpstream import Beat
+from peach2.routes import AddressMap, Topology, routes_for
+from peach2.sim.driver import Driver
+from peach2.sim.reference import Beat
 from peach2.tlp.layouts import header_from_bytes
 
 PAUSES = ["none", "fixed", "random"]
@@ -585,7 +586,7 @@ def test_slots_at_descriptor_offsets():
 
 def test_verilog_compiles(tmp_path):
     """The block converts to Verilog that Icarus accepts."""
-    from peach2.sim.runner import emit_verilog
+    from peach2.sim.run import emit_verilog
     import subprocess
     path = emit_verilog(CSR(), "peach2_csr", tmp_path / "csr.v")
     subprocess.run(["iverilog", "-g2005", "-o", "/dev/null", str(path)], check=True)
@@ -593,7 +594,7 @@ def test_verilog_compiles(tmp_path):
 
 def test_icarus_outputs_defined():
     """In Icarus every output is defined right after reset, and one read gets one completion."""
-    from peach2.sim.runner import run_cocotb
+    from peach2.sim.run import run_cocotb
     run_cocotb(component=CSR(), toplevel="csr", test_module="csr_icarus_tb", name="csr-icarus",
                test_dir=Path(__file__).parent, seed=1)
 

@@ -9,10 +9,9 @@ import asyncio
 import pytest
 
 from peach2.csr.regmap import COUNT_REASONS, REGS, VERSION_MAJOR, VERSION_MINOR
-from peach2.sim.csr_harness import ModelBar
-from peach2.sim.driver import (
-    AddressMap, Driver, DriverError, RouteTableFull, Topology, routes_for,
-)
+from peach2.sim.reference import ModelBar
+from peach2.routes import AddressMap, RouteTableFull, Topology, routes_for
+from peach2.sim.driver import Driver, DriverError
 
 AMAP = AddressMap(tca_base=0x40_0000_0000, node_size=1 << 32, host_size=1 << 30,
                   gpu_size=1 << 28, n_gpus=4)

@@ -4,7 +4,7 @@ Chains mix announced adjacent runs (``control.adj``) and scattered descriptors, 
 64-byte, placed so that runs cross 4 KiB pages and MRRS blocks and end in the middle of a
 fetched block; the host model fails any read that crosses 4 KiB or exceeds MRRS.  Every byte of
 host memory, every channel's status and counters are checked against the reference model
-(:mod:`peach2.sim.dma_model`, which follows runs as the engine does).
+(:mod:`peach2.sim.reference.dma`, which follows runs as the engine does).
 """
 
 import dataclasses
@@ -15,9 +15,12 @@ from cocotbext.pcie.core.tlp import TlpType
 
 from peach2.csr.regmap import DmaError
 from peach2.dma import descriptor
-from peach2.sim.dma import Chain, memcpy
+from peach2.sim.driver import Chain, memcpy
 
-from dma_harness import DESC_AREA, PARAMS, SEED, DmaHarness, Job, src_arena
+from peach2.sim.harness.dma import DESC_AREA, DmaHarness, Job, src_arena
+from peach2.sim.run import run_inputs
+
+PARAMS, SEED = run_inputs()
 from dma_tb import finish, failed_spans
 
 N_CH = 4

@@ -14,15 +14,15 @@ link the data leaves on (chip 0's N for local, E for the neighbour) to give the 
 exactly the TLPs sent there: for local, the DMA's read requests share N's transmit side with the
 writes, so that bound is below 3.66 GB/s.
 
-The points are those of :func:`peach2.sim.bench_dma_plan.plan` (figures ``chain128``,
+The points are those of :func:`peach2.sim.bench.dma_plan.plan` (figures ``chain128``,
 ``scattered``, ``single``, ``chain4k``, ``halo``), or the list ``PEACH2_PARAMS["points"]`` (one
-job of a parallel run, :mod:`peach2.sim.bench_dma_run`: usually one point), measured in order,
+job of a parallel run, :mod:`peach2.sim.bench.dma_run`: usually one point), measured in order,
 each from an idle system (but not from reset: a point after others may differ by a cycle or two
 from the same point alone).  Writes ``{"points": [...], "paper_bound_gbps", "read_latency_ns",
 "costs"}`` to ``PEACH2_PARAMS["result_file"]`` (``costs``: CPU and wall seconds of the set-up and of each
 point, not figures).  Other parameters: ``read_latency_ns`` (host memory read latency, default
 500), ``progress_file`` (a JSON line per point appended to it as it finishes), and without
-``points`` those of :func:`~peach2.sim.bench_dma_plan.plan`: ``quick`` (sizes by 4x, halo N 16
+``points`` those of :func:`~peach2.sim.bench.dma_plan.plan`: ``quick`` (sizes by 4x, halo N 16
 and 64), ``chain`` (transfers per chain of Figures 4 and 7: 128, 32 with ``quick``),
 ``max_total`` (bytes moved per point at most, default 512 KiB, 128 KiB with ``quick``: chains
 are shortened to fit and every point records its count), ``figures``, ``sizes``, ``chains``,
@@ -37,10 +37,13 @@ from cocotb.triggers import ClockCycles
 from cocotb.utils import get_sim_time
 from cocotbext.pcie.core.tlp import TlpType
 
-from dma_harness import DESC_AREA, PARAMS, DmaHarness, Job
-from peach2.sim.bench_dma_plan import SCATTER_STRIDE, label, plan
-from peach2.sim.dma import Chain, contiguous, halo_transfer, memcpy
-from peach2.sim.throughput import ThroughputMeter
+from peach2.sim.harness.dma import DESC_AREA, DmaHarness, Job
+from peach2.sim.run import run_inputs
+
+PARAMS, SEED = run_inputs()
+from peach2.sim.bench.dma_plan import SCATTER_STRIDE, label, plan
+from peach2.sim.driver import Chain, contiguous, halo_transfer, memcpy
+from peach2.sim.pcie import ThroughputMeter
 
 _MRD = (TlpType.MEM_READ, TlpType.MEM_READ_64)
 _MWR = (TlpType.MEM_WRITE, TlpType.MEM_WRITE_64)
@@ -119,7 +122,7 @@ def _chain_job(harness, src, dst, point, channel=0):
 
 
 async def measure_point(harness, measure, point):
-    """Measure one point of :func:`peach2.sim.bench_dma_plan.plan`; return its result keys
+    """Measure one point of :func:`peach2.sim.bench.dma_plan.plan`; return its result keys
     (those of ``point`` after ``figure``, then ``burst`` for halo, then :class:`Measure`'s)."""
     src = harness.src[0][0]
 
@@ -149,7 +152,7 @@ async def measure_point(harness, measure, point):
 async def figures(dut):
     """Figures 4-7 of 002 section 4.1, scattered chains and block-stride vs contiguous halo
     planes: the points of ``PARAMS["points"]`` in order, else of
-    :func:`peach2.sim.bench_dma_plan.plan` (``quick``, ``chain``, ``max_total`` and the subset
+    :func:`peach2.sim.bench.dma_plan.plan` (``quick``, ``chain``, ``max_total`` and the subset
     ``figures``, ``sizes``, ``chains``, ``halo_n``)."""
     cpu0, wall0 = time.process_time(), time.time()
     harness = DmaHarness(dut, 2, host_size=1 << 22, src_size=1 << 22)

@@ -7,7 +7,7 @@
      window memory            (reads via N, writes        (...)               window memory
                                routed N/E)
 
-Built by :class:`dma_harness.DmaHarness` on :class:`peach2.sim.chips_top.Chips` ``(n)`` (one or two
+Built by :class:`peach2.sim.harness.dma.DmaHarness` on :class:`peach2.sim.hdl.chips_top.Chips` ``(n)`` (one or two
 chips).  Every model runs strict with seeded random RX idles and TX backpressure; every byte of
 every host window is compared with the reference model's shadow (so bytes outside the destinations
 are checked untouched), every channel's ``CH_DESC_DONE``/``CH_BYTES``/error with the model's, MSIs
@@ -27,12 +27,15 @@ import random
 import cocotb
 from cocotb.triggers import ClockCycles, Timer
 
-from dma_harness import PARAMS, SEED, DmaHarness, Job, ctrl_offset, src_arena
+from peach2.sim.harness.dma import DmaHarness, Job, ctrl_offset, src_arena
+from peach2.sim.run import run_inputs
+
+PARAMS, SEED = run_inputs()
 from peach2.csr.regmap import DmaError
 from peach2.dma import descriptor
-from peach2.sim import dma_model
-from peach2.sim.dma import PLANES, Chain, halo_transfer, memcpy
-from peach2.sim.probe import HandshakeProbe
+from peach2.sim.reference import dma as dma_model
+from peach2.sim.driver import PLANES, Chain, halo_transfer, memcpy
+from peach2.sim.run import HandshakeProbe
 
 N_CH = 4
 

@@ -32,7 +32,7 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from peach2.sim.runner import SIM_BUILD
+from peach2.sim.run import SIM_BUILD
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent

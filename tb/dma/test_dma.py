@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from peach2.sim.chips_top import Chips
-from peach2.sim.runner import pick_simulator, run_cocotb
+from peach2.sim.hdl import Chips
+from peach2.sim.run import pick_simulator, run_cocotb
 
 HERE = Path(__file__).parent
 

@@ -2,7 +2,7 @@
 
 The driver runs against :class:`FakeChip`: a BAR whose register block is the reference model
 of the register map for the DMA registers, with an "engine" that runs the reference model
-(``peach2.sim.dma_model``) when a channel is started.  That checks the driver's register
+(``peach2.sim.reference.dma``) when a channel is started.  That checks the driver's register
 sequences and its error reporting; the gateware is checked by ``test_dma.py``.
 """
 
@@ -13,8 +13,8 @@ import pytest
 
 from peach2.csr.regmap import REGMAP, DmaError
 from peach2.dma import descriptor
-from peach2.sim import dma_model
-from peach2.sim.dma import PLANES, Chain, contiguous, halo_plane, halo_transfer, memcpy
+from peach2.sim.reference import dma as dma_model
+from peach2.sim.driver import PLANES, Chain, contiguous, halo_plane, halo_transfer, memcpy
 from peach2.sim.driver import Driver, DmaFault, DriverError
 
 

@@ -1,4 +1,4 @@
-"""The host's completion splitting (``peach2.sim.host.completion_plan``), without a simulator.
+"""The host's completion splitting (``peach2.sim.pcie.host.completion_plan``), without a simulator.
 
 The DMA tests rely on the host splitting completions at every read completion boundary (64 or
 128 bytes) when asked; this checks the split covers the request exactly and obeys the RCB and
@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from peach2.sim.host import completion_plan
+from peach2.sim.pcie import completion_plan
 
 
 def request(rng):

@@ -1,5 +1,5 @@
 """What a ``RisingEdge`` callback sees, per simulator and clock source, against
-``peach2.sim.hardip.edge_shows_update`` (``HardIPModel(hdl_clock=...)`` counts its ready latencies
+``peach2.sim.hardip.model.edge_shows_update`` (``HardIPModel(hdl_clock=...)`` counts its ready latencies
 by it).
 
 Icarus shows the registers before the edge's update, and so does Verilator when a cocotb
@@ -15,7 +15,7 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import Out
 
-from peach2.sim.runner import run_cocotb
+from peach2.sim.run import run_cocotb
 
 HERE = Path(__file__).parent
 

@@ -1,7 +1,7 @@
 """cocotb tests of one PEACH2 chip under bad input: every kind on every port, errors found late,
 locked reads.  Dropped, counted, UR-answered as the reference model
-(:mod:`peach2.sim.router_model`) says; nothing else disturbed.  Traffic generators in
-``traffic.py``, harness in :mod:`peach2.sim.router_harness`.
+(:mod:`peach2.sim.reference.router`) says; nothing else disturbed.  Traffic generators in
+``traffic.py``, harness in :mod:`peach2.sim.harness.router`.
 """
 import random
 from collections import Counter, defaultdict
@@ -9,12 +9,11 @@ from collections import Counter, defaultdict
 import cocotb
 from cocotbext.pcie.core.tlp import TlpType
 
-from peach2.sim.chip import CSR_BAR, PORTS, TCA_BAR
-from peach2.sim.cocotb_env import run_inputs
+from peach2.sim.harness import CSR_BAR, PORTS, TCA_BAR
+from peach2.sim.run import run_inputs
 from peach2.sim.hardip import damage, tlp_to_avalon_beats
-from peach2.sim.router_harness import (
-    HOST_ID, NODE_SIZE, REASONS, check_delivered, decide, mrd, mwr, node_write, program_nodes,
-    setup, wait_quiet,
+from peach2.sim.harness import (
+    HOST_ID, NODE_SIZE, REASONS, check_delivered, decide, mrd, mwr, node_write, program_nodes, setup, wait_quiet,
 )
 
 from bad_traffic import (

@@ -3,7 +3,7 @@
 Builders of requests the chip never forwards (config, I/O, atomics), unsolicited completions,
 messages, framing damage (:func:`add_framing_errors`), and :class:`Traffic`, which mixes them
 with good writes on every port and keeps what the reference model
-(:mod:`peach2.sim.router_model`) says must come of each; :func:`run_phase` injects one mix and
+(:mod:`peach2.sim.reference.router`) says must come of each; :func:`run_phase` injects one mix and
 checks deliveries, UR completions and the COUNT registers.
 """
 from collections import Counter, defaultdict
@@ -12,13 +12,12 @@ from cocotb.triggers import ClockCycles
 from cocotbext.pcie.core.tlp import CplStatus, Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId
 
-from peach2.sim.chip import PORTS, TCA_BAR
+from peach2.sim.harness import PORTS, TCA_BAR
 from peach2.sim.hardip import damage, tlp_to_avalon_beats
-from peach2.sim.router_harness import (
-    HOST_ID, NODE_SIZE, REASONS, check_delivered, decide, mrd, mwr, node_write, requests_sent,
-    seq_of, wait_until,
+from peach2.sim.harness import (
+    HOST_ID, NODE_SIZE, REASONS, check_delivered, decide, mrd, mwr, node_write, requests_sent, seq_of, wait_until,
 )
-from peach2.sim.router_model import translate
+from peach2.sim.reference import translate
 
 #: Requester IDs of the injected requests: never the host's 00:00.0, so that completions toward N
 #: stay in the captures instead of going to the host (see ChipHarness._default_pass).

@@ -13,10 +13,10 @@ import json
 import cocotb
 from cocotb.triggers import ClockCycles, RisingEdge, Timer
 
-from peach2.sim.chip import TCA_BAR
-from peach2.sim.cocotb_env import run_inputs
-from peach2.sim.router_harness import mwr, setup
-from peach2.sim.throughput import ThroughputMeter, ThroughputReport, writes_only
+from peach2.sim.harness import TCA_BAR
+from peach2.sim.run import run_inputs
+from peach2.sim.harness import mwr, setup
+from peach2.sim.pcie import ThroughputMeter, ThroughputReport, writes_only
 
 PARAMS, SEED = run_inputs()
 NODE = 1 << 32                  # region size per destination in these benchmarks

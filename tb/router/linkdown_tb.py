@@ -16,9 +16,9 @@ import random
 import cocotb
 from cocotb.triggers import ClockCycles
 
-from peach2.sim.chip import LTSSM_L0, TCA_BAR
-from peach2.sim.cocotb_env import run_inputs
-from peach2.sim.router_harness import (
+from peach2.sim.harness import LTSSM_L0, TCA_BAR
+from peach2.sim.run import run_inputs
+from peach2.sim.harness import (
     NODE_SIZE, mwr, program_nodes, requests_sent, seq_of, setup, wait_quiet,
 )
 

@@ -16,14 +16,13 @@ import random
 import cocotb
 from cocotbext.pcie.core.utils import PcieId
 
-from peach2.sim.chip import TCA_BAR
-from peach2.sim.cocotb_env import run_inputs
-from peach2.sim.dma import memcpy
-from peach2.sim.router_harness import (
-    MASK64, NODE_SIZE, check_delivered, mwr, program_nodes, requests_sent, seq_of, setup,
-    wait_quiet, wait_until,
+from peach2.sim.harness import TCA_BAR
+from peach2.sim.run import run_inputs
+from peach2.sim.driver import memcpy
+from peach2.sim.harness import (
+    MASK64, NODE_SIZE, check_delivered, mwr, program_nodes, requests_sent, seq_of, setup, wait_quiet, wait_until,
 )
-from peach2.sim.router_model import RouteEntry, translate
+from peach2.sim.reference import RouteEntry, translate
 
 PARAMS, SEED = run_inputs()
 LINKS = ("e", "w", "s")

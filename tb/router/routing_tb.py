@@ -8,10 +8,10 @@ four ports at once.
         BAR2: TCA window                     |                 +-- S model --> captured
     inject(): TLPs into any port's RX side --+
 
-The chip's decisions are checked against :mod:`peach2.sim.router_model`; every port runs with
+The chip's decisions are checked against :mod:`peach2.sim.reference.router`; every port runs with
 seeded random backpressure on TX and idle cycles between packets on RX (the hard IP streams a
 TLP's beats back to back once it has started it, so the chip's TX adapters run cut-through).
-The harness (bring-up, builders, checks) is :mod:`peach2.sim.router_harness`.
+The harness (bring-up, builders, checks) is :mod:`peach2.sim.harness.router`.
 """
 import random
 from collections import Counter, defaultdict
@@ -20,13 +20,12 @@ import cocotb
 from cocotb.triggers import ClockCycles
 from cocotbext.pcie.core.tlp import TlpType
 
-from peach2.sim.chip import PORTS, TCA_BAR
-from peach2.sim.cocotb_env import run_inputs
-from peach2.sim.router_harness import (
-    NODE_SIZE, REASONS, check_delivered, decide, mwr, program_nodes, requests_sent, seq_of, setup,
-    wait_quiet, wait_until,
+from peach2.sim.harness import PORTS, TCA_BAR
+from peach2.sim.run import run_inputs
+from peach2.sim.harness import (
+    NODE_SIZE, REASONS, check_delivered, decide, mwr, program_nodes, requests_sent, seq_of, setup, wait_quiet, wait_until,
 )
-from peach2.sim.router_model import RouteEntry, RouterState, route, translate
+from peach2.sim.reference import RouteEntry, RouterState, route, translate
 
 PARAMS, SEED = run_inputs()
 

@@ -3,7 +3,7 @@ docs/errors.md "Reset and link loss").  Same chip build as ``test_router.py``'s.
 
 from pathlib import Path
 
-from peach2.sim.runner import run_cocotb
+from peach2.sim.run import run_cocotb
 from peach2.top import PEACH2
 
 HERE = Path(__file__).parent

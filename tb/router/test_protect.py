@@ -6,7 +6,7 @@ The chip is the same build as ``test_router.py``'s (one Verilator build for both
 
 from pathlib import Path
 
-from peach2.sim.runner import run_cocotb
+from peach2.sim.run import run_cocotb
 from peach2.top import PEACH2
 
 HERE = Path(__file__).parent

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from peach2.sim.runner import run_cocotb
+from peach2.sim.run import run_cocotb
 from peach2.top import PEACH2
 
 HERE = Path(__file__).parent

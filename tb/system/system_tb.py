@@ -7,7 +7,7 @@
     topology "line": the one cable above (the default);
     topology "ring": Topology.ring(2), a second cable c0.W == c1.E, so 1 -> 0 goes c1.E -> c0.W.
 
-Built by :class:`peach2.sim.cluster.Cluster` on ``peach2.sim.chips_top.Chips(2)``: every host is
+Built by :class:`peach2.sim.harness.cluster.Cluster` on ``peach2.sim.hdl.chips_top.Chips(2)``: every host is
 enumerated, every node's host window is mapped onto 1 MiB of its host's memory (above 4 GiB
 unless ``above_4g`` is false), every chip is programmed with the route table of the topology.
 Every hard-IP model runs strict (first protocol violation fails the test) with seeded random idle
@@ -34,9 +34,13 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles
 from cocotb.utils import get_sim_time
 
-from peach2.sim.cluster import Cluster, default_address_map, write_tlps
-from peach2.sim.cocotb_env import run_inputs
-from peach2.sim.driver import Topology
+from peach2.sim.harness import Cluster
+
+from peach2.routes import default_address_map
+
+from peach2.sim.pcie import store_tlps
+from peach2.sim.run import run_inputs
+from peach2.routes import Topology
 
 PARAMS, SEED = run_inputs()
 DROPS = ("UNROUTABLE", "WINDOW_CLOSED", "UNSUPPORTED", "READ_REJECTED", "MALFORMED",
@@ -140,7 +144,7 @@ async def pio_stores(dut):
     expected_tlps = {}
     for (src, dst), stores in flows.items():
         base, _ = amap.window(dst, "host")
-        expected_tlps[(src, dst)] = sum(len(write_tlps(base + off, len(d), cluster.mps))
+        expected_tlps[(src, dst)] = sum(len(store_tlps(base + off, len(d), cluster.mps))
                                         for off, d in stores)
         for off, data in stores:
             shadow[dst][off:off + len(data)] = data

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from peach2.sim.chips_top import Chips
-from peach2.sim.runner import run_cocotb
+from peach2.sim.hdl import Chips
+from peach2.sim.run import run_cocotb
 
 HERE = Path(__file__).parent
 

@@ -1,4 +1,4 @@
-"""cocotb tests of the Stratix IV hard-IP adapters, looped back RX -> TX (``peach2.sim.loopback_top``).
+"""cocotb tests of the Stratix IV hard-IP adapters, looped back RX -> TX (``peach2.sim.hdl.loopback_top``).
 
 ::
 
@@ -8,7 +8,7 @@
                                             StreamMonitor  (checked against sim.tlpstream)
 
 Every TLP is checked twice: the internal stream between the adapters against the stream
-reference model (:func:`peach2.sim.tlpstream.tlp_to_beats`), and the TLP leaving TX against the
+reference model (:func:`peach2.sim.reference.stream.tlp_to_beats`), and the TLP leaving TX against the
 TLP that went in.  The model checks every Avalon-ST framing rule on TX (strict: the first
 violation fails the test).  Parameters come from ``PEACH2_PARAMS``; the seed is logged.
 """
@@ -22,11 +22,11 @@ from cocotb.triggers import ClockCycles, Timer
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId
 
-from peach2.sim.cocotb_env import run_inputs
+from peach2.sim.run import run_inputs
 from peach2.sim.hardip import HardIPModel, damage, tlp_to_avalon_beats
-from peach2.sim.link import terminate
-from peach2.sim.probe import HandshakeProbe
-from peach2.sim.tlpstream import StreamMonitor, compare_packet, tlp_to_beats
+from peach2.sim.pcie import terminate
+from peach2.sim.run import HandshakeProbe
+from peach2.sim.reference import StreamMonitor, compare_packet, tlp_to_beats
 
 PARAMS, SEED = run_inputs()
 MON_FIELDS = ("valid", "ready", "hdr", "data", "dw_en", "first", "last", "err", "bar")

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from peach2.sim.loopback_top import Loopback
-from peach2.sim.runner import run_cocotb
+from peach2.sim.hdl import Loopback
+from peach2.sim.run import run_cocotb
 
 HERE = Path(__file__).parent
 

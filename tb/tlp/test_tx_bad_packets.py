@@ -13,7 +13,7 @@ from amaranth.sim import Simulator
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 
 from peach2.sim.hardip import AvalonBeat, avalon_beats_to_tlp
-from peach2.sim.tlpstream import tlp_to_beats
+from peach2.sim.reference import tlp_to_beats
 from peach2.tlp.avalon_tx import AvalonST128TX
 
 

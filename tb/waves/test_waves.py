@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from peach2.sim.runner import SIM_ENV, SIMULATORS, WAVES, run_cocotb
+from peach2.sim.run import SIM_ENV, SIMULATORS, WAVES, run_cocotb
 from peach2.util import RegisterSlice
 
 HERE = Path(__file__).resolve().parent

