@@ -53,7 +53,6 @@ Example
 """
 
 from peach2.csr.regmap import REGMAP, VERSION_MAJOR, Access
-
 from peach2.params import N_DMA_CHANNELS, N_DMA_SLOTS, DmaError
 from peach2.routes import MASK64, RouteSet, RouteTableFull, check_u64, port_number
 
@@ -269,12 +268,13 @@ class Driver:
         if got != want:
             raise DriverError(f"CONTROL reads back {got} after writing {want}")
 
-    async def program(self, topology, address_map, node, phys_base, *, routes="shortest"):
+    async def program(self, topology, address_map, node, phys_base, *, routes="safe"):
         """Set up this chip as ``node`` of ``topology``; return the route entries written.
 
-        ``routes`` is a routing policy of :meth:`RouteSet.build` (``"shortest"``, the
-        :func:`routes_for` tables; ``"safe"``, deadlock-free) or a :class:`RouteSet` of this
-        topology and address map.  Then as :meth:`program_routes`, with ``phys_base``.
+        ``routes`` is a routing policy of :meth:`RouteSet.build` (default ``"safe"``:
+        deadlock-free; ``"shortest"``: the :func:`routes_for` tables, which can deadlock on
+        rings) or a :class:`RouteSet` of this topology and address map.  Then as
+        :meth:`program_routes`, with ``phys_base``.
         """
         if isinstance(routes, RouteSet):
             if routes.topology != topology or routes.address_map != address_map:

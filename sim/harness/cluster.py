@@ -36,16 +36,22 @@ identical hosts enumerated the same way, and what the shared layout of 002 secti
 
 from dataclasses import replace
 
-from cocotb.triggers import ClockCycles
-
 import cocotb
+from cocotb.triggers import ClockCycles
 from cocotb.utils import get_sim_time
 from cocotbext.pcie.core.tlp import TlpType
 
 from peach2.routes import MASK64, RouteSet, cable_plan
 from peach2.sim.driver import Driver
-from peach2.sim.pcie import GPU_READ_BANDWIDTH, GPU_READ_LATENCY_NS, GpuModel, attach_gpu, place_gpu
-from peach2.sim.pcie import connect
+from peach2.sim.pcie import (
+    GPU_READ_BANDWIDTH,
+    GPU_READ_LATENCY_NS,
+    HARDIP_PIPELINE_NS,
+    GpuModel,
+    attach_gpu,
+    connect,
+    place_gpu,
+)
 from peach2.sim.run import EdgeTicker
 
 from .chip import PORTS, TCA_BAR, TCA_SIZE, ChipHarness
@@ -81,15 +87,20 @@ class Cluster:
         Put each node's host memory above 4 GiB (writes leave port N with 4-DW headers, as in
         the papers' system) or below (N rewrites them to 3-DW headers).
     routes : str or RouteSet
-        Routing policy of every chip (``"shortest"``, ``"safe"``: deadlock-free, see
-        :class:`~peach2.routes.route_set.RouteSet`) or a route set of this topology and map.
+        Routing policy of every chip (default ``"safe"``: deadlock-free; ``"shortest"`` can
+        deadlock on rings, see :class:`~peach2.routes.RouteSet`) or a route set of this
+        topology and map.
     hardip_pipeline_ns : float
-        Latency of every N hard-IP model's RX and TX path (:mod:`peach2.sim.pcie.calibration`);
-        the HDL cables take theirs from :class:`~peach2.sim.hdl.cluster_top.ClusterTop`.
-    hdl_cables : bool
+        Latency of every hard-IP model's RX and TX path (default: the calibrated
+        :data:`~peach2.sim.pcie.calibration.HARDIP_PIPELINE_NS`; 0 for an ideal hard IP); the
+        HDL cables take theirs from :class:`~peach2.sim.hdl.cluster_top.ClusterTop`.
+    hdl_cables : bool, optional
         ``dut`` is a :class:`~peach2.sim.hdl.cluster_top.ClusterTop` (its ``cluster_tb`` wrapper):
         the cables and the clock are in HDL, only the N ports have Python models, and those
-        sleep while idle.  ``cables`` then holds ``(a, port_a, b, port_b, None)``.
+        sleep while idle.  ``cables`` then holds ``(a, port_a, b, port_b, None)``.  Default:
+        read from ``dut`` (a ``ClusterTop`` has ``c<i>_rst_out`` pins, a
+        :class:`~peach2.sim.hdl.chips_top.Chips` top has every port's pins instead); a value
+        that contradicts ``dut`` raises ``ValueError``.
     n_gpus : int, optional
         GPUs per node (:class:`~peach2.sim.pcie.gpu.GpuModel`), one behind each GPU window; default
         ``address_map.n_gpus``.  Another count replaces the map's (``address_map`` then holds
@@ -115,8 +126,8 @@ class Cluster:
     """
 
     def __init__(self, dut, topology, address_map, *, prefixes=None, seed=0, mps=256,
-                 dirty=True, port_delay_ns=None, above_4g=True, hdl_cables=False,
-                 routes="shortest", hardip_pipeline_ns=0.0, n_gpus=None,
+                 dirty=True, port_delay_ns=None, above_4g=True, hdl_cables=None,
+                 routes="safe", hardip_pipeline_ns=HARDIP_PIPELINE_NS, n_gpus=None,
                  gpu_read_bandwidth=GPU_READ_BANDWIDTH, gpu_read_latency_ns=GPU_READ_LATENCY_NS,
                  record_arrivals=True):
         self.routes = routes
@@ -135,6 +146,12 @@ class Cluster:
         prefixes = prefixes or [f"c{i}_" for i in range(n)]
         if len(prefixes) != n:
             raise ValueError(f"{len(prefixes)} prefixes for {n} nodes")
+        hdl_top = hasattr(dut, f"{prefixes[0]}rst_out")
+        if hdl_cables is None:
+            hdl_cables = hdl_top
+        elif hdl_cables != hdl_top:
+            raise ValueError(f"hdl_cables={hdl_cables} but the top "
+                             f"{'is' if hdl_top else 'is not'} an HDL-cabled ClusterTop")
         plan = cable_plan(topology)
         linked = [set() for _ in range(n)]
         for a, pa, b, pb in plan:

@@ -21,13 +21,17 @@ from cocotbext.pcie.core.utils import PcieId
 
 from peach2.csr import CSR, REGMAP, Access, CountReason, Port, RouteEntry
 from peach2.csr.regmap import N_REASONS, VERSION_MAJOR, VERSION_MINOR, peach2_regmap
-from peach2.sim.reference import RegModel
-from peach2.sim.harness import (
-    CsrHarness, SimBar, expected_byte_count, expected_lower_address, make_read, make_write,
-)
 from peach2.routes import AddressMap, Topology, routes_for
 from peach2.sim.driver import Driver
-from peach2.sim.reference import Beat
+from peach2.sim.harness import (
+    CsrHarness,
+    SimBar,
+    expected_byte_count,
+    expected_lower_address,
+    make_read,
+    make_write,
+)
+from peach2.sim.reference import Beat, RegModel
 from peach2.tlp.layouts import header_from_bytes
 
 PAUSES = ["none", "fixed", "random"]
@@ -586,8 +590,9 @@ def test_slots_at_descriptor_offsets():
 
 def test_verilog_compiles(tmp_path):
     """The block converts to Verilog that Icarus accepts."""
-    from peach2.sim.run import emit_verilog
     import subprocess
+
+    from peach2.sim.run import emit_verilog
     path = emit_verilog(CSR(), "peach2_csr", tmp_path / "csr.v")
     subprocess.run(["iverilog", "-g2005", "-o", "/dev/null", str(path)], check=True)
 
@@ -612,7 +617,8 @@ def test_driver_on_gateware():
         drv = Driver(SimBar(harness, ctx))
         assert await drv.id_check() == (VERSION_MAJOR, VERSION_MINOR)
         assert (await drv.config())["n_routes"] == 8
-        entries = await drv.program(topo, amap, node=5, phys_base=0x1_0000_0000)
+        entries = await drv.program(topo, amap, node=5, phys_base=0x1_0000_0000,
+                                    routes="shortest")
         assert entries == routes_for(topo, amap, 5, n_routes=8)
         assert await drv.routes() == entries
         assert await drv.get_offset() == (amap.region(5)[0] - 0x1_0000_0000) % (1 << 64)

@@ -9,9 +9,9 @@ import asyncio
 import pytest
 
 from peach2.csr.regmap import COUNT_REASONS, REGS, VERSION_MAJOR, VERSION_MINOR
-from peach2.sim.reference import ModelBar
-from peach2.routes import AddressMap, RouteTableFull, Topology, routes_for
+from peach2.routes import AddressMap, RouteSet, RouteTableFull, Topology, routes_for
 from peach2.sim.driver import Driver, DriverError
+from peach2.sim.reference import ModelBar
 
 AMAP = AddressMap(tca_base=0x40_0000_0000, node_size=1 << 32, host_size=1 << 30,
                   gpu_size=1 << 28, n_gpus=4)
@@ -36,8 +36,12 @@ def test_program_2x4():
 
     async def go():
         assert await drv.id_check() == (VERSION_MAJOR, VERSION_MINOR)
-        entries = await drv.program(topo, AMAP, node=6, phys_base=0x2_0000_0000)
+        # The default is the deadlock-free route set; "shortest" gives routes_for's tables.
+        entries = await drv.program(topo, AMAP, node=6, phys_base=0x2_0000_0000,
+                                    routes="shortest")
         assert entries == routes_for(topo, AMAP, 6)
+        entries = await drv.program(topo, AMAP, node=6, phys_base=0x2_0000_0000)
+        assert entries == RouteSet.build(topo, AMAP, "safe").entries(6)
         assert await drv.routes() == entries
         offset = await drv.get_offset()
         base, size = AMAP.region(6)
