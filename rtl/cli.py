@@ -21,8 +21,7 @@ from pathlib import Path
 from amaranth.hdl import Shape
 from amaranth.lib.wiring import In
 
-from . import __version__
-from . import cli_bench
+from . import __version__, cli_bench
 from . import cli_options as opt
 from .csr import render
 
@@ -148,9 +147,9 @@ def _generate(args):
 
 
 def _synth_report(args):
+    from .progress import Progress
     from .synth.report import to_markdown, update_document
     from .synth.synthesis import LEVEL_BUDGET, block_paths, synthesize
-    from .progress import Progress
 
     progress = Progress()
     top = _design(args)
@@ -220,10 +219,7 @@ def _check_routes_args(parser, args):
 
 
 def _routes(args):
-    from .routes import default_address_map
-    from .routes import POLICIES
-    from .routes import RouteTableFull
-    from .routes import RouteSet
+    from .routes import POLICIES, RouteSet, RouteTableFull, default_address_map
     from .top import MAX_ROUTES
 
     amap = default_address_map(tca_base=args.tca_base, node_size=args.node_size,

@@ -6,8 +6,15 @@ from amaranth.lib.wiring import In, Out
 
 from .csr.block import CSR
 from .dma.engine import DMA
-from .params import (DEFAULT_BUFFER_BEATS, DEFAULT_DMA_BUFFER, DEFAULT_DMA_TAGS, DEFAULT_N_ROUTES,
-                     MAX_BUFFER_BEATS, MAX_ROUTES, N_DMA_CHANNELS)
+from .params import (
+    DEFAULT_BUFFER_BEATS,
+    DEFAULT_DMA_BUFFER,
+    DEFAULT_DMA_TAGS,
+    DEFAULT_N_ROUTES,
+    MAX_BUFFER_BEATS,
+    MAX_ROUTES,
+    N_DMA_CHANNELS,
+)
 from .router.buffer import PacketBuffer
 from .router.common import Port, Reason
 from .router.crossbar import Crossbar

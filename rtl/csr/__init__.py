@@ -2,8 +2,18 @@
 
 from .block import CSR, RouteEntry
 from .regmap import (
-    COUNT_REASONS, REGMAP, REGS, Access, CountReason, Enumeration, Field, Group, Port, Register,
-    RegisterMap, peach2_regmap,
+    COUNT_REASONS,
+    REGMAP,
+    REGS,
+    Access,
+    CountReason,
+    Enumeration,
+    Field,
+    Group,
+    Port,
+    Register,
+    RegisterMap,
+    peach2_regmap,
 )
 
 __all__ = [

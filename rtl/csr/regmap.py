@@ -15,10 +15,27 @@ documents (``N_DMA_CHANNELS``, :class:`Port`, :class:`CountReason`, :class:`DmaE
 (:mod:`peach2.router.common`).
 """
 
-from ..params import (BAR_SIZE, COUNT_REASONS, DEFAULT_BUFFER_BEATS, DEFAULT_DMA_BUFFER,
-                      DEFAULT_DMA_TAGS, DEFAULT_DMA_TIMEOUT, DEFAULT_N_ROUTES, DMA_ERROR_TABLE,
-                      MAX_BUFFER_BEATS, MAX_ROUTES, N_DMA_CHANNELS, N_DMA_SLOTS, N_PORTS,
-                      N_REASONS, PORT_TABLE, REASON_TABLE, CountReason, DmaError, Port)
+from ..params import (
+    BAR_SIZE,
+    COUNT_REASONS,
+    DEFAULT_BUFFER_BEATS,
+    DEFAULT_DMA_BUFFER,
+    DEFAULT_DMA_TAGS,
+    DEFAULT_DMA_TIMEOUT,
+    DEFAULT_N_ROUTES,
+    DMA_ERROR_TABLE,
+    MAX_BUFFER_BEATS,
+    MAX_ROUTES,
+    N_DMA_CHANNELS,
+    N_DMA_SLOTS,
+    N_PORTS,
+    N_REASONS,
+    PORT_TABLE,
+    REASON_TABLE,
+    CountReason,
+    DmaError,
+    Port,
+)
 from ..router.common import RouteEntry
 from ..signatures import CH_CTRL_FIELDS, CH_STATUS_FIELDS, DMA_CONFIG_FIELDS
 from .description import Access, Enumeration, Field, Group, Register, RegisterMap

@@ -13,8 +13,8 @@ from amaranth.hdl import Array, Cat, Mux, Signal
 
 from ..params import N_DMA_CHANNELS, N_DMA_SLOTS, DmaError
 from .common import CH_CTRL, CH_STATUS, Chan, bits, field, per_channel
-from .fetch import fetch_start
 from .descriptor import Descriptor
+from .fetch import fetch_start
 
 __all__ = ["channel_registers", "control", "reports"]
 

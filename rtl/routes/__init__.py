@@ -14,14 +14,29 @@ cocotb.
   output formats (JSON, Markdown, C header).
 """
 
-from .address_map import (DEFAULT_HOST_SIZE, DEFAULT_NODE_SIZE, DEFAULT_TCA_BASE, AddressMap,
-                          default_address_map)
+from .address_map import (
+                          DEFAULT_HOST_SIZE,
+                          DEFAULT_NODE_SIZE,
+                          DEFAULT_TCA_BASE,
+                          AddressMap,
+                          default_address_map,
+)
 from .deadlock import channel_name
 from .route_set import JSON_FORMAT, JSON_VERSION, RouteSet, cost_table
 from .search import POLICIES
 from .tables import RouteTableFull, RoutingError, match_route, routes_for
-from .topology import (LINK_PORTS, MASK64, MAX_DOUBLE_RING, MAX_NODES, MAX_RING, PORT_NAMES,
-                       Topology, cable_plan, check_u64, port_number)
+from .topology import (
+                          LINK_PORTS,
+                          MASK64,
+                          MAX_DOUBLE_RING,
+                          MAX_NODES,
+                          MAX_RING,
+                          PORT_NAMES,
+                          Topology,
+                          cable_plan,
+                          check_u64,
+                          port_number,
+)
 
 __all__ = ["Topology", "cable_plan", "AddressMap", "default_address_map", "DEFAULT_TCA_BASE",
            "DEFAULT_NODE_SIZE", "DEFAULT_HOST_SIZE", "RouteSet", "cost_table", "JSON_FORMAT",

@@ -11,11 +11,11 @@ table entries of every chip, their N offsets, hop statistics and the deadlock ch
 
 import json
 
+from .address_map import AddressMap, default_address_map
 from .deadlock import channel_name, dependencies, find_cycle
 from .search import next_hops as search_next_hops
 from .tables import RouteTableFull, RoutingError, match_route, table_entries
 from .topology import MASK64, PORT_NAMES, Topology, check_u64, port_number
-from .address_map import AddressMap, default_address_map
 
 __all__ = ["RouteSet", "cost_table", "JSON_FORMAT", "JSON_VERSION"]
 

@@ -45,9 +45,9 @@ Routing policies
 import random
 from functools import lru_cache
 
-from .topology import PORT_NAMES
 from .deadlock import dependencies, find_cycle
 from .tables import merged_ranges
+from .topology import PORT_NAMES
 
 __all__ = ["POLICIES", "next_hops"]
 

@@ -21,7 +21,6 @@ in lane ``k mod 4`` (see :mod:`peach2.tlp.stream`).
 
 from amaranth.hdl import Cat, Mux, Value
 
-
 __all__ = ["payload_dws", "internal_beats", "payload_start", "avalon_beats", "ends_low",
            "select_lanes"]
 

@@ -7,8 +7,9 @@ The measurement itself runs the HDL sub-cluster (``tb/cluster/bench_cluster.py``
 benchmark runner need no testbench code.
 """
 
-from .results import stamp
 from peach2.sim.pcie import PER_HOP_NS, PIO_NEIGHBOUR_NS
+
+from .results import stamp
 
 __all__ = ["TOPOLOGY", "PARTS", "QUICK_NODES", "QUICK_ICARUS", "defaults", "quick_options",
            "shortened", "quick_shortened", "section"]

@@ -31,9 +31,10 @@ import threading
 import time
 from pathlib import Path
 
-from .dma_plan import label, merge, split, weight
 from peach2.sim.hdl import Chips
 from peach2.sim.run import BUILD, SIM_BUILD, emit_verilog, pick_simulator, run_cocotb
+
+from .dma_plan import label, merge, split, weight
 
 __all__ = ["SCRATCH", "SIMULATOR", "run", "idle_estimate", "Board", "save_costs"]
 

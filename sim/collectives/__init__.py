@@ -2,8 +2,14 @@
 exchange, with their pure-Python references.
 """
 
-from .algorithms import (allgather, allgather_reference, broadcast, broadcast_reference,
-    log2_exact, puts)
+from .algorithms import (
+    allgather,
+    allgather_reference,
+    broadcast,
+    broadcast_reference,
+    log2_exact,
+    puts,
+)
 from .halo import ORDERS, HaloGrid, halo_exchange, halo_local, halo_reference
 from .memory import Memories, Place
 from .plan import FLAG, Collective, Program, Result, Step, prepare, run

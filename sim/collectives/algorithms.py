@@ -25,9 +25,10 @@ Each builder returns a :class:`~peach2.sim.collectives.plan.Collective`; run it 
 results the tests compare every node's memory with.
 """
 
+from peach2.sim.driver import memcpy
+
 from .memory import Place
 from .plan import FLAG, Collective, Program, Step
-from peach2.sim.driver import memcpy
 
 __all__ = ["broadcast", "allgather", "puts", "broadcast_reference", "allgather_reference",
            "log2_exact"]

@@ -25,9 +25,10 @@ phase; a node is done when the flags of all its partners have landed.
 
 from dataclasses import dataclass
 
+from peach2.sim.driver import memcpy
+
 from .memory import Place
 from .plan import FLAG, Collective, Program, Step
-from peach2.sim.driver import memcpy
 
 __all__ = ["HaloGrid", "halo_exchange", "halo_local", "halo_reference", "ORDERS"]
 

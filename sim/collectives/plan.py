@@ -26,9 +26,9 @@ from cocotb.triggers import ClockCycles
 from cocotb.utils import get_sim_time
 
 from peach2.params import N_DMA_CHANNELS
+from peach2.sim.driver import Chain
 
 from .memory import gather
-from peach2.sim.driver import Chain
 
 __all__ = ["FLAG", "Step", "Program", "Collective", "Result", "prepare", "run"]
 

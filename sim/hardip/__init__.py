@@ -2,9 +2,22 @@
 PCIe function behind it: codec, receive stream, transmit checker, device.
 """
 
-from .avalon import (CPL, DAMAGE, IO_REQ, M32, MEM_REQ, AvalonBeat, FramingError,
-    avalon_beats_to_tlp, damage, describe, payload_offset, stream_layout, tlp_to_avalon_beats,
-    unpack_word)
+from .avalon import (
+    CPL,
+    DAMAGE,
+    IO_REQ,
+    M32,
+    MEM_REQ,
+    AvalonBeat,
+    FramingError,
+    avalon_beats_to_tlp,
+    damage,
+    describe,
+    payload_offset,
+    stream_layout,
+    tlp_to_avalon_beats,
+    unpack_word,
+)
 from .device import HardIPDevice, HardIPFunction, quiet_pcie_loggers
 from .model import HardIPModel, edge_shows_update
 from .rx import RxStream

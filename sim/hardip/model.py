@@ -46,14 +46,12 @@ import cocotb
 from cocotb.triggers import Event, First, Timer, ValueChange
 from cocotb.utils import get_sim_steps, get_sim_time
 
-from .avalon import (
-    describe,
-)
+from peach2.sim.run import EdgeTicker, bit_value
+
+from .avalon import describe
 from .device import HardIPDevice
 from .rx import RxStream
 from .tx_checker import TxChecker, Violation, tlp_problems
-from peach2.sim.run import EdgeTicker
-from peach2.sim.run import bit_value
 
 __all__ = ["HardIPModel", "edge_shows_update"]
 

@@ -17,8 +17,9 @@ from collections import deque
 
 from cocotb.triggers import Event
 
-from .avalon import tlp_to_avalon_beats
 from peach2.sim.run import bit_value
+
+from .avalon import tlp_to_avalon_beats
 
 __all__ = ["RxStream"]
 

@@ -24,8 +24,9 @@ from typing import NamedTuple
 
 from cocotbext.pcie.core.tlp import TlpType
 
-from .avalon import M32, MEM_REQ, FramingError, stream_layout, unpack_word
 from peach2.sim.run import bit_value, resolve_unknown
+
+from .avalon import M32, MEM_REQ, FramingError, stream_layout, unpack_word
 
 __all__ = ["Violation", "TxChecker", "tlp_problems"]
 

@@ -4,12 +4,34 @@ register-block and DMA testbench set-ups.
 
 from .chip import CSR_BAR, LTSSM_L0, PORTS, TCA_BAR, TCA_SIZE, ChipHarness
 from .cluster import Cluster
-from .csr import (CsrHarness, SimBar, expected_byte_count, expected_lower_address, make_read,
-    make_write, pauses)
+from .csr import (
+    CsrHarness,
+    SimBar,
+    expected_byte_count,
+    expected_lower_address,
+    make_read,
+    make_write,
+    pauses,
+)
 from .dma import CLOCK_NS, DESC_AREA, Arena, DmaHarness, Job, MsiCatcher, ctrl_offset, src_arena
 from .faults import cable_index, reset_chip, set_cable, wait_port_ready
-from .router import (HOST_ID, MASK64, NODE_SIZE, REASONS, check_delivered, decide, mrd, mwr,
-    node_write, program_nodes, requests_sent, seq_of, setup, wait_quiet, wait_until)
+from .router import (
+    HOST_ID,
+    MASK64,
+    NODE_SIZE,
+    REASONS,
+    check_delivered,
+    decide,
+    mrd,
+    mwr,
+    node_write,
+    program_nodes,
+    requests_sent,
+    seq_of,
+    setup,
+    wait_quiet,
+    wait_until,
+)
 from .soak import DROP_REASONS, Soak
 
 __all__ = ["ChipHarness", "PORTS", "CSR_BAR", "TCA_BAR", "TCA_SIZE", "LTSSM_L0", "Cluster",

@@ -22,8 +22,7 @@ from cocotbext.pcie.core.utils import PcieId
 
 from peach2.platform.hardip import KO_CPL_SPC_VC0
 from peach2.sim.hardip import HardIPModel
-from peach2.sim.pcie import Host
-from peach2.sim.pcie import terminate
+from peach2.sim.pcie import Host, terminate
 
 __all__ = ["ChipHarness", "PORTS", "CSR_BAR", "TCA_BAR", "TCA_SIZE", "LTSSM_L0"]
 

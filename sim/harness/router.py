@@ -18,10 +18,11 @@ from cocotb.triggers import ClockCycles
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId
 
-from .chip import PORTS, TCA_BAR, ChipHarness
-from peach2.sim.run import run_inputs
 from peach2.sim.driver import Driver
 from peach2.sim.reference import RouteEntry, RouterState, route
+from peach2.sim.run import run_inputs
+
+from .chip import PORTS, TCA_BAR, ChipHarness
 
 __all__ = ["REASONS", "HOST_ID", "NODE_SIZE", "MASK64", "setup", "mwr", "mrd", "wait_quiet",
            "seq_of", "requests_sent", "check_delivered", "wait_until", "program_nodes",

@@ -31,11 +31,10 @@ from cocotb.triggers import Timer
 from cocotb.utils import get_sim_time
 
 from peach2.params import N_DMA_CHANNELS, DmaError
-from peach2.sim.reference import dma as dma_model
-from peach2.sim.driver import Chain, memcpy
-from peach2.sim.driver import DmaFault
+from peach2.sim.driver import Chain, DmaFault, memcpy
 from peach2.sim.hardip import describe
 from peach2.sim.reference import Scoreboard
+from peach2.sim.reference import dma as dma_model
 
 __all__ = ["Soak", "DROP_REASONS"]
 

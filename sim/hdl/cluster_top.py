@@ -35,9 +35,10 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from peach2.router.linkstate import LTSSM_L0
-from peach2.top import PEACH2
-from .cable import Cable
 from peach2.sim.run import emit_verilog
+from peach2.top import PEACH2
+
+from .cable import Cable
 
 __all__ = ["ClusterTop", "N_PINS"]
 

@@ -19,7 +19,6 @@ from peach2.tlp.avalon_tx import AvalonST128TX
 from peach2.tlp.layouts import TLPHeader
 from peach2.util import forward_members, members_with_prefix
 
-
 __all__ = ["Loopback"]
 
 

@@ -20,8 +20,7 @@ from .packet import Packet
 from .params import Params
 from .qp import QueuePair
 from .region import MemoryRegion
-from .verbs import (Access, Opcode, QPState, RecvWR, SendWR, Status, WCOpcode,
-                    WorkCompletion)
+from .verbs import Access, Opcode, QPState, RecvWR, SendWR, Status, WCOpcode, WorkCompletion
 
 __all__ = ["Params", "Fabric", "Message", "Packet", "HCA", "DMA", "HostMemory", "MemoryRegion",
            "CompletionQueue", "QueuePair", "Access", "Opcode", "QPState", "RecvWR", "SendWR",

@@ -32,9 +32,9 @@ of clock-compensation skip sequences, and per-QP arbitration inside an HCA (its 
 is one FIFO in hand-over order).
 """
 
+import math
 from collections import deque
 from fractions import Fraction
-import math
 
 from .events import ARRIVE, DECIDE, DELIVER, EventQueue
 from .message import Message

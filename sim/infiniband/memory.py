@@ -9,8 +9,8 @@ write landing about 0.2 us after it leaves the device are typical of that genera
 the whole object by a PCIe endpoint model when the HCA joins the node.
 """
 
-from fractions import Fraction
 import math
+from fractions import Fraction
 
 from .dma import DMA
 

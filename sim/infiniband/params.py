@@ -22,9 +22,9 @@ Values marked *assumed* have no primary source here; they are first guesses to b
 against the calibration table of issue 30 (item 7), one parameter per path.
 """
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
-import math
 
 __all__ = ["Params"]
 

@@ -1,7 +1,7 @@
 """What one HCA's transport sends another through the fabric: requests, ACKs and NAKs."""
 
-from dataclasses import dataclass
 import enum
+from dataclasses import dataclass
 
 __all__ = ["Transfer", "Kind"]
 

@@ -7,8 +7,8 @@ Work requests carry one scatter/gather element, as MVAPICH2 posts them
 (``MV2_DEFAULT_MAX_SG_LIST`` = 1).
 """
 
-from dataclasses import dataclass
 import enum
+from dataclasses import dataclass
 
 __all__ = ["Opcode", "WCOpcode", "Access", "Status", "QPState", "SendWR", "RecvWR",
            "WorkCompletion"]

@@ -3,8 +3,14 @@ links, throughput measurement and the latency calibration.
 """
 
 from .calibration import CYCLE_NS, HARDIP_PIPELINE_NS, PER_HOP_NS, PIO_NEIGHBOUR_NS, pipeline_cycles
-from .gpu import (GPU_READ_BANDWIDTH, GPU_READ_LATENCY_NS, GpuFunction, GpuModel, attach_gpu,
-    place_gpu)
+from .gpu import (
+    GPU_READ_BANDWIDTH,
+    GPU_READ_LATENCY_NS,
+    GpuFunction,
+    GpuModel,
+    attach_gpu,
+    place_gpu,
+)
 from .host import COMPLETION_FAULTS, Host, HostRootComplex, completion_plan, size_code, store_tlps
 from .link import Link, LinkPartner, connect, terminate
 from .throughput import GEN2_X8_RATE, ThroughputMeter, ThroughputReport, writes_only

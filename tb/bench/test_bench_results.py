@@ -13,11 +13,11 @@ import pytest
 
 from peach2 import cli, cli_bench
 from peach2.sim.bench import cluster_doc as bench_cluster_doc
-from peach2.sim.bench import doc as bench_doc
 from peach2.sim.bench import dma_doc as bench_dma_doc
-from peach2.sim.bench import results as bench_results
 from peach2.sim.bench import dma_plan as dma_plan
 from peach2.sim.bench import dma_run as dma_run
+from peach2.sim.bench import doc as bench_doc
+from peach2.sim.bench import results as bench_results
 
 HERE = Path(__file__).resolve().parent
 TB = HERE.parent

@@ -9,8 +9,7 @@ from peach2 import convert
 from peach2.cli import MAX_JOBS, MAX_PATHS, main
 from peach2.progress import Progress
 from peach2.routes import MAX_NODES
-from peach2.top import (MAX_BUFFER_BEATS, MAX_ROUTES, MIN_BUFFER_BEATS, MIN_ROUTES, PEACH2,
-                        TX_DEPTH)
+from peach2.top import MAX_BUFFER_BEATS, MAX_ROUTES, MIN_BUFFER_BEATS, MIN_ROUTES, PEACH2, TX_DEPTH
 
 
 def test_help(capsys):

@@ -35,10 +35,18 @@ from pathlib import Path
 
 from test_cluster import run
 
-from peach2.sim.bench.cluster_doc import (PARTS, QUICK_ICARUS, QUICK_NODES, TOPOLOGY, defaults,
-                                          quick_options, shortened)
+from peach2.sim.bench.cluster_doc import (
+    PARTS,
+    QUICK_ICARUS,
+    QUICK_NODES,
+    TOPOLOGY,
+    defaults,
+    quick_options,
+    shortened,
+)
 from peach2.sim.bench.doc import rebuild
 from peach2.sim.bench.results import load, run_info, save, started
+
 
 def _nodes(text):
     out = [int(x) for x in text.split(",") if x]
@@ -71,8 +79,9 @@ def _run(name, topology, testcase, simulator, threads=1, **params):
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
         out = Path(f.name)
     t0 = time.perf_counter()
-    from peach2.sim import runner
     import os
+
+    from peach2.sim import runner
     os.environ[runner.SIM_ENV] = simulator
     try:
         run(name, topology, testcase, result_file=str(out), cable=None, any_simulator=True,
@@ -114,11 +123,10 @@ def speed(nodes, icarus_nodes, threads, results):
 
 
 def build(results):
+    from peach2.routes import Topology, cable_plan
     from peach2.sim import verilator
-    from peach2.sim.pcie import pipeline_cycles
-    from peach2.routes import cable_plan
-    from peach2.routes import Topology
     from peach2.sim.hdl import ClusterTop
+    from peach2.sim.pcie import pipeline_cycles
     from peach2.sim.run import BUILD, emit_verilog
     topo = Topology.parse("2x8")
     cycles = pipeline_cycles()

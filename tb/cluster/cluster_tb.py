@@ -37,15 +37,12 @@ import cocotb
 from cocotb.triggers import ClockCycles, Timer
 from cocotb.utils import get_sim_time
 
-from peach2.sim.reference import dma as dma_model
-from peach2.sim.pcie import PER_HOP_NS, PIO_NEIGHBOUR_NS
-from peach2.sim.harness import Cluster
-from peach2.routes import default_address_map
-from peach2.sim.pcie import store_tlps
-from peach2.routes import Topology
-from peach2.sim.run import run_inputs
+from peach2.routes import Topology, default_address_map, match_route
 from peach2.sim.driver import Chain
-from peach2.routes import match_route
+from peach2.sim.harness import Cluster
+from peach2.sim.pcie import PER_HOP_NS, PIO_NEIGHBOUR_NS, store_tlps
+from peach2.sim.reference import dma as dma_model
+from peach2.sim.run import run_inputs
 
 PARAMS, SEED = run_inputs()
 DROPS = ("UNROUTABLE", "WINDOW_CLOSED", "UNSUPPORTED", "READ_REJECTED", "MALFORMED",

@@ -23,12 +23,10 @@ import cocotb
 from cocotb.triggers import ClockCycles
 from cocotb.utils import get_sim_time
 
-from peach2.sim.harness import Cluster
-
-from peach2.routes import default_address_map
-from peach2.routes import Topology
-from peach2.sim.run import run_inputs
+from peach2.routes import Topology, default_address_map
 from peach2.sim.driver import Chain
+from peach2.sim.harness import Cluster
+from peach2.sim.run import run_inputs
 
 PARAMS, SEED = run_inputs()
 DROPS = ("UNROUTABLE", "WINDOW_CLOSED", "UNSUPPORTED", "READ_REJECTED", "MALFORMED",

@@ -23,16 +23,15 @@ released and programmed again):
 import random
 
 import cocotb
+from cluster_tb import TB
 from cocotb.triggers import ClockCycles
 from cocotb.utils import get_sim_time
 from cocotbext.pcie.core.tlp import CplStatus
 
-from cluster_tb import TB
 from peach2.params import DmaError
+from peach2.sim.driver import DmaFault, memcpy
 from peach2.sim.harness import cable_index, set_cable, wait_port_ready
 from peach2.sim.run import run_inputs
-from peach2.sim.driver import memcpy
-from peach2.sim.driver import DmaFault
 
 PARAMS, SEED = run_inputs()
 SLOT = 0x2000           # bytes of one (source, phase) slot in a destination's window

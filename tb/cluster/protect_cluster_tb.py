@@ -10,12 +10,12 @@ arrived on, ``PROT_SOURCES`` the refused nodes.  The sub-cluster is ``cluster_tb
 import random
 
 import cocotb
-
 from cluster_tb import TB
-from peach2.sim.reference import dma as dma_model
-from peach2.sim.pcie import store_tlps
-from peach2.sim.run import run_inputs
+
 from peach2.sim.driver import memcpy
+from peach2.sim.pcie import store_tlps
+from peach2.sim.reference import dma as dma_model
+from peach2.sim.run import run_inputs
 
 PARAMS, SEED = run_inputs()
 

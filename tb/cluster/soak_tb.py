@@ -19,12 +19,9 @@ import time
 
 import cocotb
 
-from peach2.sim.harness import Cluster
-
-from peach2.routes import default_address_map
-from peach2.routes import Topology
+from peach2.routes import Topology, default_address_map
+from peach2.sim.harness import Cluster, Soak
 from peach2.sim.run import run_inputs
-from peach2.sim.harness import Soak
 
 PARAMS, SEED = run_inputs()
 

@@ -4,17 +4,16 @@ DMA from the other nodes into node 0's windows.  Same HDL top and Verilator buil
 
 from pathlib import Path
 
-from peach2.sim.pcie import HARDIP_PIPELINE_NS, pipeline_cycles
-from peach2.routes import cable_plan
-from peach2.routes import Topology
+from peach2.routes import Topology, cable_plan
 from peach2.sim.hdl import ClusterTop
+from peach2.sim.pcie import HARDIP_PIPELINE_NS, pipeline_cycles
 from peach2.sim.run import run_cocotb
 
 HERE = Path(__file__).parent
 
 
 def test_protection_ring4():
-    from test_cluster import TEST_CABLE     # the cables of test_ring4_all_to_all (one build)
+    from test_cluster import TEST_CABLE  # the cables of test_ring4_all_to_all (one build)
     topo = Topology.parse("ring:4")
     cycles = pipeline_cycles(HARDIP_PIPELINE_NS)
     cable = {"tx_pipeline": cycles, "rx_pipeline": cycles, **TEST_CABLE}

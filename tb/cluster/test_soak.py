@@ -17,10 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from peach2.sim.pcie import HARDIP_PIPELINE_NS, pipeline_cycles
-from peach2.routes import cable_plan
-from peach2.routes import Topology
+from peach2.routes import Topology, cable_plan
 from peach2.sim.hdl import ClusterTop
+from peach2.sim.pcie import HARDIP_PIPELINE_NS, pipeline_cycles
 from peach2.sim.run import run_cocotb
 
 HERE = Path(__file__).parent
@@ -33,7 +32,7 @@ LONG_SEED = 71
 
 def run_soak(name, tlps, seed, **params):
     """Run ``soak_tb`` on the ring of 4 of the cluster tests; return its figures (a dict)."""
-    from test_cluster import TEST_CABLE     # the cables of test_ring4_all_to_all (one build)
+    from test_cluster import TEST_CABLE  # the cables of test_ring4_all_to_all (one build)
     topo = Topology.parse("ring:4")
     cycles = pipeline_cycles(HARDIP_PIPELINE_NS)
     cable = {"tx_pipeline": cycles, "rx_pipeline": cycles, **TEST_CABLE}

@@ -27,19 +27,26 @@ from dataclasses import replace
 import cocotb
 from cocotb.triggers import ClockCycles
 
-from peach2.sim.harness import Cluster
-
-from peach2.routes import default_address_map
-from peach2.routes import Topology
-from peach2.sim.run import run_inputs
+from peach2.routes import RouteSet, Topology, default_address_map
 from peach2.sim.collectives import (
-    allgather, allgather_reference, broadcast, broadcast_reference, puts,
+    FLAG,
+    Collective,
+    HaloGrid,
+    Memories,
+    Place,
+    allgather,
+    allgather_reference,
+    broadcast,
+    broadcast_reference,
+    halo_exchange,
+    halo_local,
+    halo_reference,
+    puts,
+    run,
 )
-from peach2.sim.collectives import Memories, Place
-from peach2.sim.collectives import FLAG, Collective, run
 from peach2.sim.driver import DmaFault
-from peach2.sim.collectives import HaloGrid, halo_exchange, halo_local, halo_reference
-from peach2.routes import RouteSet
+from peach2.sim.harness import Cluster
+from peach2.sim.run import run_inputs
 
 PARAMS, SEED = run_inputs()
 DROPS = ("UNROUTABLE", "WINDOW_CLOSED", "UNSUPPORTED", "READ_REJECTED", "MALFORMED",

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from peach2.sim.pcie import HARDIP_PIPELINE_NS, pipeline_cycles
-from peach2.routes import cable_plan
-from peach2.routes import Topology
+from peach2.routes import Topology, cable_plan
 from peach2.sim.hdl import ClusterTop
+from peach2.sim.pcie import HARDIP_PIPELINE_NS, pipeline_cycles
 from peach2.sim.run import pick_simulator, run_cocotb
 
 HERE = Path(__file__).parent

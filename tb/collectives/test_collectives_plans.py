@@ -8,10 +8,19 @@ import pytest
 
 from peach2.routes import default_address_map
 from peach2.sim.collectives import (
-    allgather, allgather_reference, broadcast, broadcast_reference, log2_exact, puts,
+    HaloGrid,
+    Memories,
+    Place,
+    allgather,
+    allgather_reference,
+    broadcast,
+    broadcast_reference,
+    halo_exchange,
+    halo_local,
+    halo_reference,
+    log2_exact,
+    puts,
 )
-from peach2.sim.collectives import Memories, Place
-from peach2.sim.collectives import HaloGrid, halo_exchange, halo_local, halo_reference
 
 HOST = 1 << 20
 BUS = 0x4_0000_0000          # node n's host window memory sits at BUS * (n + 1) on its host

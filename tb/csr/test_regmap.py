@@ -9,7 +9,16 @@ import pytest
 from peach2.cli import main
 from peach2.csr import render
 from peach2.csr.regmap import (
-    REGMAP, REGS, Access, CountReason, DmaError, Field, Port, Register, RegisterMap, peach2_regmap,
+    REGMAP,
+    REGS,
+    Access,
+    CountReason,
+    DmaError,
+    Field,
+    Port,
+    Register,
+    RegisterMap,
+    peach2_regmap,
 )
 from peach2.sim.run import ROOT
 

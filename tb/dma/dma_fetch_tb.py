@@ -12,16 +12,15 @@ import random
 
 import cocotb
 from cocotbext.pcie.core.tlp import TlpType
+from dma_tb import failed_spans, finish
 
 from peach2.csr.regmap import DmaError
 from peach2.dma import descriptor
 from peach2.sim.driver import Chain, memcpy
-
 from peach2.sim.harness.dma import DESC_AREA, DmaHarness, Job, src_arena
 from peach2.sim.run import run_inputs
 
 PARAMS, SEED = run_inputs()
-from dma_tb import finish, failed_spans
 
 N_CH = 4
 PAGE = 4096

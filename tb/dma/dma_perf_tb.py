@@ -37,13 +37,13 @@ from cocotb.triggers import ClockCycles
 from cocotb.utils import get_sim_time
 from cocotbext.pcie.core.tlp import TlpType
 
+from peach2.sim.bench.dma_plan import SCATTER_STRIDE, label, plan
+from peach2.sim.driver import Chain, contiguous, halo_transfer, memcpy
 from peach2.sim.harness.dma import DESC_AREA, DmaHarness, Job
+from peach2.sim.pcie import ThroughputMeter
 from peach2.sim.run import run_inputs
 
 PARAMS, SEED = run_inputs()
-from peach2.sim.bench.dma_plan import SCATTER_STRIDE, label, plan
-from peach2.sim.driver import Chain, contiguous, halo_transfer, memcpy
-from peach2.sim.pcie import ThroughputMeter
 
 _MRD = (TlpType.MEM_READ, TlpType.MEM_READ_64)
 _MWR = (TlpType.MEM_WRITE, TlpType.MEM_WRITE_64)

@@ -27,15 +27,14 @@ import random
 import cocotb
 from cocotb.triggers import ClockCycles, Timer
 
-from peach2.sim.harness.dma import DmaHarness, Job, ctrl_offset, src_arena
-from peach2.sim.run import run_inputs
-
-PARAMS, SEED = run_inputs()
 from peach2.csr.regmap import DmaError
 from peach2.dma import descriptor
-from peach2.sim.reference import dma as dma_model
 from peach2.sim.driver import PLANES, Chain, halo_transfer, memcpy
-from peach2.sim.run import HandshakeProbe
+from peach2.sim.harness.dma import DmaHarness, Job, ctrl_offset, src_arena
+from peach2.sim.reference import dma as dma_model
+from peach2.sim.run import HandshakeProbe, run_inputs
+
+PARAMS, SEED = run_inputs()
 
 N_CH = 4
 

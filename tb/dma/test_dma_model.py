@@ -13,9 +13,18 @@ import pytest
 
 from peach2.csr.regmap import REGMAP, DmaError
 from peach2.dma import descriptor
+from peach2.sim.driver import (
+    PLANES,
+    Chain,
+    DmaFault,
+    Driver,
+    DriverError,
+    contiguous,
+    halo_plane,
+    halo_transfer,
+    memcpy,
+)
 from peach2.sim.reference import dma as dma_model
-from peach2.sim.driver import PLANES, Chain, contiguous, halo_plane, halo_transfer, memcpy
-from peach2.sim.driver import Driver, DmaFault, DriverError
 
 
 class SparseMemory:

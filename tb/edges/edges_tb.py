@@ -6,10 +6,8 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 from cocotb.utils import get_sim_steps
 
-from peach2.sim.run import run_inputs
 from peach2.sim.hardip import edge_shows_update
-from peach2.sim.run import EdgeTicker
-
+from peach2.sim.run import EdgeTicker, run_inputs
 
 CLOCK = run_inputs()[0].get("clock")
 

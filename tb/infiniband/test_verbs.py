@@ -7,8 +7,19 @@ import random
 
 import pytest
 
-from peach2.sim.infiniband import (Access, Fabric, HCA, HostMemory, Opcode, Params, QPState,
-                                   RecvWR, SendWR, Status, WCOpcode)
+from peach2.sim.infiniband import (
+    HCA,
+    Access,
+    Fabric,
+    HostMemory,
+    Opcode,
+    Params,
+    QPState,
+    RecvWR,
+    SendWR,
+    Status,
+    WCOpcode,
+)
 
 P = Params()
 MIB = 1 << 20

@@ -10,11 +10,11 @@ import re
 from pathlib import Path
 
 import pytest
+from amaranth.build import Attrs
 from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
-from amaranth.build import Attrs
 from amaranth.sim import Simulator
 from amaranth_boards.resources import UARTResource
 

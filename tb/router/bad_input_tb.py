@@ -7,19 +7,38 @@ import random
 from collections import Counter, defaultdict
 
 import cocotb
+from bad_traffic import (
+    REG_READER,
+    REQUESTER,
+    Traffic,
+    add_framing_errors,
+    completion,
+    message,
+    random_request,
+    run_phase,
+    unforwarded_request,
+    ur_completions,
+)
 from cocotbext.pcie.core.tlp import TlpType
 
-from peach2.sim.harness import CSR_BAR, PORTS, TCA_BAR
-from peach2.sim.run import run_inputs
 from peach2.sim.hardip import damage, tlp_to_avalon_beats
 from peach2.sim.harness import (
-    HOST_ID, NODE_SIZE, REASONS, check_delivered, decide, mrd, mwr, node_write, program_nodes, setup, wait_quiet,
+    CSR_BAR,
+    HOST_ID,
+    NODE_SIZE,
+    PORTS,
+    REASONS,
+    TCA_BAR,
+    check_delivered,
+    decide,
+    mrd,
+    mwr,
+    node_write,
+    program_nodes,
+    setup,
+    wait_quiet,
 )
-
-from bad_traffic import (
-    REG_READER, REQUESTER, Traffic, add_framing_errors, completion, message, random_request,
-    run_phase, unforwarded_request, ur_completions,
-)
+from peach2.sim.run import run_inputs
 
 PARAMS, SEED = run_inputs()
 

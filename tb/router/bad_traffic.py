@@ -12,10 +12,21 @@ from cocotb.triggers import ClockCycles
 from cocotbext.pcie.core.tlp import CplStatus, Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId
 
-from peach2.sim.harness import PORTS, TCA_BAR
 from peach2.sim.hardip import damage, tlp_to_avalon_beats
 from peach2.sim.harness import (
-    HOST_ID, NODE_SIZE, REASONS, check_delivered, decide, mrd, mwr, node_write, requests_sent, seq_of, wait_until,
+    HOST_ID,
+    NODE_SIZE,
+    PORTS,
+    REASONS,
+    TCA_BAR,
+    check_delivered,
+    decide,
+    mrd,
+    mwr,
+    node_write,
+    requests_sent,
+    seq_of,
+    wait_until,
 )
 from peach2.sim.reference import translate
 

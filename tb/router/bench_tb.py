@@ -13,10 +13,9 @@ import json
 import cocotb
 from cocotb.triggers import ClockCycles, RisingEdge, Timer
 
-from peach2.sim.harness import TCA_BAR
-from peach2.sim.run import run_inputs
-from peach2.sim.harness import mwr, setup
+from peach2.sim.harness import TCA_BAR, mwr, setup
 from peach2.sim.pcie import ThroughputMeter, ThroughputReport, writes_only
+from peach2.sim.run import run_inputs
 
 PARAMS, SEED = run_inputs()
 NODE = 1 << 32                  # region size per destination in these benchmarks

@@ -16,11 +16,18 @@ import random
 import cocotb
 from cocotb.triggers import ClockCycles
 
-from peach2.sim.harness import LTSSM_L0, TCA_BAR
-from peach2.sim.run import run_inputs
 from peach2.sim.harness import (
-    NODE_SIZE, mwr, program_nodes, requests_sent, seq_of, setup, wait_quiet,
+    LTSSM_L0,
+    NODE_SIZE,
+    TCA_BAR,
+    mwr,
+    program_nodes,
+    requests_sent,
+    seq_of,
+    setup,
+    wait_quiet,
 )
+from peach2.sim.run import run_inputs
 
 PARAMS, SEED = run_inputs()
 PHYS = 0x1_0000_0000

@@ -16,13 +16,22 @@ import random
 import cocotb
 from cocotbext.pcie.core.utils import PcieId
 
-from peach2.sim.harness import TCA_BAR
-from peach2.sim.run import run_inputs
 from peach2.sim.driver import memcpy
 from peach2.sim.harness import (
-    MASK64, NODE_SIZE, check_delivered, mwr, program_nodes, requests_sent, seq_of, setup, wait_quiet, wait_until,
+    MASK64,
+    NODE_SIZE,
+    TCA_BAR,
+    check_delivered,
+    mwr,
+    program_nodes,
+    requests_sent,
+    seq_of,
+    setup,
+    wait_quiet,
+    wait_until,
 )
 from peach2.sim.reference import RouteEntry, translate
+from peach2.sim.run import run_inputs
 
 PARAMS, SEED = run_inputs()
 LINKS = ("e", "w", "s")

@@ -20,12 +20,23 @@ import cocotb
 from cocotb.triggers import ClockCycles
 from cocotbext.pcie.core.tlp import TlpType
 
-from peach2.sim.harness import PORTS, TCA_BAR
-from peach2.sim.run import run_inputs
 from peach2.sim.harness import (
-    NODE_SIZE, REASONS, check_delivered, decide, mwr, program_nodes, requests_sent, seq_of, setup, wait_quiet, wait_until,
+    NODE_SIZE,
+    PORTS,
+    REASONS,
+    TCA_BAR,
+    check_delivered,
+    decide,
+    mwr,
+    program_nodes,
+    requests_sent,
+    seq_of,
+    setup,
+    wait_quiet,
+    wait_until,
 )
 from peach2.sim.reference import RouteEntry, RouterState, route, translate
+from peach2.sim.run import run_inputs
 
 PARAMS, SEED = run_inputs()
 

@@ -10,13 +10,19 @@ from pathlib import Path
 import pytest
 
 from peach2.cli import main
-from peach2.routes import AddressMap, Topology, default_address_map
-from peach2.sim.reference import ModelBar
-from peach2.sim.driver import Driver
 from peach2.routes import (
-    RouteTableFull, RoutingError, match_route, routes_for,
+    AddressMap,
+    RouteSet,
+    RouteTableFull,
+    RoutingError,
+    Topology,
+    cost_table,
+    default_address_map,
+    match_route,
+    routes_for,
 )
-from peach2.routes import RouteSet, cost_table
+from peach2.sim.driver import Driver
+from peach2.sim.reference import ModelBar
 
 AMAP = default_address_map()
 RINGS = [f"ring:{k}" for k in range(2, 17)]

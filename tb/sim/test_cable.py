@@ -20,8 +20,8 @@ from cocotbext.pcie.core.port import PCIE_GEN_RATE, get_max_update_latency
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId
 
-from peach2.sim.hdl import Cable, default_update_latency
 from peach2.sim.hardip import AvalonBeat, avalon_beats_to_tlp, tlp_to_avalon_beats
+from peach2.sim.hdl import Cable, default_update_latency
 
 SIDES = ("a", "b")
 OTHER = {"a": "b", "b": "a"}

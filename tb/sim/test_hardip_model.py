@@ -11,7 +11,11 @@ from cocotbext.pcie.core.tlp import Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId
 
 from peach2.sim.hardip import (
-    AvalonBeat, FramingError, avalon_beats_to_tlp, payload_offset, tlp_to_avalon_beats,
+    AvalonBeat,
+    FramingError,
+    avalon_beats_to_tlp,
+    payload_offset,
+    tlp_to_avalon_beats,
 )
 
 LENGTHS = sorted({1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 255,

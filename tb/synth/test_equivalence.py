@@ -13,7 +13,6 @@ from amaranth.hdl import ClockDomain, ClockSignal, Module, ResetSignal, Signal
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
-
 from equivalence import NotEquivalent, prove, prove_rtlil
 
 

@@ -16,8 +16,15 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from peach2.synth.fingerprint import (Stale, check_document, from_document, record,
-                                         refresh_sources, source_digest, to_comment)
+from peach2.synth.fingerprint import (
+    Stale,
+    check_document,
+    from_document,
+    record,
+    refresh_sources,
+    source_digest,
+    to_comment,
+)
 from peach2.synth.report import BEGIN, END
 from peach2.synth.rtlil import core_rtlil
 

@@ -22,11 +22,10 @@ from cocotb.triggers import ClockCycles, Timer
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId
 
-from peach2.sim.run import run_inputs
 from peach2.sim.hardip import HardIPModel, damage, tlp_to_avalon_beats
 from peach2.sim.pcie import terminate
-from peach2.sim.run import HandshakeProbe
 from peach2.sim.reference import StreamMonitor, compare_packet, tlp_to_beats
+from peach2.sim.run import HandshakeProbe, run_inputs
 
 PARAMS, SEED = run_inputs()
 MON_FIELDS = ("valid", "ready", "hdr", "data", "dw_en", "first", "last", "err", "bar")

@@ -24,11 +24,10 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, Timer
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 
-from peach2.sim.run import run_inputs
 from peach2.sim.hardip import HardIPModel
-from peach2.sim.pcie import Host
-from peach2.sim.pcie import ThroughputMeter, ThroughputReport, writes_only
+from peach2.sim.pcie import Host, ThroughputMeter, ThroughputReport, writes_only
 from peach2.sim.reference import StreamMonitor
+from peach2.sim.run import run_inputs
 
 PARAMS, SEED = run_inputs()
 MON_FIELDS = ("valid", "ready", "hdr", "data", "dw_en", "first", "last", "err", "bar")

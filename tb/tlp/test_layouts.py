@@ -11,8 +11,17 @@ from cocotbext.pcie.core.tlp import Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId
 
 from peach2.tlp.layouts import (
-    DW0, Completion, CplStatus, Fmt, FmtType, MemRequest32, MemRequest64, TLPHeader, Type,
-    header_from_bytes, header_to_bytes,
+    DW0,
+    Completion,
+    CplStatus,
+    Fmt,
+    FmtType,
+    MemRequest32,
+    MemRequest64,
+    TLPHeader,
+    Type,
+    header_from_bytes,
+    header_to_bytes,
 )
 
 SEED = 20261121
