@@ -3,7 +3,17 @@ run every test on one simulator (``icarus`` or ``verilator``; default: each test
 
 At the repository root, not in ``tb/``: pytest reads the options of a conftest under
 ``testpaths`` only when given a path, so ``python -m pytest --sim verilator`` failed
-("unrecognized arguments") and the session-start check never ran without one."""
+("unrecognized arguments") and the session-start check never ran without one.
+
+Every test has a wall-clock cap (pytest-timeout, pinned in the ``test`` extras): a hung
+simulator fails that test in minutes instead of holding the run until CI's limit.  The default
+cap, :data:`TEST_TIMEOUT` seconds, is ``timeout`` in pyproject.toml's pytest options; the
+longest default tests take about 6 minutes on two busy cores.  Tests marked ``slow`` get
+:data:`SLOW_TIMEOUT` (the million-write cluster soak takes about 90 minutes) unless they carry
+their own ``@pytest.mark.timeout(seconds)``.  ``--timeout SECONDS`` or ``PYTEST_TIMEOUT``
+sets one cap for every test instead (``0``: none, e.g. for a longer soak).  On timeout the
+test fails with the stacks of its threads, and the simulator it was waiting for is killed
+(``signal`` method: it interrupts the main thread, which works under pytest-xdist)."""
 
 import os
 
@@ -25,6 +35,21 @@ def pytest_configure(config):
         os.environ[WAVES_ENV] = "1"
     if config.getoption("--sim"):
         os.environ[SIM_ENV] = config.getoption("--sim")
+
+
+#: Default cap of one test in seconds; pyproject.toml's ``timeout`` says the same (checked by
+#: tb/util/test_timeouts.py).
+TEST_TIMEOUT = 1200
+#: Cap of a ``slow`` test in seconds (four hours).
+SLOW_TIMEOUT = 4 * 3600
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("timeout", None) is not None or os.environ.get("PYTEST_TIMEOUT"):
+        return      # one cap for every test, as asked
+    for item in items:
+        if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT))
 
 
 def pytest_sessionstart(session):
