@@ -1,27 +1,17 @@
-"""InfiniBand for the HA-PACS/TCA machine: a packet-level 4x QDR fabric and a verbs HCA.
+"""InfiniBand for the HA-PACS/TCA machine: a packet-level 4x QDR fabric.
 
 Pure Python, independent of cocotb and of the rest of ``peach2.sim``; time is an integer number
-of picoseconds and every run is deterministic.  See ``docs/infiniband.md``.
+of picoseconds and every run is deterministic.  See ``docs/infiniband.md``.  The HCA's verbs
+that run over it are :mod:`peach2.sim.verbs`.
 
 - :class:`Params`: link, header, credit and latency parameters, each with its source;
 - :class:`Fabric`: one flat switch, its HCA links, credits and output contention;
-- :class:`HCA`: memory registration, RC queue pairs, SEND / RDMA WRITE (with immediate),
-  receives and completion queues, over an abstract :class:`DMA` host interface;
-- :class:`HostMemory`: an in-memory :class:`DMA` stand-in for tests.
+- :class:`Message`, :class:`Packet`: what it carries.
 """
 
-from .cq import CompletionQueue
-from .dma import DMA
 from .fabric import Fabric
-from .hca import HCA
-from .memory import HostMemory
 from .message import Message
 from .packet import Packet
 from .params import Params
-from .qp import QueuePair
-from .region import MemoryRegion
-from .verbs import Access, Opcode, QPState, RecvWR, SendWR, Status, WCOpcode, WorkCompletion
 
-__all__ = ["Params", "Fabric", "Message", "Packet", "HCA", "DMA", "HostMemory", "MemoryRegion",
-           "CompletionQueue", "QueuePair", "Access", "Opcode", "QPState", "RecvWR", "SendWR",
-           "Status", "WCOpcode", "WorkCompletion"]
+__all__ = ["Params", "Fabric", "Message", "Packet"]

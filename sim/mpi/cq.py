@@ -7,7 +7,7 @@ entry lands in host memory, so a rank that is spinning sees it then (the handler
 the poll and of handling it).  The HCA only sees a :class:`CompletionQueue`.
 """
 
-from peach2.sim.infiniband import CompletionQueue
+from peach2.sim.verbs import CompletionQueue
 
 __all__ = ["EventCQ"]
 

@@ -23,8 +23,8 @@ Every action runs on the fabric's event engine at its simulated time; the host C
 completion handled, a synchronous copy) is serialised on the rank's CPU (``Rank.cpu``).
 """
 
-from peach2.sim.infiniband import Access, Opcode, RecvWR, SendWR, WCOpcode
-from peach2.sim.infiniband import Status as WCStatus
+from peach2.sim.verbs import Access, Opcode, RecvWR, SendWR, WCOpcode
+from peach2.sim.verbs import Status as WCStatus
 
 from . import wire
 from .cq import EventCQ

@@ -31,8 +31,9 @@ Example (one 8-byte ping from GPU2 to GPU2)::
 
 import inspect
 
-from peach2.sim.infiniband import HCA, Fabric
+from peach2.sim.infiniband import Fabric
 from peach2.sim.node import Node, NodeParams
+from peach2.sim.verbs import HCA
 
 from .errors import Deadlock
 from .params import MPIParams

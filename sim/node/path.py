@@ -16,7 +16,7 @@ The node builds one path per (device, memory) pair, of one of three kinds:
   paced at ``qpi_p2p_bytes_per_s`` (about 290 MB/s) in both directions.
 """
 
-from peach2.sim.infiniband import DMA
+from peach2.sim.verbs import DMA
 
 from .channel import Channel
 

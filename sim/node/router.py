@@ -8,7 +8,7 @@ access outside every memory, or straddling two, raises ``ValueError`` (a real bu
 with an Unsupported Request completion).
 """
 
-from peach2.sim.infiniband import DMA
+from peach2.sim.verbs import DMA
 
 __all__ = ["DeviceDMA"]
 

@@ -7,13 +7,12 @@ import random
 
 import pytest
 
-from peach2.sim.infiniband import (
+from peach2.sim.infiniband import Fabric, Params
+from peach2.sim.verbs import (
     HCA,
     Access,
-    Fabric,
     HostMemory,
     Opcode,
-    Params,
     QPState,
     RecvWR,
     SendWR,

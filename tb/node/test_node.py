@@ -15,8 +15,9 @@ import random
 
 import pytest
 
-from peach2.sim.infiniband import HCA, Access, Fabric, Opcode, RecvWR, SendWR, Status
+from peach2.sim.infiniband import Fabric
 from peach2.sim.node import Channel, Memory, Node, NodeParams
+from peach2.sim.verbs import HCA, Access, Opcode, RecvWR, SendWR, Status
 
 P = NodeParams()
 MIB = 1 << 20

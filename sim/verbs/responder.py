@@ -22,7 +22,7 @@ packet the responder sends the ACK and, if a receive was consumed, its completio
 """
 
 from .transfer import Kind, Transfer
-from .verbs import Access, Opcode, QPState, Status, WCOpcode
+from .types import Access, Opcode, QPState, Status, WCOpcode
 
 __all__ = ["Responder"]
 

@@ -27,15 +27,16 @@ receive posted gets an RNR NAK and is sent again after ``rnr_timer_ps`` (go-back
 requests are resent after it), up to ``rnr_retry`` times (7: for ever).
 """
 
+from peach2.sim.infiniband import Fabric
+
 from .cq import CompletionQueue
 from .dma import DMA
-from .fabric import Fabric
 from .qp import QueuePair
 from .region import MemoryRegion
 from .requester import Requester
 from .responder import Responder
 from .transfer import Kind
-from .verbs import Access, QPState, RecvWR, SendWR, Status, WCOpcode, WorkCompletion
+from .types import Access, QPState, RecvWR, SendWR, Status, WCOpcode, WorkCompletion
 
 __all__ = ["HCA"]
 

@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from .verbs import Access
+from .types import Access
 
 __all__ = ["MemoryRegion"]
 

@@ -15,7 +15,7 @@ requester's data.
 """
 
 from .transfer import Kind, Transfer
-from .verbs import Access, Opcode, QPState, Status
+from .types import Access, Opcode, QPState, Status
 
 __all__ = ["Requester"]
 

@@ -2,7 +2,7 @@
 
 from collections import deque
 
-from .verbs import QPState
+from .types import QPState
 
 __all__ = ["QueuePair"]
 
