@@ -9,6 +9,7 @@ out under a ``PLACEHOLDER`` line (Quartus then places those pins itself).
 """
 
 import tomllib
+from importlib.resources import files
 from pathlib import Path
 
 from amaranth.build import Attrs, Clock, Pins, PinsN, Resource, Subsignal
@@ -17,8 +18,9 @@ from amaranth_boards.resources import DDR3Resource, I2CResource, UARTResource
 
 __all__ = ["PEACH2Platform", "PLACEHOLDER", "CONSTRAINTS", "PIN_FILE", "SDC_FILE", "load_pins"]
 
-#: The repository's ``constraints/`` folder (the package is installed in place, ``pip -e``).
-CONSTRAINTS = Path(__file__).resolve().parents[2] / "constraints"
+#: The timing and pin files: the repository's ``constraints/`` folder, which installs as the
+#: package ``peach2.constraints`` (an editable install reads the folder itself).
+CONSTRAINTS = Path(files("peach2.constraints"))
 PIN_FILE = CONSTRAINTS / "peach2_pins.toml"
 SDC_FILE = CONSTRAINTS / "peach2.sdc"
 
