@@ -62,8 +62,9 @@ class PEACH2(wiring.Component):
     """PEACH2: PCI Express router for Tightly Coupled Accelerators.
 
     Four ports, each the application side of a Stratix IV GX hard IP for PCI Express (Gen2 x8,
-    Avalon-ST 128, brief section 3), with pins ``<p>_rx_st_*``, ``<p>_tx_st_*``,
-    ``<p>_tx_cred`` and ``<p>_ltssm`` for ``p`` in ``n``, ``e``, ``w``, ``s``.
+    Avalon-ST 128, the vendor's IP Compiler for PCI Express interface), with pins
+    ``<p>_rx_st_*``, ``<p>_tx_st_*``, ``<p>_tx_cred`` and ``<p>_ltssm`` for ``p`` in ``n``,
+    ``e``, ``w``, ``s``.
 
     Datapath of each port: RX adapter -> :class:`~peach2.router.ingress.Ingress` (classify,
     route, drop and count) -> :class:`~peach2.router.buffer.PacketBuffer` -> crossbar input.
@@ -74,14 +75,14 @@ class PEACH2(wiring.Component):
     completions arriving on N to the :class:`~peach2.dma.engine.DMA` controller, whose writes
     (routed by the same table) and read requests (to N) are the last two crossbar inputs.
 
-    Write protection (issue 19, ``docs/errors.md``): the ingresses of E, W and S check writes
+    Write protection (``docs/errors.md``): the ingresses of E, W and S check writes
     routed to N against the windows WIN[w]; a packet buffer discards the refused ones at its
     input and reports them (COUNT[p][PROTECTED]) to the
     :class:`~peach2.router.protect.ProtectionLog` behind
     PROT_STATUS and PROT_SOURCES.  With PROT_CONTROL.stamp the DMA's writes, like the host's
     writes into the TCA window (at N's ingress), carry NODE in requester ID bits [15:8].
 
-    Link loss (issue 19, ``docs/errors.md``, "Reset and link loss"): :class:`LinkState`
+    Link loss (``docs/errors.md``, "Reset and link loss"): :class:`LinkState`
     registers each ``<p>_ltssm`` and keeps PORT_STATUS[p].dropping; while a port drops, the
     ingresses mark routed packets toward it (``o_linkdown``, discarded at their packet buffer,
     COUNT[in][LINK_DOWN]), the DMA ends a channel writing there (DST_LINK_DOWN), and the
@@ -176,7 +177,7 @@ class PEACH2(wiring.Component):
             ur.completer_id.eq(self.n_pcie_id),
         ]
 
-        # Link state (issue 19): each port's LTSSM registered at the input; ``dropping`` per
+        # Link state: each port's LTSSM registered at the input; ``dropping`` per
         # port, and per route entry (registered) for the ingresses and the DMA.
         m.submodules.links = links = LinkState()
         route_down = Signal(self.n_routes)

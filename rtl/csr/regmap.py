@@ -103,8 +103,8 @@ _ACCESS_NOTES = """\
 
 
 _SOFTWARE_NOTES = """\
-The host driver model `peach2.sim.driver.driver.Driver` (numpydoc in `sim/driver.py`) does all of this
-by name; a C driver follows the same steps with the header of `peach2 regmap --format c`.
+The host driver model `peach2.sim.driver.Driver` ([driver](sim/driver.md)) does all of this by
+name; a C driver follows the same steps with the header of `peach2 regmap --format c`.
 
 1. Check the chip: `ID` reads `0x50434832` and `VERSION.major` is the one the driver knows
    (`Driver.id_check()`); `CONFIG` gives the number of route entries.

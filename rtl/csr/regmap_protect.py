@@ -27,10 +27,10 @@ WINDOW_MEMBERS = (
 )
 
 _WINDOW_NOTES = """\
-Protection windows (issue 19; the idea is Tofu's STAG, 004: a remote node may write only memory
-its owner has registered).  With `PROT_CONTROL.enable` set, a memory write arriving on E, W or S
-whose route leaves through N (a write into this node's host or GPU memory) is passed only if it
-lies entirely in an open window that is writable and admits its source node, and in no open
+Protection windows (the idea is Tofu's STAG, 004 in [papers](papers.md): a remote node may write
+only memory its owner has registered). With `PROT_CONTROL.enable` set, a memory write arriving on
+E, W or S whose route leaves through N (a write into this node's host or GPU memory) is passed only
+if it lies entirely in an open window that is writable and admits its source node, and in no open
 read-only window that admits its source node; otherwise the whole TLP is dropped, counted in
 `COUNT[p][PROTECTED]` of the port it arrived on, and its source recorded in `PROT_STATUS` and
 `PROT_SOURCES`.

@@ -215,7 +215,7 @@ class DMA(wiring.Component):
         wiring.connect(m, bk.o_rd, wiring.flipped(self.o_rd))
         wiring.connect(m, bk.room, pl.room)
 
-        # -- completion receiver (always ready: brief section 3) ----------------------------
+        # -- completion receiver (always ready: completion credits are infinite) ------------
         m.d.comb += [
             rx.i_cpl.valid.eq(self.i_cpl.valid), rx.i_cpl.p.eq(self.i_cpl.p),
             self.i_cpl.ready.eq(1),

@@ -170,7 +170,7 @@ class PEACH2Platform(IntelPlatform):
     002 section 3.6 and Table 1 describe the board: N on the card edge, E and W on x8 cable
     connectors, S on a x16 cable connector with 8 lanes wired, one DDR3 SO-DIMM.  The papers
     name the FPGA "Stratix IV GX 530, 290" (prototypes with either); this platform is the 530 in
-    the KH40 package, speed grade C2 (brief section 4).
+    the KH40 package, speed grade C2 (EP4SGX530KH40C2, the DE4-class part).
 
     Resources
     ---------

@@ -4,8 +4,8 @@ The variants are made by the vendor's generator (IP Compiler for PCI Express, Me
 the settings in ``constraints/hardip_variants.md``; this module instantiates their ``_plus``
 level, which holds the hard IP, its reset controller (``<variant>_rs_hip``) and the transceiver
 reconfiguration block for offset cancellation.  Port names and widths are those of that level
-(IP Compiler for PCI Express user guide UG-PCI10605, chapter "Signals"; brief section 3; the
-vendor's Stratix IV Gen2 x8 128-bit chaining-DMA example top level).
+(IP Compiler for PCI Express user guide UG-PCI10605, chapter "Signals", and its Avalon-ST
+128-bit interface; the vendor's Stratix IV Gen2 x8 128-bit chaining-DMA example top level).
 """
 
 from amaranth.hdl import Cat, Const, Instance, Module, Signal
@@ -140,7 +140,7 @@ class HardIP(wiring.Component):
 
     Members
     -------
-    rx_st_*, tx_st_*, tx_cred : the Avalon-ST application interface (brief section 3).
+    rx_st_*, tx_st_*, tx_cred : the Avalon-ST application interface (UG-PCI10605, "Signals").
     ltssm : Out(5)
         LTSSM state; 0x0F is L0.
     app_msi_req, app_msi_num : In ; app_msi_ack : Out

@@ -19,7 +19,7 @@ class Crossbar(wiring.Component):
     inputs in the same cycle.  Packets from one input to one output leave in the order they
     arrived (inputs are FIFOs).
 
-    Timing (issue 5: at most 6 LUT levels between registers).  The grant is registered: each
+    Timing (the budget: at most 6 LUT levels between registers).  The grant is registered: each
     output keeps ``pick``, a one-hot register naming the one input it may take a beat from.
     While a packet flows, ``pick`` is its input; in the cycle its last beat moves (or while the
     picked input has no packet for this output), ``pick`` is loaded with the next requester

@@ -55,7 +55,7 @@ class Ingress(wiring.Component):
     (``config.route_down``)                  buffer discards it, LINK_DOWN
     ======================================  =========================================
 
-    Protection (issue 19; ``docs/errors.md``, the idea is Tofu's STAG, 004 section 4.3): on
+    Protection (``docs/errors.md``; the idea is Tofu's STAG, 004 section 4.3): on
     E, W and S, with ``config.protect_enable``, a write routed to N must lie in an open
     writable window admitting its source node (requester ID bits [15:8]) and in no open
     read-only window admitting it, and must not cross 4 KiB.  Stage A compares the header with
@@ -74,7 +74,7 @@ class Ingress(wiring.Component):
     RX_ERR, and not answered).  Dropped TLPs are consumed at one beat per cycle and disturb
     nothing else.  Locked reads are UNSUPPORTED.
 
-    Timing (issue 5: at most 6 LUT levels between registers):
+    Timing (the budget: at most 6 LUT levels between registers, ``docs/synthesis.md``):
 
     - stage A registers the beat with what its header alone gives: the class of the TLP, the
       table compares (carry chains) reduced to the one-hot first match, the UR fields;
@@ -203,7 +203,7 @@ class Ingress(wiring.Component):
             a_next.ur.locked.eq(typ == Type.MEM_LOCKED.value),
         ]
         if self.port != Port.N:
-            # Protection (issue 19): checked once per TLP, against this cycle's registers.
+            # Protection: checked once per TLP, against this cycle's registers.
             passed, denied = window_verdict(h, self.config.windows)
             m.d.comb += [a_next.win_pass.eq(Cat(*passed)), a_next.win_deny.eq(Cat(*denied)),
                          a_next.cross.eq(crosses_page(h))]
@@ -279,7 +279,7 @@ class Ingress(wiring.Component):
                 m.d.comb += dest[OUTPUTS.index(p.name)].eq(
                     Cat(*(x_beat.first[k] & (entry.port == p)
                           for k, entry in enumerate(routes))).any())
-            # Link loss (issue 19): as wide and deep as one bit of `dest`.
+            # Link loss: as wide and deep as one bit of `dest`.
             m.d.comb += down.eq(Cat(*(x_beat.first[k] & self.config.route_down[k]
                                       for k in range(len(routes)))).any())
 

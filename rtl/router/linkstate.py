@@ -1,4 +1,4 @@
-"""Link state of the four ports and the gate in front of each TX adapter (issue 19: link loss).
+"""Link state of the four ports and the gate in front of each TX adapter (link loss).
 
 What the chip does when a port's link leaves L0 (``docs/errors.md``, "Reset and link loss"):
 

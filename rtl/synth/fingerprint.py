@@ -5,7 +5,7 @@ design options, the SHA-256 of the core's RTLIL (what :func:`.synthesis.synthesi
 Yosys: same RTLIL, same netlists, same figures with the same Yosys), one per block, and the
 SHA-256 of the sources under ``rtl/`` with the Amaranth version.  :func:`check_document` tells
 whether the gateware of today's sources is still the one the report describes, so a change to
-``rtl/`` cannot leave the document behind unnoticed (``tb/test_synthesis_fingerprint.py``).
+``rtl/`` cannot leave the document behind unnoticed (``tb/synth/test_synthesis_fingerprint.py``).
 
 After a change to ``rtl/`` that leaves the RTLIL as it was (a refactoring proved neutral,
 comments), ``python -m peach2.synth.fingerprint docs/synthesis.md`` records the new sources'

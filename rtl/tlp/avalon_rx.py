@@ -63,7 +63,8 @@ class AvalonST128RX(wiring.Component):
 
     Removes the hard IP's quad-word alignment padding so that payload DW 0 leaves in lane 0 of
     the first beat, beside the header (see :mod:`peach2.tlp.stream`).  Framing rules are those of
-    brief section 3 (Stratix IV GX hard IP, IP Compiler for PCI Express, Avalon-ST 128).
+    the vendor's user guide (Stratix IV GX hard IP, IP Compiler for PCI Express, Avalon-ST 128;
+    ``docs/adapters.md``).
 
     Behaviour
     ---------

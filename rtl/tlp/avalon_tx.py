@@ -69,7 +69,7 @@ class _TXState:
 class AvalonST128TX(wiring.Component):
     """The TLP stream to the Stratix IV hard IP for PCI Express, 128-bit Avalon-ST transmit side.
 
-    Inserts the hard IP's quad-word alignment (brief section 3): header DWs first, the payload
+    Inserts the hard IP's quad-word alignment (``docs/adapters.md``): header DWs first, the payload
     rotated so that its first DW sits in an even lane when address bit 2 (lower-address bit 2
     for completions) is 0 and in an odd lane when it is 1, ``tx_st_empty`` set when the packet
     ends in the low quad word.
@@ -314,7 +314,7 @@ class AvalonST128TX(wiring.Component):
         # Room flags from registers: at most one beat is written per cycle, so a FIFO holding at
         # most depth - 2 entries in the previous cycle has room now.  `i_tlp.ready` then comes
         # from flip-flops through one LUT, and no path runs from the FIFO levels through the
-        # crossbar's grant into the other blocks (issue 5's budget); each FIFO gives up one entry.
+        # crossbar's grant into the other blocks (the 6-level budget); each FIFO gives up one entry.
         room_d, room_h, room_s = Signal(), Signal(), Signal()
         m.d.sync += [room_d.eq(dfifo.level <= self._depth - 2),
                      room_h.eq(hfifo.level <= self._hdr_depth - 2),

@@ -3,9 +3,9 @@
 A TLP header is kept inside the chip as 128 bits holding header DWs 0-3, DW ``i`` in bits
 ``[32*i+31 : 32*i]``.  Within each DW the PCIe byte order is kept: header byte 0 of the DW sits in
 bits ``[31:24]`` (this is also how the Stratix IV hard IP presents header DWs on its Avalon-ST
-interface, brief section 3).  Reading one DW as a big-endian 32-bit number therefore gives the
-PCIe specification's bit numbering, and the fields below are declared LSB first in that
-numbering.  DW 3 of a 3-DW header is zero inside the chip.
+interface, per the vendor's IP Compiler for PCI Express user guide).  Reading one DW as a
+big-endian 32-bit number therefore gives the PCIe specification's bit numbering, and the fields
+below are declared LSB first in that numbering.  DW 3 of a 3-DW header is zero inside the chip.
 
 The field names follow the PCIe base specification and cocotbext-pcie's ``Tlp`` attributes, so
 gateware and testbench read the same; ``tb/tlp/test_layouts.py`` checks every layout against
