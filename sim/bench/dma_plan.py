@@ -8,7 +8,7 @@ A point is a dict naming its figure and what sets it apart (``where``, ``mode``,
   after the other in host memory;
 - ``scattered``: the same chains to the neighbour for the sizes of :data:`SCATTERED_SIZES`,
   every descriptor :data:`SCATTER_STRIDE` bytes from the last (no two adjacent): the engine
-  fetches adjacent descriptors in blocks, scattered ones one host round trip each (issue 18);
+  fetches adjacent descriptors in blocks, scattered ones one host round trip each;
 - ``single``: Figure 5, one transfer from a descriptor or from the register slots;
 - ``chain4k``: Figure 6, 4 KiB transfers, chain length varied;
 - ``halo``: the halo planes, block-stride against contiguous (000 section 4, 002 section 3.4).

@@ -1,8 +1,9 @@
 """Text of the ``gpu`` section of ``docs/benchmarks.md`` and its options.
 
-The measurement is ``tb/cluster/bench_gpu.py`` (run by ``python tb/benchmarks.py gpu`` in a
+The measurement is ``tb/cluster/bench_gpu.py`` (run by ``peach2 bench gpu`` in a
 child process, since it imports its test folder's ``test_cluster``); this module holds what the
-package's document builder (:mod:`peach2.sim.bench.doc`) and ``tb/benchmarks.py`` need of it.
+package's document builder (:mod:`peach2.sim.bench.doc`) and ``tb/bench/benchmarks.py`` need of
+it.
 """
 
 __all__ = ["DESCS", "FULL_SIZES", "QUICK_SIZES", "TOPOLOGY", "quick_shortened", "section"]

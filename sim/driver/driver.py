@@ -13,17 +13,17 @@ and for users scripting a simulation:
   :meth:`Driver.dma_desc_set` (``tcaDescSet``), :meth:`Driver.dma_start` (``tcaStartDMADesc``),
   :meth:`Driver.dma_wait` (``tcaWaitDMADesc``), register mode (:meth:`Driver.dma_reg_set`,
   :meth:`Driver.dma_reg_start`), :meth:`Driver.dma_abort`, :meth:`Driver.dma_status`.
-- :class:`Topology` says which port of which node is cabled to which node (rings and the papers'
-  2xK double ring); :class:`AddressMap` places every node's region and its host/GPU windows in the
-  shared TCA address space; :func:`routes_for` turns both into one node's route table, and a
-  :class:`RouteSet` holds every node's table with its deadlock check (``safe`` routing).  These
-  live in :mod:`peach2.routes.topology`, :mod:`peach2.routes.tables` and
-  :mod:`peach2.routes.route_set` (all gathered in :mod:`peach2.sim.topology`) and are re-exported here;
-  :meth:`Driver.program_routes` writes one node's part of a route set (``peach2 routes
-  --format json`` writes one to a file).
+- Routes: :class:`~peach2.routes.Topology` says which port of which node is cabled to which
+  node (rings and the papers' 2xK double ring); :class:`~peach2.routes.AddressMap` places every
+  node's region and its host/GPU windows in the shared TCA address space; a
+  :class:`~peach2.routes.RouteSet` holds every node's table with its deadlock check (``safe``
+  routing).  They are host software, :mod:`peach2.routes` (``docs/routes.md``);
+  :meth:`Driver.program` builds a route set and writes this node's part,
+  :meth:`Driver.program_routes` writes one node's part of a given set (``peach2 routes --format
+  json`` writes one to a file).
 
-The DMA methods and the driver's exceptions live in :mod:`peach2.sim.driver.driver_dma` (mixin
-:class:`~peach2.sim.driver.driver_dma.DmaDriver`); all names stay importable from here.
+The driver's exceptions are in :mod:`peach2.sim.driver.errors` (:class:`DriverError`,
+:class:`DmaFault`); ``docs/sim/driver.md`` is the user's page.
 
 Register offsets and fields come from :mod:`peach2.csr.regmap`, never from this file.
 

@@ -1,7 +1,7 @@
 """Avalon-ST codec of the Stratix IV hard IP for PCI Express: TLP <-> 128-bit beats.
 
-Framing (both directions, brief section 3), as pure functions the device model
-(:mod:`peach2.sim.hardip.model`) and the tests use: :func:`tlp_to_avalon_beats` and
+Framing (both directions, the vendor's user guide of the IP Compiler for PCI Express), as pure
+functions the device model (:mod:`peach2.sim.hardip.model`) and the tests use: :func:`tlp_to_avalon_beats` and
 :func:`avalon_beats_to_tlp` (not the internal stream's ``peach2.sim.reference.stream.tlp_to_beats``).
 A beat carries 4 DW lanes, lane ``i`` in data bits ``[32i+31:32i]``; header DWs start at lane 0
 of the SOP beat (header byte 0 in bits [31:24] of its DW); payload DWs are little-endian and quad-

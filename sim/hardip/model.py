@@ -5,9 +5,10 @@ The model is a cocotbext-pcie :class:`~cocotbext.pcie.core.Device` (shaped like
 time, ACK/NAK, flow control), its application side drives and checks the IP Compiler for PCI
 Express pins ``{prefix}rx_st_*`` / ``{prefix}tx_st_*`` of the DUT, one beat per 250 MHz cycle.
 
-Framing (beats <-> TLP, both directions, brief section 3) lives in :mod:`peach2.sim.hardip.avalon`;
-its public names (:func:`tlp_to_avalon_beats`, :func:`avalon_beats_to_tlp`, :class:`AvalonBeat`,
-:class:`FramingError`, :func:`damage`, ...) stay importable from here.  The model has four
+Framing (beats <-> TLP, both directions, the vendor's Avalon-ST rules) lives in
+:mod:`peach2.sim.hardip.avalon`; its public names (:func:`tlp_to_avalon_beats`,
+:func:`avalon_beats_to_tlp`, :class:`AvalonBeat`, :class:`FramingError`, :func:`damage`, ...)
+are importable from :mod:`peach2.sim.hardip`.  The model has four
 parts: its link side :class:`~peach2.sim.hardip.device.HardIPDevice` (configuration space,
 BARs, flow control, the TX pipeline; the base class), this module (the pins, the per-cycle loop
 with the ready latencies, sleeping), its receive side :class:`~peach2.sim.hardip.rx.RxStream`

@@ -2,7 +2,7 @@
 
 :class:`TxChecker` reads the DUT's 128-bit Avalon-ST transmit pins once per cycle for
 :class:`~peach2.sim.hardip.model.HardIPModel`, checks the interface rules the Stratix IV hard IP
-imposes on its application (brief section 3) and frames the beats into TLPs
+imposes on its application (the vendor's user guide) and frames the beats into TLPs
 (:func:`~peach2.sim.hardip.avalon.unpack_word`); :func:`tlp_problems` lists what is wrong with a
 framed TLP for the link (payload and read sizes, 4 KiB crossings, header size, byte enables).
 Rule names in the reports (:class:`Violation`):

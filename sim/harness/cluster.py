@@ -10,7 +10,7 @@
     W, S models: terminate()            E, S models: terminate()     (ports without a cable)
 
 :class:`Cluster` builds one :class:`~peach2.sim.harness.chip.ChipHarness` per node of a
-:class:`~peach2.sim.driver.driver.Topology` on a top holding every chip's pins (``c<i>_<pin>``, e.g.
+:class:`~peach2.routes.Topology` on a top holding every chip's pins (``c<i>_<pin>``, e.g.
 :class:`~peach2.sim.hdl.chips_top.Chips`), cables each topology link as a timed Gen2 x8 link between the two
 hard-IP models (:func:`~peach2.sim.pcie.link.connect`: wire time of every TLP and DLLP, 10 ns port
 delay one way, credit flow control), and on :meth:`Cluster.start` enumerates every host, gives

@@ -1,5 +1,4 @@
-"""Link loss and chip reset on an HDL sub-cluster (issue 19; ``docs/errors.md``, "Reset and link
-loss").
+"""Link loss and chip reset on an HDL sub-cluster (``docs/errors.md``, "Reset and link loss").
 
 Works on a :class:`~peach2.sim.harness.cluster.Cluster` built on a
 :class:`~peach2.sim.hdl.cluster_top.ClusterTop` (``hdl_cables=True``): a cable is taken down through

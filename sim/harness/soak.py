@@ -1,6 +1,6 @@
 """Random traffic on every host and every DMA channel of a sub-cluster, checked by a scoreboard.
 
-The soak of issue 19 (``docs/errors.md``, "Scoreboard soak").  :class:`Soak` drives a started
+The scoreboard soak (``docs/errors.md``, "Scoreboard soak").  :class:`Soak` drives a started
 :class:`~peach2.sim.harness.cluster.Cluster` through its drivers (no second driver):
 
 - **PIO**: for every (source host, destination node), its own task stores random data, 1 B to

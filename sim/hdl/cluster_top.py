@@ -19,7 +19,7 @@ every chip) and takes its cables down meanwhile; output ``c<i>_rst_out`` is the 
 sees (its N hard-IP model watches it).  Each cabled port's ``<p>_ltssm`` is L0 while its cable's
 ``linked`` output is 1, else 0 (as the hard IP's LTSSM leaves L0 when the link is lost).
 
-Per cable ``j`` (the order of :func:`peach2.sim.harness.cluster.cable_plan`): input
+Per cable ``j`` (the order of :func:`peach2.routes.cable_plan`): input
 ``cable<j>_down`` takes the link down (0 = up, so an undriven input leaves it up); outputs
 ``cable<j>_a2b_tlps`` / ``_b2a_tlps`` / ``_a2b_stall`` / ``_b2a_stall`` count TLPs and credit
 stalls per direction (``a`` is the plan's first node).

@@ -16,7 +16,8 @@ host), so ``P = (782 - L0) / 4`` where ``L0`` is the simulated latency with ``P 
 extra hop adds one TX and one RX crossing, the chip, and the cable; the 0.3-0.4 us per extra
 hop of 000 section 5.4 is then a *check* of the model, not a second fit.  The fit lumps into
 ``P`` whatever else the 782 ns holds (the CPU's store and polling), so the per-hop figure it
-predicts is an upper estimate.  ``python tb/cluster/calibrate.py`` measures both figures.
+predicts is an upper estimate.  ``peach2 bench cluster`` measures both figures (its ``latency``
+part; ``docs/cluster.md``, "Latency calibration").
 """
 
 __all__ = ["PIO_NEIGHBOUR_NS", "PER_HOP_NS", "HARDIP_PIPELINE_NS", "CYCLE_NS",

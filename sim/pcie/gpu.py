@@ -23,7 +23,7 @@ the model reproduces:
   ready ``read_latency_ns`` after it arrives, but no earlier than the previous data has passed
   the pipe, so reads overlap while the pipe is busy and the pipe is the ceiling.  Default
   870e6 B/s; 002 gives no GPU read latency, so the default latency is the 500 ns the DMA
-  benchmarks assume for host memory (``tb/benchmarks.py``), and only the bandwidth differs.
+  benchmarks assume for host memory (``tb/bench/benchmarks.py``), and only the bandwidth differs.
 
 Simplifications: no BAR1 page table and no GPUDirect pin-down (``cuPointerGetAttribute`` token,
 ``nvidia_p2p_get_pages``): the whole BAR is device memory, mapped from the start; the memory is

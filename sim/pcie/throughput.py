@@ -6,7 +6,7 @@ start and the end of every TLP the port sends.  DLLPs (ACK, flow-control updates
 but still take wire time, as they do on a real link.
 
 The report gives payload bytes over the time from the first TLP's start to the last TLP's end,
-and the bound for exactly the TLPs metered (brief section 2)::
+and the bound for exactly the TLPs metered (header + payload + 8 framing bytes per TLP)::
 
     bound = link_rate * sum(payload) / sum(header + payload + 8)
 

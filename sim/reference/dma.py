@@ -217,7 +217,7 @@ def run_chain(head, read_mem, *, read_src=None, routable=None, readable=None):
         ``read_mem(address, n) -> bytes`` of host memory (descriptors; and sources unless
         ``read_src`` is given).
     routable : callable, optional
-        ``routable(tca_address) -> bool`` (e.g. from :func:`peach2.sim.driver.driver.match_route`);
+        ``routable(tca_address) -> bool`` (e.g. from :func:`peach2.routes.match_route`);
         default: every address routes.
     readable : callable, optional
         ``readable(src, n) -> DmaError or None``: the error a read of source memory meets

@@ -66,7 +66,7 @@ class ModelBar:
     """BAR 0 backed by :class:`RegModel` instead of a simulator; records every access in ``log``.
 
     ``counters`` (name -> value) is what the COUNT registers read.  For driver tests without
-    gateware (``tb/csr/test_driver.py``, ``tb/test_routes.py``).
+    gateware (``tb/csr/test_driver.py``, ``tb/routes/test_routes.py``).
     """
 
     def __init__(self, regmap=REGMAP):

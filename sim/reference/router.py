@@ -1,4 +1,4 @@
-"""Reference model of the PEACH2 router's decisions, written from 002 section 3.5 and the issue.
+"""Reference model of the PEACH2 router's decisions, written from 002 section 3.5 and docs/.
 
 :func:`route` says what the chip must do with one TLP arriving on one port: forward it to a port
 (and how it looks when it leaves), hand it to the register block, or drop it for a reason and

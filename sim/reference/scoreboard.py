@@ -1,4 +1,4 @@
-"""Scoreboard of every byte written into the hosts' windows of a sub-cluster (issue 19, soak).
+"""Scoreboard of every byte written into the hosts' windows of a sub-cluster (the soak).
 
 Pure Python, no simulator: the soak (``tb/cluster/soak_tb.py``) tells it what was issued and
 what arrived; its own unit tests (``tb/cluster/test_scoreboard.py``) inject faults.

