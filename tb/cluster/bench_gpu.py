@@ -1,9 +1,9 @@
 """GPU read benchmark: a DMA whose source is the local GPU against one from host memory.
 
-    python tb/benchmarks.py gpu [--quick]          (peach2 bench gpu)
+    python tb/bench/benchmarks.py gpu [--quick]    (peach2 bench gpu)
 
-``tb/benchmarks.py`` runs this script in a child process (``--out FILE``: the section's data as
-JSON) and saves the section; the section's text is :mod:`peach2.sim.bench.gpu_doc`'s.
+``tb/bench/benchmarks.py`` runs this script in a child process (``--out FILE``: the section's data
+as JSON) and saves the section; the section's text is :mod:`peach2.sim.bench.gpu_doc`'s.
 
 On the HDL sub-cluster ``line:2`` (two chips, one cable with the default credits, calibrated
 hard-IP pipeline; ``gpu_tb.gpu_read_rate``), node 0's DMA channel 0 runs a chain of ``DESCS``

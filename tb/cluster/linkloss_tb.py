@@ -1,5 +1,5 @@
-"""cocotb tests of link loss and chip reset under traffic on a ring of 4 (issue 19 item 2,
-``docs/errors.md``, "Reset and link loss").
+"""cocotb tests of link loss and chip reset under traffic on a ring of 4 (``docs/errors.md``,
+"Reset and link loss").
 
 Both tests run the same scenario around one event, ``cable`` (the cable node 0 E - node 1 W
 goes down and comes back) or ``reset`` (chip 1 is held in reset, its two cables down, then

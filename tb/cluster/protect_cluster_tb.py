@@ -1,4 +1,4 @@
-"""cocotb test of the write protection windows on a ring of 4 (issue 19, ``docs/errors.md``).
+"""cocotb test of the write protection windows on a ring of 4 (``docs/errors.md``).
 
 Every chip stamps its node number into its PIO and DMA writes (``PROT_CONTROL.stamp``); node 0
 opens windows on its host memory and turns the check on.  Hosts 1, 2 and 3 then store into

@@ -1,4 +1,4 @@
-"""cocotb test of the scoreboard soak (issue 19; ``peach2.sim.harness.soak``, docs/errors.md).
+"""cocotb test of the scoreboard soak (``peach2.sim.harness.soak``, docs/errors.md).
 
 A ring of 4 in the HDL top (``ClusterTop``, as ``cluster_tb``): every host stores into every
 node, every DMA channel of every chip runs random chains and register-mode jobs to random

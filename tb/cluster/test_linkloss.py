@@ -1,5 +1,5 @@
-"""Link loss and chip reset under traffic on a ring of 4 (issue 19 item 2; ``linkloss_tb``,
-docs/errors.md "Reset and link loss").  Same HDL top and Verilator build as
+"""Link loss and chip reset under traffic on a ring of 4 (``linkloss_tb``, docs/errors.md
+"Reset and link loss").  Same HDL top and Verilator build as
 ``test_cluster.py::test_ring4_all_to_all``."""
 
 from pathlib import Path

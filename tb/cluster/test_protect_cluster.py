@@ -1,4 +1,4 @@
-"""Write protection on a ring of 4 (issue 19; ``protect_cluster_tb``, docs/errors.md): PIO and
+"""Write protection on a ring of 4 (``protect_cluster_tb``, docs/errors.md): PIO and
 DMA from the other nodes into node 0's windows.  Same HDL top and Verilator build as
 ``test_cluster.py::test_ring4_all_to_all``."""
 

@@ -1,4 +1,4 @@
-"""The scoreboard soak on a ring of 4 (issue 19 item 3; ``soak_tb``, docs/errors.md): every host
+"""The scoreboard soak on a ring of 4 (``soak_tb``, docs/errors.md): every host
 and every DMA channel busy with random traffic, every byte accounted for.  Same HDL top and
 Verilator build as ``test_cluster.py::test_ring4_all_to_all``.
 

@@ -1,4 +1,4 @@
-"""Descriptors fetched in blocks (issue 18): cocotb tests on one chip with its host.
+"""Descriptors fetched in blocks (docs/dma.md): cocotb tests on one chip with its host.
 
 Chains mix announced adjacent runs (``control.adj``) and scattered descriptors, 32- and
 64-byte, placed so that runs cross 4 KiB pages and MRRS blocks and end in the middle of a

@@ -167,7 +167,7 @@ async def figures(dut):
     progress = PARAMS.get("progress_file")
     out, costs = [], []
 
-    def report(event, **kw):        # one JSON line per event, read by tb/benchmarks.py
+    def report(event, **kw):        # one JSON line per event, read by tb/bench/benchmarks.py
         if progress:
             with open(progress, "a") as f:
                 f.write(json.dumps({"event": event, **kw}) + "\n")

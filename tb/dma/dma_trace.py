@@ -17,8 +17,8 @@ and collect two things:
     when ``PEACH2_DMA_TRACE`` names a file, see ``dma_tb.dma_trace_probe``).
 
 ``record`` writes them to ``--dir``; ``compare`` records into a temporary folder and reports
-every difference against ``--dir`` (issue 21: the same handshake timestamps and end times
-before and after a restructuring).  Exit status: 0 identical, 1 different, 2 bad usage or a
+every difference against ``--dir`` (a restructuring must keep the same handshake timestamps
+and end times).  Exit status: 0 identical, 1 different, 2 bad usage or a
 run that failed.
 """
 

@@ -3,7 +3,7 @@
 Each run converts the chip top once and runs several cocotb tests on it.  The one-chip runs and
 the soaks go to Verilator (long on Icarus; one build per design serves them), the default
 two-chip run to Icarus (its Verilator build costs more than the run saves), see
-docs/simulation.md, "Two simulators"; ``pytest --sim`` overrides.  Replay a failure with its
+docs/testing.md, "Where each test runs, and why"; ``pytest --sim`` overrides.  Replay a failure with its
 seed, e.g.::
 
     from test_dma import run

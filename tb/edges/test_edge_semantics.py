@@ -4,7 +4,7 @@ by it).
 
 Icarus shows the registers before the edge's update, and so does Verilator when a cocotb
 ``Clock`` drives the clock; Verilator with the clock made in the HDL shows them after it
-(docs/simulation.md, "Two simulators").  A free-running counter, its clock from cocotb or from a
+(docs/sim/run.md, "What a RisingEdge callback sees").  A free-running counter, its clock from cocotb or from a
 Verilog wrapper, on both simulators (``pytest --sim`` runs all four on one).
 """
 

@@ -5,7 +5,7 @@
 - ``all_ports_busy``: flows N->E, E->W, W->S, S->N of 256-byte writes at once; each port's TX link
   is metered (wire timing of the link model) and reported beside the wire bound.
 
-Results go to ``PARAMS["result_file"]`` as JSON when given (``tb/benchmarks.py`` collects them).
+Results go to ``PARAMS["result_file"]`` as JSON when given (``tb/bench/benchmarks.py`` collects them).
 """
 
 import json

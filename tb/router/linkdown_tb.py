@@ -1,5 +1,4 @@
-"""cocotb test of a port's link loss on one chip (issue 19, ``docs/errors.md``, "Reset and link
-loss"): the flush of what was queued for the port, exactly.
+"""cocotb test of a port's link loss on one chip (``docs/errors.md``, "Reset and link loss"): the flush of what was queued for the port, exactly.
 
 ::
 

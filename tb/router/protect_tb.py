@@ -1,4 +1,4 @@
-"""cocotb tests of the write protection windows (issue 19, ``docs/errors.md``) on one chip.
+"""cocotb tests of the write protection windows (``docs/errors.md``) on one chip.
 
 ::
 

@@ -1,4 +1,4 @@
-"""A port's link lost and back with writes toward it still queued (issue 19; ``linkdown_tb``,
+"""A port's link lost and back with writes toward it still queued (``linkdown_tb``,
 docs/errors.md "Reset and link loss").  Same chip build as ``test_router.py``'s."""
 
 from pathlib import Path

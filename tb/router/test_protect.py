@@ -1,4 +1,4 @@
-"""Write protection windows (issue 19): rules on every link port, the PIO and DMA source stamp,
+"""Write protection windows: rules on every link port, the PIO and DMA source stamp,
 windows opened and closed under traffic (cocotb, ``protect_tb``; docs/errors.md).
 
 The chip is the same build as ``test_router.py``'s (one Verilator build for both).

@@ -1,7 +1,7 @@
 """PEACH2 router: registers, PIO, routing against the reference model, bad input (cocotb).
 
-Every test runs on Verilator, which builds the chip once for all of them (docs/simulation.md,
-"Two simulators"; ``pytest --sim icarus`` runs them on Icarus).
+Every test runs on Verilator, which builds the chip once for all of them (docs/testing.md,
+"Where each test runs, and why"; ``pytest --sim icarus`` runs them on Icarus).
 """
 
 from pathlib import Path

@@ -1,7 +1,8 @@
-"""Pure-Python tests of the Stratix IV 128-bit framing in :mod:`peach2.sim.hardip.model`.
+"""Pure-Python tests of the Stratix IV 128-bit framing in :mod:`peach2.sim.hardip.avalon`.
 
 No simulator: ``tlp_to_avalon_beats`` / ``avalon_beats_to_tlp`` are checked against the framing
-rules of the brief (section 3) and against each other, for every TLP kind the chip moves.
+rules of the vendor's user guide (IP Compiler for PCI Express, Avalon-ST 128; summarised in
+docs/adapters.md) and against each other, for every TLP kind the chip moves.
 """
 
 import random
@@ -58,7 +59,7 @@ def cpld(lower_address, ndw, seed=0):
 
 
 def expected_beats(hdr_dw, bit2, ndw):
-    """Beat count and empty from the brief's rule (first payload DW at s = 3/4 or 4/5)."""
+    """Beat count and empty from the framing rule (first payload DW at s = 3/4 or 4/5)."""
     s = (3 if bit2 else 4) if hdr_dw == 3 else (5 if bit2 else 4)
     n = s + ndw if ndw else hdr_dw
     beats = (n + 3) // 4

@@ -1,5 +1,5 @@
 """Prove two versions of the DMA controller, or of the whole core, the same machine with Yosys
-and ABC (issue 21: nothing moved).
+and ABC (a restructuring moved nothing).
 
 Usage (from the repository root, in the project's venv; one Yosys process: the DMA alone takes
 3 to 4 minutes, the whole core 8 to 11, ``docs/dma.md``)::

@@ -1,6 +1,6 @@
 """The equivalence proof (``tb/synth/equivalence.py``) on small designs: it proves a renamed
 but identical machine equal, and refuses one that differs in a next state, a reset value, a
-memory or a register it cannot pair.  The real use, the DMA before and after issue 21's split,
+memory or a register it cannot pair.  The real use, the DMA before and after its split into components,
 is the slow test ``test_dma_split_proved_equal`` (``python -m pytest -m slow
 tb/synth/test_equivalence.py``, 163 s here); the whole-core proofs are in ``docs/dma.md``.
 """

@@ -1,4 +1,4 @@
-"""docs/synthesis.md describes today's gateware (issue 21: the report cannot drift from rtl/).
+"""docs/synthesis.md describes today's gateware (the report cannot drift from rtl/).
 
 The report section records the SHA-256 of the core's RTLIL it was made from
 (:mod:`peach2.synth.fingerprint`).  ``test_report_describes_todays_gateware`` fails, naming

@@ -204,7 +204,7 @@ async def pio_stores(dut):
 @cocotb.test()
 async def remote_read_rejected(dut):
     """Host 0 reads node 1's window: UR completion at chip 0, nothing on the cable; stores
-    still work afterwards (remote reads are not part of TCA, brief section 1)."""
+    still work afterwards (remote reads are not part of TCA, 002 section 3.5)."""
     tb = TB(dut, PARAMS.get("topology", "line"))
     await tb.start()
     cluster, amap = tb.cluster, tb.amap

@@ -1,8 +1,8 @@
 """Stratix IV hard-IP adapters: round trips, pauses, bad input (cocotb).
 
 The loopback top's tests run on Verilator, which builds it once for all of them; the
-cut-through top (a design of its own, two short tests) on Icarus (docs/simulation.md, "Two
-simulators"; ``pytest --sim`` overrides).  Each test has its own ``build/sim/`` folder, so
+cut-through top (a design of its own, two short tests) on Icarus (docs/testing.md, "Where each
+test runs, and why"; ``pytest --sim`` overrides).  Each test has its own ``build/sim/`` folder, so
 ``pytest -n auto`` is safe.  Seeds are fixed per test and logged by the cocotb side for replay.
 """
 

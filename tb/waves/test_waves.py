@@ -1,4 +1,4 @@
-"""Waveforms (docs/simulation.md section 10): a recorded run's FST holds every signal that its
+"""Waveforms (docs/sim/run.md, "Waveforms"): a recorded run's FST holds every signal that its
 GTKWave save file names, on each simulator the suite supports.
 
 ``run_cocotb(waves=True)`` writes ``build/waves/<name>.fst`` and ``build/waves/<name>.gtkw``;
