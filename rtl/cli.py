@@ -6,7 +6,13 @@ Icarus; with ``--platform peach2`` it writes the Quartus project of the PEACH2 b
 ``peach2 regmap`` writes the register map as Markdown, a C header or JSON.  ``peach2
 synth-report`` synthesises the core with open-source Yosys and reports area and logic depth
 (``docs/synthesis.md``).  ``peach2 routes`` prints every chip's route table for a ring, line or
-2xK double ring and checks that the routes cannot deadlock (``docs/routes.md``).
+2xK double ring and checks that the routes cannot deadlock (``docs/routes.md``).  ``python -m
+peach2`` is the same command.
+
+Every command checks its options and output paths before any work (a bad option: one line,
+exit status 2; an output that cannot be written: one line, exit status 4, :data:`IO_ERROR`),
+writes data to standard output or ``-o``, and every message (progress, ``wrote FILE``, ``made
+folder DIR/``) to standard error.
 """
 
 import contextlib
@@ -25,7 +31,15 @@ from . import __version__, cli_bench
 from . import cli_options as opt
 from .csr import render
 
-__all__ = ["main"]
+__all__ = ["main", "IO_ERROR"]
+
+#: Exit status when an output cannot be written (``cli_options.OutputError``, or any other I/O
+#: failure of the command): one line on standard error.
+IO_ERROR = opt.IO_ERROR
+
+#: Exit statuses every command shares, for the ``--help`` epilogs.
+_STATUS_COMMON = (f"2 a bad option; {IO_ERROR} an output cannot be written (the path and the "
+                  f"reason in one line, before any work where it can be known)")
 
 
 def _require_iverilog(args):
@@ -76,7 +90,7 @@ def _staged(out):
     ends without an error (so a failed run leaves no partial output folder behind)."""
     with tempfile.TemporaryDirectory(prefix="peach2-") as scratch:
         yield Path(scratch)
-        out.mkdir(parents=True, exist_ok=True)
+        opt.make_folders(out)
         for path in sorted(Path(scratch).iterdir()):
             shutil.move(str(path), str(out / path.name))
 
@@ -92,17 +106,17 @@ def _generate_platform(args, progress):
     except ValueError as error:
         sys.exit(f"error: {error}")
     roles = ", ".join(f"{p.upper()} {r.upper()}" for p, r in chip.core.port_roles.items())
-    print(f"wrote the Quartus project for {PEACH2Platform.device}{PEACH2Platform.package}"
-          f"{PEACH2Platform.speed} into {out}/ ({roles}) in {progress.elapsed:.0f} s:")
+    _say(f"wrote the Quartus project for {PEACH2Platform.device}{PEACH2Platform.package}"
+         f"{PEACH2Platform.speed} into {out}/ ({roles}) in {progress.elapsed:.0f} s:")
     for path in files:
-        print(f"  {path.name}")
+        _say(f"  {path.name}")
     qsf = (out / f"{NAME}.qsf").read_text()
-    print(f"{qsf.count('# PLACEHOLDER')} pin locations are placeholders (not published): "
-          f"see the PLACEHOLDER lines in {NAME}.qsf and constraints/peach2_pins.toml")
-    print("before compiling, generate the hard-IP variants into that folder as "
-          "constraints/hardip_variants.md says; then, with Quartus on the PATH:")
-    print(f"  cd {out} && sh build_{NAME}.sh")
-    print(f"  (or: cd {out} && quartus_sh --flow compile {NAME})")
+    _say(f"{qsf.count('# PLACEHOLDER')} pin locations are placeholders (not published): "
+         f"see the PLACEHOLDER lines in {NAME}.qsf and constraints/peach2_pins.toml")
+    _say("before compiling, generate the hard-IP variants into that folder as "
+         "constraints/hardip_variants.md says; then, with Quartus on the PATH:")
+    _say(f"  cd {out} && sh build_{NAME}.sh")
+    _say(f"  (or: cd {out} && quartus_sh --flow compile {NAME})")
     return 0
 
 
@@ -135,14 +149,14 @@ def _generate(args):
         if not args.no_check:
             _check_with_iverilog([scratch / "peach2.v"], progress)
     level = args.tx_start_level
-    print(f"wrote {out / 'peach2.v'} (module peach2: {args.routes} routes, "
-          f"{args.buffer_beats}-beat packet buffers, S port {args.s_role.upper()}, TX "
-          + (f"cut-through from {level} beat{'s' if level != 1 else ''})" if level
-             else "store-and-forward)") + f" in {progress.elapsed:.0f} s")
-    print(f"wrote {out / 'peach2_regs.h'} (register map for C drivers)")
-    print(f"wrote {out / 'peach2_config.json'} (parameters, port roles N/E/W/S, pin list)")
+    _say(f"wrote {out / 'peach2.v'} (module peach2: {args.routes} route entries, "
+         f"{args.buffer_beats}-beat packet buffers, S port {args.s_role.upper()}, TX "
+         + (f"cut-through from {level} beat{'s' if level != 1 else ''})" if level
+            else "store-and-forward)") + f" in {progress.elapsed:.0f} s")
+    _say(f"wrote {out / 'peach2_regs.h'} (register map for C drivers)")
+    _say(f"wrote {out / 'peach2_config.json'} (parameters, port roles N/E/W/S, pin list)")
     if not args.no_check:
-        print("checked: Icarus Verilog compiles peach2.v")
+        _say("checked: Icarus Verilog compiles peach2.v")
     return 0
 
 
@@ -153,6 +167,8 @@ def _synth_report(args):
 
     progress = Progress()
     top = _design(args)
+    if args.keep is not None:
+        opt.make_folders(args.keep)         # said on standard error, as for every output
     if args.only:
         try:
             found = block_paths(top, args.only, jobs=args.jobs, workdir=args.keep,
@@ -175,10 +191,12 @@ def _synth_report(args):
         sys.stdout.write(section)
     else:
         path = args.output
-        path.parent.mkdir(parents=True, exist_ok=True)
-        old = path.read_text() if path.exists() else ""
-        path.write_text(update_document(old, section))
-        print(f"wrote the report into {path} ({report.seconds:.0f} s)")
+        try:
+            old = path.read_text() if path.exists() else ""
+        except OSError as error:
+            raise opt.OutputError(f"cannot read {path}: {error.strerror or error}") from None
+        opt.write_text(path, update_document(old, section))
+        _say(f"wrote the report into {path} ({report.seconds:.0f} s)")
     return 0
 
 
@@ -190,15 +208,19 @@ def _regmap(args):
     return 0
 
 
-def _emit(text, output, note=None):
-    """Write ``text`` to standard output, or to the file ``output`` saying so on ``note``."""
+def _say(message):
+    """A message of a command (``wrote FILE``, what to do next): standard error, always."""
+    print(message, file=sys.stderr)
+
+
+def _emit(text, output):
+    """Write ``text`` to standard output, or to the file ``output`` saying ``wrote FILE`` on
+    standard error; an I/O failure raises :class:`~peach2.cli_options.OutputError`."""
     if output is None:
         sys.stdout.write(text)
     else:
-        path = Path(output)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        print(f"wrote {path}", file=note or sys.stdout)
+        opt.write_text(output, text)
+        _say(f"wrote {output}")
 
 
 def _check_routes_args(parser, args):
@@ -216,6 +238,15 @@ def _check_routes_args(parser, args):
     if end > 1 << 64:
         parser.error(f"{n} regions of {args.node_size:#x} bytes from --tca-base "
                      f"{args.tca_base:#x} end at {end:#x}, beyond 64-bit addresses")
+    if len(args.phys_base) not in (1, n):
+        parser.error(f"--phys-base: give one address for every node or one per node "
+                     f"({n} for {args.topology.label}), not {len(args.phys_base)}")
+    for node, base in enumerate(args.phys_base):
+        if base + args.host_size > 1 << 64:
+            parser.error(f"--phys-base {base:#x}" + (f" (node {node})" if len(args.phys_base) > 1
+                                                     else "")
+                         + f": the {args.host_size:#x}-byte host window would end beyond "
+                           f"64-bit addresses")
 
 
 def _routes(args):
@@ -224,14 +255,17 @@ def _routes(args):
 
     amap = default_address_map(tca_base=args.tca_base, node_size=args.node_size,
                                host_size=args.host_size)
+    phys = args.phys_base[0] if len(args.phys_base) == 1 else list(args.phys_base)
     sets = {}
     for policy in POLICIES:
         try:
-            sets[policy] = RouteSet.build(args.topology, amap, policy, n_routes=args.routes)
+            sets[policy] = RouteSet.build(args.topology, amap, policy, n_routes=args.routes,
+                                          phys_base=phys)
         except RouteTableFull as error:
             if policy == args.routing:
-                print(f"error: {error}; raise --routes (the chip's table, "
-                      f"1..{MAX_ROUTES}) or choose other routing", file=sys.stderr)
+                print(f"peach2 routes: error: {error}; build the chip with more entries "
+                      f"(--routes up to {MAX_ROUTES}) or choose other routing",
+                      file=sys.stderr)
                 return 3
     rs = sets[args.routing]
     others = [r for p, r in sets.items() if p != args.routing]
@@ -245,7 +279,7 @@ def _routes(args):
         text = rs.to_c_header(nodes)
     else:
         text = rs.to_markdown(nodes, others)
-    _emit(text, args.output, sys.stderr)
+    _emit(text, args.output)
     st = rs.stats()
     print(f"{args.topology.label}, {rs.policy} routing: max {st['max_hops']} hops, mean "
           f"{st['mean_hops']:.3f}, at most {st['max_entries']} of {args.routes} entries per "
@@ -268,13 +302,24 @@ MAX_JOBS = 64
 MAX_PATHS = 1000
 
 
+def _routes_argument(p, purpose):
+    """``--routes N``, the same option in every command: the entries of the chip's route
+    table, ``MIN_ROUTES..MAX_ROUTES`` (the chip cannot be built with fewer, the register map has
+    room for no more).  ``purpose`` says what the command does with it."""
+    from .params import DEFAULT_N_ROUTES
+    from .top import MAX_ROUTES, MIN_ROUTES
+
+    p.add_argument("--routes", type=opt.bounded(MIN_ROUTES, MAX_ROUTES),
+                   default=DEFAULT_N_ROUTES, metavar="N",
+                   help=f"entries of the chip's route table, {MIN_ROUTES}..{MAX_ROUTES}; "
+                        f"{purpose} (default %(default)s)")
+
+
 def _design_arguments(p):
     """The design options of generate, regmap and synth-report, with the core's limits."""
-    from .top import MAX_BUFFER_BEATS, MAX_ROUTES, MIN_BUFFER_BEATS, MIN_ROUTES, TX_DEPTH
+    from .top import MAX_BUFFER_BEATS, MIN_BUFFER_BEATS, TX_DEPTH
 
-    p.add_argument("--routes", type=opt.bounded(MIN_ROUTES, MAX_ROUTES), default=8,
-                   metavar="N", help=f"routing table entries, {MIN_ROUTES}..{MAX_ROUTES} "
-                                     f"(default %(default)s)")
+    _routes_argument(p, "the chip is built with this many")
     p.add_argument("--buffer-beats", type=opt.bounded(MIN_BUFFER_BEATS, MAX_BUFFER_BEATS),
                    default=128, metavar="N",
                    help=f"per-port packet buffer in 16-byte beats, {MIN_BUFFER_BEATS}.."
@@ -288,7 +333,6 @@ def _design_arguments(p):
 
 def _parser():
     from .routes import MAX_NODES
-    from .top import MAX_ROUTES
 
     parser = opt.OneLineParser(
         prog="peach2",
@@ -302,10 +346,13 @@ def _parser():
                                      "Icarus; or, with --platform, the Quartus project of "
                                      "the board (docs/synthesis.md).  Progress goes to "
                                      "standard error; files appear in the output folder only "
-                                     "when every step has succeeded.")
+                                     "when every step has succeeded.",
+                         epilog=f"exit status: 0 written; 1 a check failed (Icarus Verilog "
+                                f"missing or rejecting the Verilog, a design error); "
+                                f"{_STATUS_COMMON}.")
     gen.add_argument("-o", "--output", type=opt.output_dir, metavar="DIR",
-                     help="output folder, made if absent (default: build, or build/quartus "
-                          "with --platform)")
+                     help="output folder, made if absent and said on standard error "
+                          "(default: build, or build/quartus with --platform)")
     gen.add_argument("--platform", choices=("peach2",),
                      help="write the Quartus project for this board instead of the "
                           "simulation core (needs no Quartus)")
@@ -316,11 +363,13 @@ def _parser():
 
     reg = sub.add_parser("regmap", help="write the register map (Markdown, C header or JSON)",
                          description="Write the control register map (BAR 0), generated from "
-                                     "its one Python description (rtl/csr/regmap.py).")
+                                     "its one Python description (rtl/csr/regmap.py).",
+                         epilog=f"exit status: 0 written; {_STATUS_COMMON}.")
     reg.add_argument("--format", choices=("md", "c", "json"), default="md",
                      help="md: docs/registers.md; c: a C header; json (default: %(default)s)")
     reg.add_argument("-o", "--output", type=opt.output_file, metavar="FILE",
-                     help="write to FILE instead of standard output")
+                     help="write to FILE instead of standard output (missing folders are "
+                          "made, and said on standard error)")
     _design_arguments(reg)
     reg.set_defaults(func=_regmap)
 
@@ -331,7 +380,9 @@ def _parser():
                                      "flip-flops, memory bits, an ALM estimate and the deepest "
                                      "register-to-register paths against the EP4SGX530.  "
                                      "Progress (each step, each block as Yosys finishes it) "
-                                     "goes to standard error.")
+                                     "goes to standard error.",
+                         epilog=f"exit status: 0 reported; 1 a synthesis step failed; "
+                                f"{_STATUS_COMMON}.")
     syn.add_argument("-o", "--output", type=opt.output_file, metavar="FILE",
                      help="write the report into FILE, replacing its report section if it has "
                           "one (docs/synthesis.md); default: standard output")
@@ -357,9 +408,11 @@ def _parser():
         description="Print every chip's route table (mask, lower, upper, port) and N offset for "
                     "a ring, line or 2xK double ring, the hop statistics, and whether the "
                     "channel dependency graph is acyclic (docs/routes.md).",
-        epilog="exit status: 0 the routes cannot deadlock; 1 the channel dependency graph has "
-               "a cycle (printed as a list of links); 2 a bad option; 3 a node needs more "
-               "entries than --routes.  Sizes take 0x hex or K/M/G/T suffixes (1M = 2^20).")
+        epilog=f"exit status: 0 the routes cannot deadlock; 1 the channel dependency graph has "
+               f"a cycle (printed as a list of links); 2 a bad option; 3 a node needs more "
+               f"entries than --routes; {IO_ERROR} the output cannot be written (one line, "
+               f"checked before any work where it can be known).  Sizes and addresses take "
+               f"0x hex or K/M/G/T suffixes (1M = 2^20).")
     rts.add_argument("--topology", type=opt.topology, required=True, metavar="SPEC",
                      help="ring:K or line:K (K 2..16), or 2xK, the double ring of the papers "
                           "(K 2..8: nodes 0..K-1 ring A, K..2K-1 ring B, S links i <-> K+i)")
@@ -372,8 +425,8 @@ def _parser():
     rts.add_argument("--routing", choices=("safe", "shortest"), default="safe",
                      help="safe: deadlock-free (acyclic channel dependency graph), a few hops "
                           "longer; shortest: fewest hops, can deadlock (default: %(default)s)")
-    rts.add_argument("--routes", type=opt.bounded(1, MAX_ROUTES), default=8, metavar="N",
-                     help=f"route entries per chip, 1..{MAX_ROUTES} (default: %(default)s)")
+    _routes_argument(rts, "every node's table must fit in them, as in a chip built with "
+                          "the same peach2 generate --routes")
     rts.add_argument("--tca-base", type=opt.tca_base, default=0x8000_0000_0000_0000,
                      metavar="ADDR", help="bus address of node 0's region, aligned to "
                                           "--node-size (default: 0x8000000000000000)")
@@ -383,14 +436,33 @@ def _parser():
     rts.add_argument("--host-size", type=opt.region_size, default=1 << 20,
                      metavar="BYTES", help="bytes of each node's host window, a power of two, "
                                            "4K..--node-size (default: 1M)")
+    rts.add_argument("--phys-base", type=opt.phys_bases, default=[0], metavar="ADDR[,ADDR...]",
+                     help="physical address where each node's host window lands in its own "
+                          "host's memory: one address for every node, or one per node "
+                          "(comma-separated, node 0 first); multiples of 4K.  Sets each "
+                          "node's N offset (OFFSET = region base - phys base) in every "
+                          "format (default: 0)")
     rts.add_argument("-o", "--output", type=opt.output_file, metavar="FILE",
-                     help="write the tables to FILE instead of standard output")
+                     help="write the tables to FILE instead of standard output (missing "
+                          "folders are made, and said on standard error)")
     rts.set_defaults(func=_routes, check=_check_routes_args, parser=rts)
     sub.add_parser("bench", help=cli_bench.HELP, add_help=False)  # options: tb/benchmarks.py's
     return parser
 
 
+def _outputs(args):
+    """``(path, is a folder)`` of every output ``args`` names, defaults included."""
+    if args.command == "generate":
+        return [(args.output or Path("build/quartus" if args.platform else "build"), True)]
+    out = [(args.output, False)] if getattr(args, "output", None) is not None else []
+    if getattr(args, "keep", None) is not None:
+        out.append((args.keep, True))
+    return out
+
+
 def main(argv=None):
+    """Run the ``peach2`` command with ``argv`` (default: the command line); return its exit
+    status (a bad option exits with 2 from the parser)."""
     parser = _parser()
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["bench"]:
@@ -401,7 +473,17 @@ def main(argv=None):
     if args.command is None:
         parser.print_help()
         return 0
-    return args.func(args)
+    try:
+        for path, folder in _outputs(args):
+            opt.check_writable(path, folder=folder)
+        return args.func(args)
+    except opt.OutputError as error:
+        print(f"peach2 {args.command}: error: {error}", file=sys.stderr)
+    except OSError as error:            # any other I/O failure: one line too
+        what = f"{error.strerror}: {error.filename}" if error.strerror and error.filename \
+            else str(error)
+        print(f"peach2 {args.command}: error: {what}", file=sys.stderr)
+    return IO_ERROR
 
 
 if __name__ == "__main__":

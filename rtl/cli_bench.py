@@ -12,7 +12,8 @@ from pathlib import Path
 
 __all__ = ["HELP", "benchmarks_script", "main"]
 
-HELP = "measure the benchmarks and rebuild docs/benchmarks.md (editable install only)"
+HELP = ("measure the benchmarks and rebuild docs/benchmarks.md (editable install only; "
+        "peach2 bench --help lists one command per study)")
 
 
 def benchmarks_script():

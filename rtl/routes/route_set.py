@@ -4,8 +4,9 @@
 table entries of every chip, their N offsets, hop statistics and the deadlock check;
 ``peach2 routes`` prints it (``docs/routes.md``).  Its parts: one chip's table
 (:mod:`peach2.routes.tables`), the channel dependency graph (:mod:`peach2.routes.deadlock`), the
-``safe`` and ``shortest`` policies (:mod:`peach2.routes.search`) and the output formats
-(:mod:`peach2.routes.formats`).  :func:`cost_table` compares both policies' hops.
+``safe`` and ``shortest`` policies (:mod:`peach2.routes.search`); the output formats (JSON,
+Markdown, a C header, each with every node's phys_base and N offset) are its methods.
+:func:`cost_table` compares both policies' hops.
 """
 
 
@@ -308,7 +309,9 @@ class RouteSet:
         amap, st = self.address_map, self.stats()
         out = [f"# PEACH2 routes: {self.topology.label}, {self.policy} routing", "",
                f"Address map: TCA base {amap.tca_base:#x}; node regions of {amap.node_size:#x} "
-               f"bytes (route mask {amap.mask:#x}); host window {amap.host_size:#x} bytes.", ""]
+               f"bytes (route mask {amap.mask:#x}); host window {amap.host_size:#x} bytes, at "
+               f"{self._phys_text()} in its own host's memory (N offset = region base - "
+               f"phys_base).", ""]
         cycle = self.cycle_names()
         if cycle is None:
             out.append("Channel dependency graph: **acyclic**, the routes cannot deadlock.")
@@ -338,15 +341,31 @@ class RouteSet:
                 out.append(f"| {k} | {m:#018x} | {lo:#018x} | {hi:#018x} | {PORT_NAMES[p]} |")
         return "\n".join(out) + "\n"
 
+    def _phys_text(self):
+        """Where the host windows land, in words: one address for all, or one per node."""
+        if len(set(self._phys)) == 1:
+            return f"physical address {self._phys[0]:#x}"
+        return ("physical addresses " + ", ".join(f"{p:#x}" for p in self._phys)
+                + " (node 0 first)")
+
     def to_c_header(self, nodes=None):
         """Return a C header with an initialiser of every chip's (or ``nodes``') table.
+
+        Every node: ``peach2_routes[PEACH2_ROUTES_N_NODES]``, indexed by node.  Some nodes
+        (``nodes``): one ``peach2_routes_node<I>`` per node listed, so that no array index can
+        be taken for a node number; a single node also gets ``PEACH2_ROUTES_NODE`` (its number)
+        and ``peach2_routes_this`` (a pointer to its tables).  ``PEACH2_ROUTES_N_NODES`` is the
+        cluster's node count in both.
 
         Bring-up code writes, for its node: ``ROUTE_TARGET[i] = 0`` for every entry, then
         ``ROUTE_MASK/LOWER/UPPER[i]`` and ``ROUTE_TARGET[i] = port | enable`` for each entry
         listed, ``OFFSET``, ``NODE`` and finally ``CONTROL`` (what ``Driver.program_routes``
         does; register offsets in the header of ``peach2 regmap --format c``).
         """
-        nodes = range(self.n_nodes) if nodes is None else [self._node(i) for i in nodes]
+        every = nodes is None
+        nodes = range(self.n_nodes) if every else [self._node(i) for i in nodes]
+        if not every and not nodes:
+            raise ValueError("no node to write")
         width = max(len(t) for t in self._tables)
         st = self.stats()
         cycle = self.cycle_names()
@@ -359,25 +378,49 @@ class RouteSet:
             " * An address A goes to the port of the first entry with lower <= (A & mask) <= "
             "upper;",
             " * port: 0 N (own host), 1 E, 2 W, 3 S.  offset: subtracted from A on the way out "
-            "of N. */",
+            "of N,",
+            f" * offset = region base - phys_base: the host window lands at "
+            f"{self._phys_text()}.",
+            (" * peach2_routes[i] is node i's tables. */" if every else
+             " * Nodes " + ", ".join(map(str, nodes)) + f" of {self.n_nodes} only: "
+             "peach2_routes_node<i> is node i's tables. */"),
             "#ifndef PEACH2_ROUTES_H", "#define PEACH2_ROUTES_H", "", "#include <stdint.h>", "",
-            f"#define PEACH2_ROUTES_N_NODES {len(nodes)}u",
-            f"#define PEACH2_ROUTES_MAX_ENTRIES {width}u", "",
-            "struct peach2_route_entry {", "    uint64_t mask, lower, upper;",
+            f"#define PEACH2_ROUTES_N_NODES {self.n_nodes}u",
+            f"#define PEACH2_ROUTES_MAX_ENTRIES {width}u"]
+        if not every and len(nodes) == 1:
+            lines.append(f"#define PEACH2_ROUTES_NODE {nodes[0]}u")
+        lines += [
+            "", "struct peach2_route_entry {", "    uint64_t mask, lower, upper;",
             "    uint8_t port;", "};", "",
             "struct peach2_node_routes {", "    uint8_t node, n_entries;",
             "    uint64_t offset, phys_base;",
-            "    struct peach2_route_entry entry[PEACH2_ROUTES_MAX_ENTRIES];", "};", "",
-            "static const struct peach2_node_routes "
-            "peach2_routes[PEACH2_ROUTES_N_NODES] = {"]
-        for i in nodes:
-            lines.append(f"    {{ {i}, {len(self._tables[i])}, {self.offset(i):#018x}ull, "
-                         f"{self._phys[i]:#x}ull, {{")
+            "    struct peach2_route_entry entry[PEACH2_ROUTES_MAX_ENTRIES];", "};", ""]
+
+        def node_lines(i, indent):
+            pad = " " * indent
+            out = [f"{pad}{{ {i}, {len(self._tables[i])}, {self.offset(i):#018x}ull, "
+                   f"{self._phys[i]:#x}ull, {{"]
             for m, lo, hi, p in self._tables[i]:
-                lines.append(f"        {{ {m:#018x}ull, {lo:#018x}ull, {hi:#018x}ull, {p} }}, "
-                             f"/* {PORT_NAMES[p]} */")
-            lines.append("    } },")
-        lines += ["};", "", "#endif /* PEACH2_ROUTES_H */"]
+                out.append(f"{pad}    {{ {m:#018x}ull, {lo:#018x}ull, {hi:#018x}ull, {p} }}, "
+                           f"/* {PORT_NAMES[p]} */")
+            return out
+
+        if every:
+            lines.append("static const struct peach2_node_routes "
+                         "peach2_routes[PEACH2_ROUTES_N_NODES] = {")
+            for i in nodes:
+                lines += node_lines(i, 4) + ["    } },"]
+            lines.append("};")
+        else:
+            for i in nodes:
+                body = node_lines(i, 0)
+                body[0] = f"static const struct peach2_node_routes peach2_routes_node{i} = " \
+                          + body[0]
+                lines += body + ["} };", ""]
+            if len(nodes) == 1:
+                lines.append(f"static const struct peach2_node_routes *const "
+                             f"peach2_routes_this = &peach2_routes_node{nodes[0]};")
+        lines += ["", "#endif /* PEACH2_ROUTES_H */"]
         return "\n".join(lines) + "\n"
 
 

@@ -21,7 +21,11 @@ bound of DMA writes to a neighbour: 256-byte payloads with 4-DW headers, ``256 /
 
 from peach2.sim.run import ROOT
 
+from .results import save_plot, stamp
+
 IMG = ROOT / "docs" / "img"
+#: The section's plot, a file name under the image folder.
+PLOT = "coll_times.png"
 B_WIRE = 256 / (256 + 16 + 8) * 4.0        # GB/s = bytes per ns
 PAPER_HOP_US = (0.3, 0.4)                  # 000 section 5.4
 ALLGATHER_TOTAL = 1 << 20                  # the full run's largest gathered size
@@ -51,12 +55,6 @@ def model_bcast(p, size, L, h, extra_hops=0):
 
 def model_allgather(p, size, L, h, extra_hops=0):
     return _steps(p) * L + (p - 1) * size / B_WIRE + extra_hops * h
-
-
-def _stamp():
-    """``bench_results.stamp``."""
-    from .bench_results import stamp
-    return stamp
 
 
 def _calibration(saved):
@@ -97,22 +95,31 @@ def _rows_sizes(res, kind, L, h):
     return out
 
 
-def summary(saved):
-    """A few printed lines of the run's main figures."""
-    L, h = _calibration(saved)
-    lines = [f"collectives: 1-hop put {L and round(L)} ns, per extra hop "
-             f"{h and round(h)} ns (000: 300-400 ns)"]
+def summary(results, heading="collectives"):
+    """Printed lines of the main figures of ``results`` (keyed by node count, ``"8"``,
+    ``"16"``) under ``heading``; what ``results`` does not hold is left out, so a run prints
+    what it measured and nothing else."""
+    L, h = _calibration(results)
+    lines = [f"{heading}:"]
+    if L is not None:
+        lines.append(f"  1-hop put {round(L)} ns"
+                     + (f", per extra hop {round(h)} ns (000: 300-400 ns)" if h is not None
+                        else ""))
     for n in ("8", "16"):
-        res = saved.get(n)
-        if not res:
-            continue
+        res = results.get(n) or {}
         for kind in ("bcast", "allgather"):
-            pts = ", ".join(f"{_size(r['bytes'])} {r['ns'] / 1000:.2f} us" for r in res[kind])
-            lines.append(f"{n} nodes {kind}: {pts}")
+            if res.get(kind):
+                pts = ", ".join(f"{_size(r['bytes'])} {r['ns'] / 1000:.2f} us" for r in res[kind])
+                lines.append(f"  {n} nodes {kind}: {pts}")
+        for kind in ("halo", "collision"):
+            if res.get(kind):
+                lines.append(f"  {n} nodes {kind}: {len(res[kind])} rows")
+    if len(lines) == 1:
+        lines.append("  nothing")
     return "\n".join(lines)
 
 
-def plot(saved, path=IMG / "coll_times.png"):
+def plot(saved, path):
     """Broadcast and Allgather time vs size (8 and 16 nodes) with the model; halo vs N."""
     import matplotlib
     matplotlib.use("Agg")
@@ -145,16 +152,18 @@ def plot(saved, path=IMG / "coll_times.png"):
     axes[2].grid(True, alpha=0.3)
     axes[2].legend()
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=90)
+    save_plot(fig, path, 90)
     plt.close(fig)
     return path
 
 
-def section(saved, img=IMG):
-    """``(title, body)`` of the section for ``bench_doc``; the plot goes to ``img``."""
+def section(saved, img=None, draw=True):
+    """``(title, body)`` of the section for :mod:`peach2.sim.bench.doc`; with ``draw`` (True, or
+    file names that include :data:`PLOT`), (re)draw the plot into ``img`` (default :data:`IMG`)."""
     L, h = _calibration(saved)
-    image = plot(saved, img / "coll_times.png")
+    image = (img or IMG) / PLOT
+    if draw is True or (draw and PLOT in draw):
+        plot(saved, image)
     out = ["", "Collectives of `peach2.sim.collectives.algorithms` / `peach2.sim.collectives.halo` "
            "([collectives](collectives.md)) on the HDL sub-cluster (Verilator, cable credits "
            "of the cable model's defaults, calibrated hard-IP pipeline "
@@ -164,7 +173,6 @@ def section(saved, img=IMG):
            f"(L = {L and round(L)} ns, h = {h and round(h)} ns per extra hop, "
            f"B = {B_WIRE:.3f} GB/s).", "", f"![collectives](img/{image.name})",
            ""]
-    stamp = _stamp()
     for what, run in sorted((saved.get("parts") or {}).items()):
         out += [f"Rows of {what} from a later run: {stamp(run)}", ""]
     for n in ("8", "16"):

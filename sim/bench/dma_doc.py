@@ -9,8 +9,12 @@ contiguous transfers of the halo planes (000 section 4, 002 section 3.4).  The s
 """
 
 from .dma_plan import SCATTER_STRIDE
+from .results import save_plot
 
-__all__ = ["dma_markdown", "print_dma", "scattered_rows"]
+__all__ = ["dma_markdown", "print_dma", "scattered_rows", "PLOTS", "plot_files"]
+
+#: The section's plots, by role, as file names under the image folder.
+PLOTS = {"chain": "dma_chain128.png", "single": "dma_single_chain4k.png"}
 
 GOAL_NEIGHBOUR = 0.97       # of the 3.66 GB/s bound, at 4 KiB and above (issue 4)
 GOAL_HALO = 0.95            # block-stride against contiguous, bursts of 256 B or more
@@ -25,15 +29,28 @@ def _size(n):
     return f"{n // 1024} KiB" if n >= 1024 and n % 1024 == 0 else f"{n} B"
 
 
-def _plot(result, img_dir):
+def plot_files(img_dir):
+    """``{role: path}`` of the section's plots under ``img_dir``."""
+    return {role: img_dir / name for role, name in PLOTS.items()}
+
+
+def _plot(result, img_dir, names=None):
+    """Draw the plots of :data:`PLOTS` whose file name is in ``names`` (default: all)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    img_dir.mkdir(parents=True, exist_ok=True)
     bound = result["paper_bound_gbps"]
-    files = {}
+    files = plot_files(img_dir)
+    names = set(PLOTS.values()) if names is None else set(names)
+    if PLOTS["chain"] in names:
+        _plot_chain(result, files["chain"], bound, plt)
+    if PLOTS["single"] in names:
+        _plot_single(result, files["single"], bound, plt)
+    return files
 
+
+def _plot_chain(result, path, bound, plt):
     fig, ax = plt.subplots(figsize=(6.4, 4))
     for where, marker in (("local", "o"), ("neighbour", "s")):
         pts = _pts(result, "chain128", where=where)
@@ -54,10 +71,11 @@ def _plot(result, img_dir):
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    files["chain"] = img_dir / "dma_chain128.png"
-    fig.savefig(files["chain"], dpi=100)
+    save_plot(fig, path, 100)
     plt.close(fig)
 
+
+def _plot_single(result, path, bound, plt):
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
     for mode, marker in (("descriptor", "o"), ("register", "s")):
         pts = _pts(result, "single", mode=mode)
@@ -77,10 +95,8 @@ def _plot(result, img_dir):
         b.set_xscale("log", base=2)
     b.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
-    files["single"] = img_dir / "dma_single_chain4k.png"
-    fig.savefig(files["single"], dpi=100)
+    save_plot(fig, path, 100)
     plt.close(fig)
-    return files
 
 
 def scattered_rows(result):
@@ -119,10 +135,14 @@ def bound_of(result):
     return f"{result['paper_bound_gbps']:.2f}"
 
 
-def dma_markdown(result, img_dir):
-    """Return the DMA section of ``docs/benchmarks.md`` as (title, body); write its plots under
-    ``img_dir``.  The run's stamp is :mod:`peach2.sim.bench.doc`'s."""
-    files = _plot(result, img_dir)
+def dma_markdown(result, img_dir, draw=True):
+    """Return the DMA section of ``docs/benchmarks.md`` as (title, body); (re)draw its plots
+    under ``img_dir`` (:data:`PLOTS`): all with ``draw=True``, none with ``False``, or those
+    whose file names ``draw`` lists.  The run's stamp is :mod:`peach2.sim.bench.doc`'s."""
+    if draw:
+        files = _plot(result, img_dir, None if draw is True else draw)
+    else:
+        files = plot_files(img_dir)
     bound = result["paper_bound_gbps"]
     lat = result["read_latency_ns"]
     rows = []

@@ -8,19 +8,30 @@ files, or that was never measured here, is never deleted), else a line saying ho
 it.  Every rendered section starts with its run's stamp (command, commit, date, seconds, machine
 load, what ``--quick`` shortened).  The DMA and sub-cluster sections are rendered by
 :mod:`peach2.sim.bench.dma_doc` and :mod:`peach2.sim.bench.cluster_doc`.
+
+Plots (``docs/img/``, :data:`IMAGES`) are redrawn only for the sections a run measured (and
+any plot that is missing): re-rendering another section's text never rewrites its images, so a
+run of one section changes no other section's files.  Plots are saved without metadata
+(:func:`~peach2.sim.bench.results.save_plot`), so the same figures give the same bytes.
 """
 
 import json
+import sys
 
+from . import collectives_doc, dma_doc, gpu_doc
 from .cluster_doc import section as cluster_section
-from .dma_doc import dma_markdown
-from .results import ROOT, SECTIONS, load, stamp
+from .results import ROOT, SECTIONS, load, save_plot, stamp
 
-__all__ = ["DOC", "PLOT", "rebuild", "stamp", "plot_adapters"]
+__all__ = ["DOC", "IMG", "PLOT", "IMAGES", "rebuild", "stamp", "plot_adapters"]
 
 DOC = ROOT / "docs" / "benchmarks.md"
+#: Where the plots go (read when a section is drawn, so a test can point it elsewhere).
 IMG = ROOT / "docs" / "img"
-PLOT = IMG / "loopback_throughput.png"
+#: The adapters section's plot, a file name under :data:`IMG`.
+PLOT = "loopback_throughput.png"
+#: Every section's plots, file names under :data:`IMG`.
+IMAGES = {"adapters": [PLOT], "dma": list(dma_doc.PLOTS.values()),
+          "collectives": [collectives_doc.PLOT]}
 
 HEAD = """# Benchmarks
 
@@ -39,13 +50,14 @@ measured.
 """
 
 
-def plot_adapters(points, path=PLOT):
-    """Plot the loopback throughput of the adapters' points against the wire bound."""
+def plot_adapters(points, path=None):
+    """Plot the loopback throughput of the adapters' points against the wire bound (default
+    path: :data:`PLOT` under :data:`IMG`)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = path or IMG / PLOT
     fig, ax = plt.subplots(figsize=(6.4, 4))
     for hdr, marker in ((4, "o"), (3, "s")):
         pts = sorted((r for r in points if r["header_dw"] == hdr), key=lambda r: r["payload"])
@@ -60,16 +72,18 @@ def plot_adapters(points, path=PLOT):
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    save_plot(fig, path, 100)
     plt.close(fig)
 
 
-def adapters_section(saved):
+def adapters_section(saved, draw=True):
+    """The adapters section; ``draw``: True, False or the file names of the plots to draw."""
     rows = "\n".join(
         f"| {r['payload']} | {r['header_dw']} | {r['tlps']} | {r['gbps']:.3f} | "
         f"{r['bound_gbps']:.3f} | {100 * r['fraction']:.1f}% |"
         for r in sorted(saved["points"], key=lambda r: (-r["header_dw"], r["payload"])))
-    plot_adapters(saved["points"])
+    if draw is True or (draw and PLOT in draw):
+        plot_adapters(saved["points"])
     return "Hard-IP adapters: loopback write stream", f"""
 Memory writes are injected at the receive side of the Stratix IV hard-IP model, cross
 `AvalonST128RX`, the internal TLP stream and `AvalonST128TX`, leave over the timed link and land
@@ -81,7 +95,7 @@ for 256-byte writes (`tb/tlp/test_adapters.py::test_host_write_stream_throughput
 | ---: | ---: | ---: | ---: | ---: | ---: |
 {rows}
 
-![loopback throughput](img/{PLOT.name})
+![loopback throughput](img/{PLOT})
 
 The 4-DW, 256-byte row is the papers' 3.66 GB/s bound (002 section 4.1:
 4 GB/s x 256 / (256 + 16 + 2 + 4 + 1 + 1)). Writes with address bit 2 set and a 4-DW header
@@ -90,7 +104,7 @@ the hard IP's interface, not the link, would set the pace; the benchmark uses al
 DMA does."""
 
 
-def router_section(saved):
+def router_section(saved, draw=True):
     latency, busy, pio = saved["latency"], saved["all_ports_busy"], saved["pio"]
     lat_rows = "\n".join(f"| {r['from']} -> {r['to']} | {r['bytes']} | {r['cycles']} | "
                          f"{4 * r['cycles']} |" for r in latency)
@@ -146,22 +160,26 @@ cable's length or the host's memory path, which is why it is far below the 782 n
 measured on hardware (002 section 4)."""
 
 
-def collectives_section(saved):
-    from .bench_collectives_doc import section
-    return section(saved)
+def collectives_section(saved, draw=True):
+    return collectives_doc.section(saved, IMG, draw)
 
 
-def gpu_section(saved):
-    from .bench_gpu_doc import section
-    return section(saved)
+def gpu_section(saved, draw=True):
+    return gpu_doc.section(saved)
 
 
-def dma_section(saved):
-    return dma_markdown(saved, IMG)
+def dma_section(saved, draw=True):
+    return dma_doc.dma_markdown(saved, IMG, draw)
 
 
+def _cluster_section(saved, draw=True):
+    return cluster_section(saved)
+
+
+#: Each section's renderer: ``(saved results, plots to draw) -> (title, body)``; the plots
+#: to draw are True (all), False (none) or a list of file names of :data:`IMAGES`.
 RENDER = {"adapters": adapters_section, "router": router_section, "dma": dma_section,
-          "cluster": cluster_section, "gpu": gpu_section, "collectives": collectives_section}
+          "cluster": _cluster_section, "gpu": gpu_section, "collectives": collectives_section}
 
 
 def _markers(name):
@@ -176,21 +194,27 @@ def kept_text(old, name):
     return old.split(begin, 1)[1].split(end, 1)[0].strip("\n")
 
 
-def render(name, saved):
-    """A section's markdown from its saved results: heading, stamp, body."""
-    title, body = RENDER[name](saved)
+def render(name, saved, draw=True):
+    """A section's markdown from its saved results: heading, stamp, body; ``draw`` (True, False
+    or file names) says which of its plots are (re)drawn."""
+    title, body = RENDER[name](saved, draw)
     return f"## {title}\n\n{stamp(saved.get('run'))}\n\n{body.strip()}"
 
 
-def rebuild(doc=DOC):
+def rebuild(doc=DOC, measured=()):
     """Write ``doc`` from every section's saved results (kept text where there are none);
-    return the sections that were rendered from saved results."""
+    return the sections that were rendered from saved results.
+
+    ``measured``: the sections this run measured, whose plots are redrawn; another section's
+    plots are drawn only when one is missing, never rewritten."""
     old = doc.read_text() if doc.exists() else ""
     parts, rendered = [HEAD], []
     for name in SECTIONS:
         saved = load(name)
         if saved is not None:
-            text = render(name, saved)
+            draw = True if name in measured else \
+                [f for f in IMAGES.get(name, ()) if not (IMG / f).exists()]
+            text = render(name, saved, draw)
             rendered.append(name)
         else:
             text = kept_text(old, name)
@@ -203,5 +227,6 @@ def rebuild(doc=DOC):
     kept = [n for n in SECTIONS if n not in rendered]
     shown = doc.relative_to(ROOT) if doc.is_relative_to(ROOT) else doc
     print(f"wrote {shown}: {', '.join(rendered) or 'no section'} from saved results"
-          + (f"; kept as they were: {', '.join(kept)}" if kept else ""), flush=True)
+          + (f"; kept as they were: {', '.join(kept)}" if kept else ""), file=sys.stderr,
+          flush=True)
     return rendered

@@ -22,8 +22,7 @@ from pathlib import Path
 from peach2.sim.run import ROOT
 
 __all__ = ["ROOT", "RESULTS", "SECTIONS", "result_path", "load", "save", "commit", "started",
-           "run_info",
-           "stamp", "shortened_note", "Progress", "follow"]
+           "run_info", "stamp", "shortened_note", "Progress", "follow", "save_plot"]
 
 RESULTS = ROOT / "docs" / "results"
 #: The document's sections, in the document's order.
@@ -47,6 +46,15 @@ def save(section, data):
         raise ValueError(f"save({section!r}): a section of {SECTIONS} with a 'run' entry")
     RESULTS.mkdir(parents=True, exist_ok=True)
     result_path(section).write_text(json.dumps(data, indent=1) + "\n")
+
+
+def save_plot(fig, path, dpi):
+    """Save a matplotlib figure as PNG with no metadata (no "Software" version, no date), so
+    that the same figures drawn by the same library give the same bytes; makes the folder."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi, metadata={"Software": None})
+    return path
 
 
 def commit():

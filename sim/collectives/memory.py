@@ -28,14 +28,13 @@ GPU windows: a cluster with a ``gpu_memory(node, i)`` method (``(bus address, me
 GPU's BAR as its host sees it, and the device memory) serves them; ``regions={(node, ("gpu",
 i)): (bus address, memory)}`` overrides it.  The host window comes from
 :meth:`peach2.sim.harness.cluster.Cluster.memory`.
+
+Building a plan needs no simulator: cocotb (and cocotbext-pcie) are imported by the methods
+that wait in simulated time (:meth:`Memories.wait_word`, :func:`gather`, the write hook), so
+places, addresses and symmetric buffers work offline.
 """
 
 from dataclasses import dataclass, replace
-
-import cocotb
-from cocotb.triggers import ClockCycles, Event, SimTimeoutError, with_timeout
-from cocotb.utils import get_sim_time
-from cocotbext.pcie.core.tlp import TlpType
 
 __all__ = ["Place", "Memories"]
 
@@ -146,6 +145,8 @@ class Memories:
 
     def _hook(self, node):
         """Check ``node``'s waiters after every memory write its root complex takes."""
+        from cocotbext.pcie.core.tlp import TlpType
+
         if node in self._hooked:
             return
         self._hooked.add(node)
@@ -172,6 +173,9 @@ class Memories:
             Not seen within ``timeout_ns`` (None: wait for ever), naming the place and what it
             holds.
         """
+        from cocotb.triggers import ClockCycles, Event, SimTimeoutError, with_timeout
+        from cocotb.utils import get_sim_time
+
         if self.word(place) == value:
             return get_sim_time("ns")
         if place.window != "host":
@@ -219,5 +223,7 @@ class Memories:
 
 async def gather(coros):
     """Run coroutines at once; return their results in order."""
+    import cocotb
+
     tasks = [cocotb.start_soon(c) for c in coros]
     return [await t for t in tasks]

@@ -18,12 +18,13 @@ and raises :class:`~peach2.sim.driver.driver.DmaFault` if one stopped with an er
 
 Simplification: the nodes' programs all start at the same instant, as if a barrier had just
 released them (the papers time their collectives the same way, from the start call).
+
+Building a plan (the classes here, :mod:`~peach2.sim.collectives.algorithms`,
+:mod:`~peach2.sim.collectives.halo`) needs no simulator; :func:`prepare` and :func:`run` import
+cocotb when they are called.
 """
 
 from dataclasses import dataclass, field
-
-from cocotb.triggers import ClockCycles
-from cocotb.utils import get_sim_time
 
 from peach2.params import N_DMA_CHANNELS
 from peach2.sim.driver import Chain
@@ -111,6 +112,9 @@ async def _prepare_node(mem, coll, prog):
 
 
 async def _node(mem, coll, prog, seen, done, clk, timeout_ns):
+    from cocotb.triggers import ClockCycles
+    from cocotb.utils import get_sim_time
+
     drv = mem.cluster.drivers[prog.node]
     started = set()
     for i, step in enumerate(prog.steps):
@@ -140,6 +144,9 @@ async def run(mem, coll, timeout_ns=None):
 
     A flag not seen within ``timeout_ns`` (default :func:`default_timeout_ns`) raises
     ``TimeoutError`` naming it; a channel that stopped with an error raises ``DmaFault``."""
+    from cocotb.triggers import ClockCycles
+    from cocotb.utils import get_sim_time
+
     timeout_ns = default_timeout_ns(coll) if timeout_ns is None else timeout_ns
     if not coll._chains and any(p.steps for p in coll.programs):
         await prepare(mem, coll)

@@ -28,10 +28,12 @@ import os
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from peach2 import cli_options
 from peach2.sim.bench import cluster_doc as bench_cluster_doc
 from peach2.sim.bench import dma_run as bench_dma_run
 from peach2.sim.bench import gpu_doc as bench_gpu_doc
@@ -43,6 +45,7 @@ from peach2.sim.bench.dma_plan import (
     QUICK_CHAIN,
     QUICK_TOTAL,
     plan,
+    sizes,
 )
 from peach2.sim.bench.doc import rebuild
 from peach2.sim.bench.results import SECTIONS, Progress, run_info, save, shortened_note, started
@@ -58,6 +61,34 @@ FULL_TLPS, QUICK_TLPS = 1000, 200            # adapters: TLPs per point
 FULL_BUSY, QUICK_BUSY = 1000, 300            # router: TLPs per all-ports-busy flow
 #: collectives: what --quick leaves out (tb/collectives/bench_collectives.py says the same)
 QUICK_COLLECTIVES = "sizes 8 B, 512 B, 32 KiB; halo N = 16, 32; collision 64 KiB"
+
+# Limits of the dma section's options (tb/dma/dma_perf_tb.py runs two chips with 4 MiB of host
+# memory each and 16 KiB of descriptors per channel: 128 scattered descriptors, 128 bytes apart).
+MAX_CHAIN = FULL_CHAIN                      # --chain, --chains: the paper's 128 at most
+MIN_TOTAL, MAX_TOTAL = 1 << 12, 1 << 21     # --max-total: bytes per point, 4 KiB .. 2 MiB
+MAX_READ_LATENCY = 100_000                  # --read-latency, ns
+MAX_JOBS = 64                               # --jobs
+MIN_HALO_N, MAX_HALO_N = 4, 64              # --halo-n: 64^3 doubles are 2 MiB
+MAX_SIZE = max(sizes(False))                # --sizes: the largest transfer of the figures
+
+#: One command per study, for ``--help``: (command, what it measures).
+STUDIES = [
+    ("peach2 bench adapters", "hard-IP adapters: loopback write stream, 10 points"),
+    ("peach2 bench router", "latency through one chip, four ports busy, PIO host to host"),
+    ("peach2 bench dma", "DMA on two chips: 002 Figures 4-7, scattered chains, halo planes"),
+    ("peach2 bench cluster", "the simulated HDL sub-cluster: speed on 1, 4, 8 and 16 chips "
+                             "(16: the 2x8), build time and PIO latency per hop of the 2x8"),
+    ("peach2 bench gpu", "a DMA reading a GPU against one reading host memory (line:2)"),
+    ("peach2 bench collectives", "Broadcast and Allgather on 8 (2x4) and 16 (2x8) nodes, halo "
+                                 "exchange, two senders into one, latency per hop"),
+    ("python tb/cluster/bench_cluster.py --only latency", "the 16-node sub-cluster's PIO "
+                                                          "latency per hop alone"),
+    ("python tb/collectives/bench_collectives.py --nodes 16", "the collectives on 16 nodes "
+                                                              "alone"),
+    ("python -m pytest tb/cluster tb/collectives -k 2x8", "the 16-node sub-cluster's "
+                                                          "tests: all to all, collectives "
+                                                          "(add --sim verilator for speed)"),
+]
 
 # The adapters' points: (run name, payload, header).
 LOOPBACK = [(f"bench-loopback-{payload}-{header}", payload, header)
@@ -221,17 +252,39 @@ def collectives(quick, conditions):
     _run_script("collectives/bench_collectives.py", quick=quick, conditions=conditions)
 
 
-def _ints(text):
+def _value(text, low, high, kind):
     try:
-        return [int(x) for x in text.split(",") if x]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"comma-separated integers, not {text!r}") from None
+        value = kind(cli_options.number(text) if kind is int else text)
+    except (ValueError, argparse.ArgumentTypeError):
+        raise argparse.ArgumentTypeError(f"must be a number {low}..{high}, got "
+                                         f"{text!r}") from None
+    if not low <= value <= high:
+        raise argparse.ArgumentTypeError(f"must be {low}..{high}, got {text}")
+    return value
+
+
+def _bounded(low, high, kind=int):
+    """Type of one number in ``low..high`` (integers: decimal, 0x hex or K/M suffixes)."""
+    return lambda text: _value(text, low, high, kind)
+
+
+def _ints(low, high):
+    """Type of comma-separated integers, each in ``low..high``, at least one."""
+    def parse(text):
+        items = [x.strip() for x in text.split(",") if x.strip()]
+        if not items:
+            raise argparse.ArgumentTypeError(f"must be comma-separated numbers {low}..{high}, "
+                                             f"got {text!r}")
+        return [_value(x, low, high, int) for x in items]
+    return parse
 
 
 class _Parser(argparse.ArgumentParser):
-    """Bad options: one line (``<prog>: error: ...``) and exit status 2."""
+    """Bad options: one line (``<prog>: error: --option: ...``) and exit status 2."""
 
     def error(self, message):
+        message = message.replace("argument ", "", 1) if message.startswith("argument --") \
+            else message
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
@@ -243,10 +296,21 @@ def _figures(text):
     return out
 
 
+def _epilog():
+    studies = "\n".join(f"  {command}\n" + textwrap.fill(what, 78, initial_indent=" " * 6,
+                                                         subsequent_indent=" " * 6)
+                        for command, what in STUDIES)
+    return ("one command per study (from the repository's root; the scripts take --help):\n"
+            + studies + "\n\n" + textwrap.fill(
+                "A run saves only the sections it measured and redraws only their plots "
+                "(docs/img/); --doc-only rebuilds the document and draws only missing plots.",
+                78))
+
+
 def parser(prog="python tb/bench/benchmarks.py"):
     p = _Parser(prog=prog, description="Measure benchmark sections, save them to "
                 "docs/results/<section>.json and rebuild docs/benchmarks.md from every saved "
-                "section.")
+                "section.", epilog=_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("sections", nargs="*", metavar="SECTION",
                    help=f"sections to measure, among {', '.join(SECTIONS)} (default: all); "
                         "the others keep their saved results")
@@ -257,26 +321,33 @@ def parser(prog="python tb/bench/benchmarks.py"):
     p.add_argument("--conditions", default=None,
                    help="what else ran on the machine, saved with the run")
     g = p.add_argument_group("dma section")
-    g.add_argument("--chain", type=int, default=None,
-                   help=f"Figures 4 and 7: transfers per chain (default {QUICK_CHAIN} with "
-                        f"--quick, else {FULL_CHAIN})")
-    g.add_argument("--max-total", type=int, default=None,
-                   help="Figures 4 and 7: bytes per point at most (default 128 KiB with "
-                        "--quick, else 512 KiB)")
-    g.add_argument("--read-latency", type=float, default=500,
-                   help="host memory read latency, ns (default 500)")
+    g.add_argument("--chain", type=_bounded(1, MAX_CHAIN), default=None, metavar="N",
+                   help=f"Figures 4 and 7: transfers per chain, 1..{MAX_CHAIN} (default "
+                        f"{QUICK_CHAIN} with --quick, else {FULL_CHAIN})")
+    g.add_argument("--max-total", type=_bounded(MIN_TOTAL, MAX_TOTAL), default=None,
+                   metavar="BYTES",
+                   help=f"Figures 4 and 7: bytes per point at most, {MIN_TOTAL // 1024}K.."
+                        f"{MAX_TOTAL >> 20}M (default {QUICK_TOTAL // 1024}K with --quick, else "
+                        f"{FULL_TOTAL // 1024}K)")
+    g.add_argument("--read-latency", type=_bounded(0, MAX_READ_LATENCY, float), default=500,
+                   metavar="NS", help=f"host memory read latency in ns, 0..{MAX_READ_LATENCY} "
+                                      f"(default 500)")
     g.add_argument("--figures", type=_figures, default=None,
                    help="only these DMA figures (comma-separated: chain128, scattered, single, "
                         "chain4k, halo); printed, not saved")
-    g.add_argument("--sizes", type=_ints, default=None,
-                   help="only these transfer sizes (bytes, comma-separated) for chain128, "
-                        "scattered and single; printed, not saved")
-    g.add_argument("--chains", type=_ints, default=None,
-                   help="only these chain lengths for chain4k; printed, not saved")
-    g.add_argument("--halo-n", type=_ints, default=None,
-                   help="only these halo arrays N; printed, not saved")
-    g.add_argument("--jobs", type=int, default=None,
-                   help=f"simulations run at a time (default: the CPU count, {os.cpu_count()})")
+    g.add_argument("--sizes", type=_ints(1, MAX_SIZE), default=None, metavar="BYTES,...",
+                   help="only these transfer sizes for chain128, scattered and single, among "
+                        f"the run's: 8 B..{MAX_SIZE // 1024}K by 2x, or with --quick by 4x and "
+                        "4K; printed, not saved")
+    g.add_argument("--chains", type=_ints(1, MAX_CHAIN), default=None, metavar="N,...",
+                   help=f"only these chain lengths for chain4k, each 1..{MAX_CHAIN}; printed, "
+                        "not saved")
+    g.add_argument("--halo-n", type=_ints(MIN_HALO_N, MAX_HALO_N), default=None, metavar="N,...",
+                   help=f"only these halo arrays N (N^3 doubles), each {MIN_HALO_N}.."
+                        f"{MAX_HALO_N}; printed, not saved")
+    g.add_argument("--jobs", type=_bounded(1, MAX_JOBS), default=None, metavar="N",
+                   help=f"simulations run at a time, 1..{MAX_JOBS} (default: the CPU count, "
+                        f"{os.cpu_count()})")
     g.add_argument("--sim", choices=SIMULATORS, default=None,
                    help="simulator of the DMA run (default: PEACH2_SIM, else Verilator: the same "
                         "figures in a tenth of the time or less once built)")
@@ -296,13 +367,11 @@ def main(argv=None, prog="python tb/bench/benchmarks.py"):
                                 ("halo_n", args.halo_n)) if v}
     if subset and sections != ["dma"]:
         p.error("--figures, --sizes, --chains and --halo-n go with the dma section alone")
-    for name, value in (("--chain", args.chain), ("--max-total", args.max_total)):
-        if value is not None and value < 1:
-            p.error(f"{name} must be at least 1, not {value}")
-    if args.jobs is not None and args.jobs < 1:
-        p.error(f"--jobs must be at least 1, not {args.jobs}")
-    if args.read_latency < 0:
-        p.error(f"--read-latency must be 0 or more, not {args.read_latency:g}")
+    run_sizes = sizes(args.quick)
+    unknown = [s for s in args.sizes or () if s not in run_sizes]
+    if unknown:         # the plan would measure nothing for them
+        p.error(f"--sizes: {', '.join(map(str, unknown))} not among this run's sizes "
+                f"({', '.join(map(str, run_sizes))})")
     if args.doc_only and args.sections:
         p.error("--doc-only measures nothing: name no section")
     if args.doc_only:
@@ -341,8 +410,9 @@ def main(argv=None, prog="python tb/bench/benchmarks.py"):
             run.update({k: costs[k] for k in ("simulator", "jobs", "workers")},
                        cpu_seconds=costs["cpu_s"], idle_seconds=costs["idle_s"])
         save(name, {"run": run, **data})
-        print(f"{name}: saved docs/results/{name}.json ({run['seconds']} s)", flush=True)
-    rebuild()
+        print(f"{name}: saved docs/results/{name}.json ({run['seconds']} s)", file=sys.stderr,
+              flush=True)
+    rebuild(measured=sections)
 
 
 if __name__ == "__main__":

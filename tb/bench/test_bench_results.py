@@ -5,6 +5,7 @@ file and keeps the text of the others, so no run removes figures it did not meas
 run's stamp says what it shortened; ``peach2 bench`` answers bad input with one line.
 """
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -131,9 +132,17 @@ def test_follow_prints_what_the_job_appends(tmp_path, capsys):
     (["bench", "router", "--figures", "halo"], "go with the dma section alone"),
     (["bench", "dma", "--figures", "chain"],
      "figures are chain128, scattered, single, chain4k, halo"),
-    (["bench", "dma", "--jobs", "0"], "--jobs must be at least 1"),
-    (["bench", "dma", "--chain", "0"], "--chain must be at least 1"),
-    (["bench", "dma", "--read-latency", "-1"], "--read-latency must be 0 or more"),
+    (["bench", "dma", "--jobs", "0"], "--jobs: must be 1..64, got 0"),
+    (["bench", "dma", "--chain", "0"], "--chain: must be 1..128, got 0"),
+    (["bench", "dma", "--chain", "129"], "--chain: must be 1..128, got 129"),
+    (["bench", "dma", "--max-total", "1K"], "--max-total: must be 4096..2097152, got 1K"),
+    (["bench", "dma", "--read-latency", "-1"], "--read-latency: must be 0..100000, got -1"),
+    (["bench", "dma", "--read-latency", "soon"], "--read-latency: must be a number 0..100000"),
+    (["bench", "dma", "--halo-n", "16,128"], "--halo-n: must be 4..64, got 128"),
+    (["bench", "dma", "--chains", ","], "--chains: must be comma-separated numbers 1..128"),
+    (["bench", "dma", "--sizes", "8,100"], "--sizes: 100 not among this run's sizes (8, 16,"),
+    (["bench", "dma", "--quick", "--sizes", "16"], "--sizes: 16 not among this run's sizes "
+                                                   "(8, 32, 128, 512, 2048, 4096, 8192,"),
     (["bench", "router", "--doc-only"], "--doc-only measures nothing"),
 ])
 def test_bench_bad_input_is_one_line(argv, message, capsys):
@@ -142,6 +151,20 @@ def test_bench_bad_input_is_one_line(argv, message, capsys):
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err and err.startswith("peach2 bench: error:")
+
+
+def test_bench_help_shows_ranges_and_one_command_per_study(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["bench", "--help"])
+    assert exit_.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    for shown in ("transfers per chain, 1..128", "bytes per point at most, 4K..2M",
+                  "latency in ns, 0..100000", "at a time, 1..64", "each 1..128", "each 4..64",
+                  "8 B..128K by 2x"):
+        assert shown in text, shown
+    for command, what in benchmarks.STUDIES:
+        assert f"{command} {' '.join(what.split())}" in text
+    assert "peach2 bench cluster" in text and "16-node" in text
 
 
 def test_bench_without_source_tree_says_how_to_get_it(monkeypatch, capsys):
@@ -340,3 +363,150 @@ def test_stamp_of_a_parallel_run_names_simulator_and_cpu():
     assert ("Verilator, 4 simulations 2 at a time: 700 s of CPU, about 420 s on an idle "
             "machine.") in bench_doc.stamp(run)
     assert "CPU" not in bench_doc.stamp(bench_results.run_info("x", bench_results.started()))
+
+
+# -- plots: a run redraws its own section's only, byte-stable ----------------------------------
+
+def _dma_saved():
+    points = dma_plan.plan(quick=True, chain=128, max_total=1 << 19)
+    return {"run": bench_results.run_info("peach2 bench dma", bench_results.started()),
+            "points": [_fake_result(p) for p in points], "paper_bound_gbps": 3.657,
+            "read_latency_ns": 500}
+
+
+def test_a_run_redraws_only_its_own_plots(results, tmp_path, monkeypatch):
+    """A cluster-only run (``peach2 bench cluster``: it rebuilds the document too) leaves the
+    DMA plots alone; a missing plot is drawn again, byte for byte the same."""
+    img = tmp_path / "img"
+    monkeypatch.setattr(bench_doc, "IMG", img)
+    bench_results.save("dma", _dma_saved())
+    bench_results.save("cluster", {
+        "run": bench_results.run_info("peach2 bench cluster", bench_results.started()),
+        "latency": {"topology": "2x8", "by_hops": {"1": 791.0, "2": 1170.0},
+                    "per_hop_ns": 380.0, "pipeline_ns": 156.0}})
+    bench_doc.rebuild(results, measured=["dma"])
+    files = [img / name for name in bench_doc.IMAGES["dma"]]
+    drawn = {f: f.read_bytes() for f in files}
+    assert [f.name for f in files] == ["dma_chain128.png", "dma_single_chain4k.png"]
+    for data in drawn.values():             # PNG without the library's version in it
+        assert data.startswith(b"\x89PNG") and b"Software" not in data
+        assert b"atplotlib" not in data
+    for f in files:
+        f.write_bytes(b"as committed")
+    bench_doc.rebuild(results, measured=["cluster"])
+    assert all(f.read_bytes() == b"as committed" for f in files)
+    assert "Time per extra hop: 380 ns" in results.read_text()
+    assert "](img/dma_single_chain4k.png)" in results.read_text()
+    files[1].unlink()
+    bench_doc.rebuild(results)              # --doc-only: only what is missing is drawn
+    assert files[0].read_bytes() == b"as committed"
+    assert files[1].read_bytes() == drawn[files[1]]
+    assert sorted(p.name for p in img.iterdir()) == sorted(f.name for f in files)
+
+
+def test_benchmarks_rebuild_names_the_sections_measured(monkeypatch, capsys):
+    """``peach2 bench cluster`` rebuilds the document with ``measured=["cluster"]``; the saved
+    line and the document's ``wrote`` line go to standard error."""
+    calls = []
+    monkeypatch.setattr(benchmarks, "cluster", lambda *a: calls.append(("cluster", a)))
+    monkeypatch.setattr(benchmarks, "rebuild", lambda **kw: calls.append(("rebuild", kw)))
+    benchmarks.main(["cluster", "--quick"], prog="peach2 bench")
+    assert calls[-1] == ("rebuild", {"measured": ["cluster"]})
+    assert calls[0][0] == "cluster" and calls[0][1][2] == "peach2 bench cluster --quick"
+
+
+# -- tb/collectives/bench_collectives.py: --part with --quick, what it prints as measured ------
+
+def _bench_collectives():
+    path = TB / "collectives" / "bench_collectives.py"
+    spec = importlib.util.spec_from_file_location("bench_collectives_under_test", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _coll_rows(kind, nodes):
+    return [{"bytes": size, "ns": 1000.0 * (k + 1)} for k, size in enumerate([8, 512])] \
+        if kind in ("bcast", "allgather") else [{"hops": h, "ns": 800.0 + 380 * h}
+                                                 for h in (1, 2, 3)]
+
+
+@pytest.fixture
+def bench_coll(results, monkeypatch):
+    """The script with its simulations, its threads and the document stubbed: ``calls`` lists
+    the simulations asked for and the rebuilds."""
+    module = _bench_collectives()
+    calls = []
+
+    def measure(nodes, part, params, progress):
+        calls.append(("measure", nodes, part, sorted(params)))
+        kinds = {k.split("_")[0] for k in params if k.split("_")[0] in module.KINDS}
+        return {"nodes": nodes, "topology": module.TOPOLOGY[nodes], "complete": True,
+                **{k: _coll_rows(k, nodes) for k in kinds}, "wall_s": {part: 1.0}}
+    monkeypatch.setattr(module, "measure", measure)
+    monkeypatch.setattr(module, "tb_module", lambda *a: None)
+    monkeypatch.setattr(module, "run_jobs", lambda todo, job, progress: [job(*j) for j in todo])
+    monkeypatch.setattr(module.bench_doc, "rebuild", lambda **kw: calls.append(("rebuild", kw)))
+    module.calls = calls
+    return module
+
+
+def test_collectives_quick_part_measures_that_part(bench_coll, capsys):
+    """``--quick --nodes 16 --part bcast`` measures the Broadcast and the hops at the quick
+    sizes (it measured nothing before); the printout is what it measured, the saved rows of
+    other runs are named as kept, not shown as measured."""
+    old = {"run": bench_results.run_info("older", bench_results.started()),
+           "8": {"nodes": 8, "topology": "2x4", "complete": True,
+                 "allgather": [{"bytes": 64, "ns": 99_000.0}]}}
+    bench_results.save("collectives", old)
+    assert bench_coll.main(["--quick", "--nodes", "16", "--part", "bcast"]) == 0
+    measured = [c for c in bench_coll.calls if c[0] == "measure"]
+    assert measured == [("measure", 16, "bcast", ["awake", "bcast_sizes", "buffer", "hops",
+                                                  "host_size"])]
+    assert bench_coll.calls[-1] == ("rebuild", {"measured": ["collectives"]})
+    out = capsys.readouterr().out
+    assert "collectives, measured by this run:" in out and "16 nodes bcast: 8 B 1.00 us" in out
+    assert "99.00 us" not in out and "8 nodes allgather:" not in out
+    assert "kept from earlier runs, not measured now: 8 nodes allgather" in out
+    saved = bench_results.load("collectives")
+    assert saved["8"]["allgather"] == old["8"]["allgather"] and saved["16"]["bcast"]
+    assert set(saved["parts"]) == {"16 nodes, bcast", "16 nodes, hops"}
+
+
+def test_collectives_quick_sizes_per_part(bench_coll):
+    """With --quick, each part holds the quick sizes; without --part, one simulation."""
+    quick = dict(bench_coll.jobs(8, True, split=True))
+    assert quick["bcast"]["bcast_sizes"] == bench_coll.QUICK_SIZES
+    assert quick["rest"]["halo_ns"] == bench_coll.QUICK_HALO_NS
+    assert [part for part, _ in bench_coll.jobs(8, True)] == ["all"]
+    assert [part for part, _ in bench_coll.jobs(8, False)] == ["bcast", "rest"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--nodes", "8", "--part", "bcast", "--kinds", "hops"], "nothing to measure"),
+    (["--kinds", "halo"], "--kinds goes with --part"),
+    (["--part", "rest", "--kinds", "everything"], "--kinds takes bcast, allgather"),
+    (["--nodes", "12"], "--nodes takes 8 and/or 16"),
+    (["--part", "all"], "--part: invalid choice"),
+    (["--doc-only", "--part", "bcast"], "--doc-only measures nothing"),
+])
+def test_collectives_refuses_what_measures_nothing(bench_coll, capsys, argv, message):
+    with pytest.raises(SystemExit) as exit_:
+        bench_coll.main(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
+    assert bench_coll.calls == []
+
+
+def test_collectives_from_raw_says_so(bench_coll, tmp_path, monkeypatch, capsys):
+    raw = {("16", "bcast"): tmp_path / "raw.json"}
+    raw[("16", "bcast")].write_text(json.dumps({"nodes": 16, "topology": "2x8",
+                                                "bcast": _coll_rows("bcast", 16)}))
+    monkeypatch.setattr(bench_coll, "raw_path", lambda n, part: raw[(str(n), part)])
+    assert bench_coll.main(["--quick", "--nodes", "16", "--part", "bcast", "--kinds", "bcast",
+                            "--from-raw"]) == 0
+    out = capsys.readouterr().out
+    assert "from the raw results of an earlier run (build/bench/), not measured now:" in out
+    assert "measured by this run" not in out
+    assert not [c for c in bench_coll.calls if c[0] == "measure"]

@@ -2,11 +2,15 @@
 
 import json
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from peach2 import convert
-from peach2.cli import MAX_JOBS, MAX_PATHS, main
+from peach2 import cli, convert
+from peach2 import cli_options as opt
+from peach2.cli import IO_ERROR, MAX_JOBS, MAX_PATHS, main
 from peach2.progress import Progress
 from peach2.routes import MAX_NODES
 from peach2.top import MAX_BUFFER_BEATS, MAX_ROUTES, MIN_BUFFER_BEATS, MIN_ROUTES, PEACH2, TX_DEPTH
@@ -20,12 +24,15 @@ def test_help(capsys):
 def test_generate_writes_checked_top(tmp_path, capsys):
     assert main(["generate", "-o", str(tmp_path), "--routes", "12", "--s-role", "ep"]) == 0
     captured = capsys.readouterr()
-    assert "checked: Icarus Verilog compiles peach2.v" in captured.out
-    # One progress line per step on standard error; only results on standard output.
-    steps = [re.sub(r"^\[\s*[\d.]+ s\] ", "", line) for line in captured.err.splitlines()]
+    # One progress line per step, then what was written: every message on standard error.
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    steps = [re.sub(r"^\[\s*[\d.]+ s\] ", "", line) for line in lines if line.startswith("[")]
     assert steps == ["elaborating peach2...", "converting to Verilog (RTLIL, then Yosys)...",
                      "compiling in Icarus Verilog..."]
-    assert "[" not in captured.out
+    assert [line.split(" (")[0] for line in lines[3:]] == [
+        f"wrote {tmp_path / name}" for name in ("peach2.v", "peach2_regs.h", "peach2_config.json")
+    ] + ["checked: Icarus Verilog compiles peach2.v"]
     verilog = (tmp_path / "peach2.v").read_text()
     assert re.search(r"^module peach2\(", verilog, re.MULTILINE)
     config = json.loads((tmp_path / "peach2_config.json").read_text())
@@ -112,7 +119,7 @@ def test_design_option_limits(tmp_path, capsys, no_design, command, option, low,
     (["routes", "--topology", "ring:4", "--node", str(MAX_NODES)],
      f"--node: must be 0..{MAX_NODES - 1}, got {MAX_NODES}"),
     (["routes", "--topology", "ring:4", "--routes", str(MAX_ROUTES + 1)],
-     f"--routes: must be 1..{MAX_ROUTES}, got {MAX_ROUTES + 1}"),
+     f"--routes: must be {MIN_ROUTES}..{MAX_ROUTES}, got {MAX_ROUTES + 1}"),
     (["routes", "--topology", "ring:4", "--node-size", "12k"], "must be a power of two"),
     (["routes", "--topology", "ring:99"], "--topology: "),
 ])
@@ -134,9 +141,97 @@ def test_help_shows_limits(capsys):
     with pytest.raises(SystemExit):
         main(["generate", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert f"routing table entries, {MIN_ROUTES}..{MAX_ROUTES}" in text
+    assert f"entries of the chip's route table, {MIN_ROUTES}..{MAX_ROUTES}" in text
     assert f"{MIN_BUFFER_BEATS}..{MAX_BUFFER_BEATS}" in text
     assert f"1..{TX_DEPTH}" in text and "0 for store-and-forward" in text
+
+
+@pytest.mark.parametrize("command", ["generate", "regmap", "synth-report", "routes"])
+def test_routes_option_is_one_thing(capsys, command):
+    """--routes is the chip's route-table size in every command: one range, one help text,
+    the same bad-value line; and every command's help lists exit status 4."""
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"--routes N entries of the chip's route table, {MIN_ROUTES}..{MAX_ROUTES};" in text
+    assert f"{IO_ERROR} an output cannot be written" in text or \
+        f"{IO_ERROR} the output cannot be written" in text
+    extra = ["--topology", "ring:4"] if command == "routes" else []
+    err = _bad_option(capsys, [command, *extra, "--routes", str(MIN_ROUTES - 1)])
+    assert err.endswith(f"--routes: must be {MIN_ROUTES}..{MAX_ROUTES}, got {MIN_ROUTES - 1}")
+
+
+# -- outputs: checked before work, I/O failures one line with their own status ------------
+
+def _io_error(capsys, argv):
+    code = main(argv)
+    out = capsys.readouterr()
+    assert code == IO_ERROR == 4, (code, out.err)
+    assert out.err.count("\n") == 1 and "Traceback" not in out.err, out.err
+    return out
+
+
+@pytest.mark.parametrize("argv", [
+    ["regmap", "-o", "{bad}/regs.h"],
+    ["routes", "--topology", "2x4", "-o", "{bad}/routes.h"],
+    ["generate", "--no-check", "-o", "{bad}/build"],
+    ["generate", "--platform", "peach2", "-o", "{bad}/quartus"],
+    ["synth-report", "-o", "{bad}/synthesis.md"],
+    ["synth-report", "--keep", "{bad}/yosys"],
+], ids=lambda a: " ".join(a[:2]))
+def test_unwritable_output_refused_before_work(tmp_path, capsys, no_design, argv):
+    """Under a plain file, and in /proc: one line naming the path, status 4, and the core is
+    never built (``no_design``) because the check comes first."""
+    plain = tmp_path / "plain"
+    plain.write_text("keep")
+    for bad in (str(plain), "/proc"):
+        if bad == "/proc" and not Path("/proc/self").exists():
+            continue
+        args = [a.replace("{bad}", bad) for a in argv]
+        out = _io_error(capsys, args)
+        assert out.out == ""
+        assert out.err.startswith(f"peach2 {argv[0]}: error: cannot write {bad}/"), out.err
+    assert plain.read_text() == "keep"
+
+
+def test_write_failure_after_the_check_is_one_line(tmp_path, capsys, monkeypatch):
+    """The disk fills up while writing: the same one line and status 4, no traceback."""
+    def full(self, text, *a, **kw):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(Path, "write_text", full)
+    out = _io_error(capsys, ["regmap", "-o", str(tmp_path / "regs.md")])
+    assert out.err == (f"peach2 regmap: error: cannot write {tmp_path / 'regs.md'}: No space "
+                       f"left on device\n")
+
+
+def test_messages_on_stderr_and_missing_folders_made(tmp_path, capsys):
+    """regmap and routes alike: the data on standard output or in the file; ``made folder``
+    and ``wrote`` on standard error."""
+    for argv in (["regmap", "--format", "json"], ["routes", "--topology", "ring:4"]):
+        target = tmp_path / argv[0] / "deeper" / "out.txt"
+        assert main([*argv, "-o", str(target)]) == 0
+        out = capsys.readouterr()
+        assert out.out == "" and target.stat().st_size > 0
+        assert out.err.splitlines()[:3] == [f"made folder {tmp_path / argv[0]}/",
+                                            f"made folder {target.parent}/", f"wrote {target}"]
+
+
+def test_check_writable_says_what_it_would_make(tmp_path):
+    assert opt.check_writable(tmp_path / "x" / "y" / "f.h") == [tmp_path / "x", tmp_path / "x" / "y"]
+    assert opt.check_writable(tmp_path / "d", folder=True) == [tmp_path / "d"]
+    assert opt.check_writable(tmp_path / "f.h") == []
+    assert not (tmp_path / "x").exists() and list(tmp_path.iterdir()) == []
+
+
+def test_python_dash_m_peach2():
+    """``python -m peach2`` is the ``peach2`` command."""
+    run = subprocess.run([sys.executable, "-m", "peach2", "--version"], capture_output=True,
+                         text=True)
+    assert run.returncode == 0 and run.stdout.startswith("peach2 ")
+    run = subprocess.run([sys.executable, "-m", "peach2", "regmap", "--format", "c"],
+                         capture_output=True, text=True)
+    assert run.returncode == 0 and "#define" in run.stdout and run.stderr == ""
+    assert cli.main.__module__ == "peach2.cli"
 
 
 def test_failed_generate_leaves_no_output(tmp_path, capsys, monkeypatch):

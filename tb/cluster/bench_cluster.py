@@ -81,13 +81,13 @@ def _run(name, topology, testcase, simulator, threads=1, **params):
     t0 = time.perf_counter()
     import os
 
-    from peach2.sim import runner
-    os.environ[runner.SIM_ENV] = simulator
+    from peach2.sim.run import SIM_ENV
+    os.environ[SIM_ENV] = simulator
     try:
         run(name, topology, testcase, result_file=str(out), cable=None, any_simulator=True,
             threads=threads, **params)
     finally:
-        os.environ.pop(runner.SIM_ENV, None)
+        os.environ.pop(SIM_ENV, None)
     result = json.loads(out.read_text())
     result["total_s"] = time.perf_counter() - t0
     out.unlink()
@@ -124,10 +124,10 @@ def speed(nodes, icarus_nodes, threads, results):
 
 def build(results):
     from peach2.routes import Topology, cable_plan
-    from peach2.sim import verilator
     from peach2.sim.hdl import ClusterTop
     from peach2.sim.pcie import pipeline_cycles
     from peach2.sim.run import BUILD, emit_verilog
+    from peach2.sim.run import build as verilator_build
     topo = Topology.parse("2x8")
     cycles = pipeline_cycles()
     top = ClusterTop(16, cable_plan(topo), cable={"tx_pipeline": cycles, "rx_pipeline": cycles})
@@ -141,7 +141,7 @@ def build(results):
     times = []
     for _ in range(2):                  # cold, then cached
         t0 = time.perf_counter()
-        verilator.build(sources=sources, toplevel=top.sim_toplevel,
+        verilator_build(sources=sources, toplevel=top.sim_toplevel,
                         build_args=top.verilator_args, root=root)
         times.append(time.perf_counter() - t0)
     results["build"] = {"topology": "2x8", "emit_s": emit_s, "cold_s": times[0],

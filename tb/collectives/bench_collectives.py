@@ -1,7 +1,8 @@
 """Collective figures on the HDL sub-cluster: Broadcast, Allgather, halo exchange, collision,
 latency per hop.
 
-    python tb/collectives/bench_collectives.py [--quick] [--nodes 8,16] [--doc-only]
+    python tb/collectives/bench_collectives.py [--quick] [--nodes 8,16] [--part bcast|rest]
+                                               [--doc-only]
 
 Runs ``collectives_bench`` (tb/collectives/collectives_tb.py) on the 2x4 (8 nodes) and the 2x8
 (16 nodes) with the cable model's default credits and the calibrated hard-IP pipeline, the two
@@ -20,7 +21,11 @@ simulations side by side (four in the full run: each node count's Broadcast apar
 
 Every result is checked byte for byte against the reference model during the run.  Results go
 to ``docs/results/collectives.json``, ``docs/benchmarks.md`` is rebuilt (``bench_doc``) and the
-plot goes to ``docs/img/coll_times.png`` (:mod:`peach2.sim.bench.collectives_doc`).
+plot goes to ``docs/img/coll_times.png`` (:mod:`peach2.sim.bench.collectives_doc`); no other
+section's plot is redrawn.  ``--part`` measures one of the full run's two simulations per node
+count (with ``--quick`` too, at the quick sizes).  What a run prints as measured is what it
+measured; rows kept from earlier runs are only named, and ``--from-raw`` says its figures come
+from an earlier run's raw files.
 """
 
 import argparse
@@ -73,10 +78,16 @@ def allgather_sizes(nodes, sizes):
     return out + ([ALLGATHER_TOTAL // nodes] if ALLGATHER_TOTAL // nodes not in out else [])
 
 
-def jobs(nodes, quick):
+#: The parts of a run on one node count: one simulation each (``--part``).
+PARTS = ("bcast", "rest")
+
+
+def jobs(nodes, quick, split=None):
     """The ``collectives_bench`` runs on ``nodes`` nodes: ``[(part name, parameters)]``;
     the full run measures the Broadcast (and the hops) in one simulation and the rest in
-    another, side by side."""
+    another, side by side (:data:`PARTS`); a quick run measures all in one (part ``"all"``)
+    unless ``split`` (default: not ``quick``) asks for the two parts."""
+    split = not quick if split is None else split
     sizes = QUICK_SIZES if quick else SIZES
     gather = {"allgather_sizes": sizes if quick else allgather_sizes(nodes, sizes)}
     rest = {"bcast_sizes": sizes}
@@ -85,7 +96,7 @@ def jobs(nodes, quick):
                     collision_sizes=QUICK_COLLISION if quick else COLLISION)
     else:
         rest["hops"] = True
-    parts = [("all", {**rest, **gather})] if quick else \
+    parts = [("all", {**rest, **gather})] if not split else \
         [("bcast", {k: v for k, v in rest.items() if k in ("bcast_sizes", "hops")}),
          ("rest", {**{k: v for k, v in rest.items() if k not in ("bcast_sizes", "hops")},
                    **gather})]
@@ -161,52 +172,87 @@ def run_jobs(todo, job, progress):
             seen[(n, part)] = len(lines)
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer sizes (see the docstring)")
-    parser.add_argument("--nodes", default="8,16",
-                        help="node counts to measure, among 8 and 16 (default both)")
-    parser.add_argument("--doc-only", action="store_true",
-                        help="only rebuild docs/benchmarks.md and the plots from saved results")
-    parser.add_argument("--conditions", default=None,
-                        help="what else ran on the machine (saved with the run)")
-    parser.add_argument("--part", choices=("bcast", "rest"), default=None,
-                        help="measure one part of the full run only (bcast: Broadcast and "
-                             "hops; rest: the others) and replace its rows in the saved "
-                             "results, keeping the other rows")
-    parser.add_argument("--kinds", default=None,
-                        help="with --part: only these of its measurements, comma-separated "
-                             f"among {', '.join(KINDS)}")
-    parser.add_argument("--from-raw", action="store_true",
-                        help="measure nothing: take the simulations' raw results kept under "
-                             "build/bench/ by the last run of the same options")
-    parser.add_argument("--awake", action="store_true",
-                        help="the N hard-IP models never sleep while idle (slower)")
-    args = parser.parse_args(argv)
+class _Parser(argparse.ArgumentParser):
+    """Bad options: one line (``<prog>: error: ...``) and exit status 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def parser():
+    p = _Parser(prog="python tb/collectives/bench_collectives.py",
+                description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true",
+                   help=f"fewer sizes: {QUICK_NOTE}")
+    p.add_argument("--nodes", default="8,16",
+                   help="node counts to measure, among 8 and 16 (default both)")
+    p.add_argument("--doc-only", action="store_true",
+                   help="measure nothing: rebuild docs/benchmarks.md and this section's plot "
+                        "from the saved results")
+    p.add_argument("--conditions", default=None,
+                   help="what else ran on the machine (saved with the run)")
+    p.add_argument("--part", choices=PARTS, default=None,
+                   help="measure one part only (bcast: Broadcast and hops; rest: the others), "
+                        "with or without --quick, and replace its rows in the saved results, "
+                        "keeping the other rows")
+    p.add_argument("--kinds", default=None,
+                   help="with --part: only these of its measurements, comma-separated "
+                        f"among {', '.join(KINDS)}")
+    p.add_argument("--from-raw", action="store_true",
+                   help="measure nothing: take the simulations' raw results kept under "
+                        "build/bench/ by the last run of the same options (printed as such)")
+    p.add_argument("--awake", action="store_true",
+                   help="the N hard-IP models never sleep while idle (slower)")
+    return p
+
+
+def plan(args, p):
+    """``[(nodes, part, parameters)]`` of the simulations ``args`` ask for; a combination that
+    would measure nothing is refused through ``p`` (one line, status 2)."""
     try:
         nodes = [int(x) for x in args.nodes.split(",") if x]
     except ValueError:
-        parser.error(f"--nodes takes 8 and/or 16, not {args.nodes!r}")
+        nodes = []
     if not nodes or any(n not in TOPOLOGY for n in nodes):
-        parser.error(f"--nodes takes 8 and/or 16, not {args.nodes!r}")
+        p.error(f"--nodes takes 8 and/or 16, not {args.nodes!r}")
+    kinds = [k.strip() for k in args.kinds.split(",") if k.strip()] if args.kinds else list(KINDS)
+    if args.kinds and not args.part:
+        p.error("--kinds goes with --part")
+    if any(k not in KINDS for k in kinds) or not kinds:
+        p.error(f"--kinds takes {', '.join(KINDS)}, not {args.kinds!r}")
+    if args.doc_only and (args.part or args.from_raw):
+        p.error("--doc-only measures nothing: no --part, no --from-raw")
+    todo = []
+    for n in nodes:
+        for part, params in jobs(n, args.quick, split=True if args.part else None):
+            if args.part not in (None, part):
+                continue
+            mine = {k: v for k, v in params.items()
+                    if not any(k.startswith(x) for x in KINDS) or
+                    any(k.startswith(x) for x in kinds)}
+            if any(k.startswith(x) for k in mine for x in KINDS):
+                todo.append((n, part, mine | {"awake": args.awake}))
+    if not todo and not args.doc_only:
+        p.error(f"nothing to measure: --part {args.part} on {args.nodes} nodes has no "
+                f"{', '.join(kinds)} (bcast: Broadcast, and hops on 16 nodes; rest: "
+                f"Allgather, and halo and collision on 8 nodes)")
+    return todo
+
+
+def main(argv=None):
+    p = parser()
+    given = list(sys.argv[1:] if argv is None else argv)
+    args = p.parse_args(given)
+    todo = plan(args, p)
     results_mod = bench_results
     report = bench_collectives_doc
-    tb_module("test_collectives", HERE)     # before the threads: they share it
     if not args.doc_only:
+        tb_module("test_collectives", HERE)     # before the threads: they share it
         start = results_mod.started()
-        given = argv if argv is not None else sys.argv[1:]
         command = shlex.join(["python", "tb/collectives/bench_collectives.py",      # as measured
                               *[a for a in given if a != "--from-raw"]])
         progress = Path(tempfile.gettempdir()) / f"peach2-coll-progress-{start['time']:.0f}"
         got, errors = [], []
-        kinds = args.kinds.split(",") if args.kinds else list(KINDS)
-        if any(k not in KINDS for k in kinds) or (args.kinds and not args.part):
-            parser.error(f"--kinds takes {', '.join(KINDS)}, with --part")
-        todo = [(n, part, {k: v for k, v in params.items()
-                           if not any(k.startswith(x) for x in KINDS) or
-                           any(k.startswith(x) for x in kinds)} | {"awake": args.awake})
-                for n in nodes for part, params in jobs(n, args.quick)
-                if args.part in (None, part)]
 
         def job(n, part, params):
             try:
@@ -214,6 +260,10 @@ def main(argv=None):
             except BaseException as exc:   # reported below, after the others finish
                 errors.append((n, exc))
         if args.from_raw:
+            missing = [str(raw_path(n, part)) for n, part, _ in todo
+                       if not raw_path(n, part).exists()]
+            if missing:
+                p.error(f"--from-raw: no raw results {', '.join(missing)}; run without it")
             got = [json.loads(raw_path(n, part).read_text()) for n, part, _ in todo]
         else:
             run_jobs(todo, job, progress)
@@ -222,22 +272,33 @@ def main(argv=None):
         shortened = [QUICK_NOTE] if args.quick else []
         saved = results_mod.load("collectives") or {}     # now: another run may have saved
         info = results_mod.run_info(command, start, shortened, args.conditions)
+        measured = merge(got)
+        print(report.summary(measured, "collectives, from the raw results of an earlier run "
+                                       "(build/bench/), not measured now" if args.from_raw
+                             else "collectives, measured by this run"), flush=True)
         if args.part is None:
-            saved.update(merge(got))
+            saved.update(measured)
             saved["run"] = info
             saved["parts"] = {}
         else:       # replace the rows this part measured, keep the rest and say whose they are
             saved.setdefault("run", info)
-            for n, res in merge(got).items():
+            for n, res in measured.items():
                 old = saved.setdefault(n, res)
                 for kind, rows in res.items():
                     if isinstance(rows, list) and rows:
                         old[kind] = rows
                         saved.setdefault("parts", {})[f"{n} nodes, {kind}"] = info
                 old["complete"] = old.get("complete", False) and res.get("complete", False)
+            kept = sorted(f"{n} nodes {kind}" for n, res in saved.items()
+                          if n in ("8", "16") for kind, rows in res.items()
+                          if isinstance(rows, list) and rows
+                          and not (measured.get(n) or {}).get(kind))
+            if kept:
+                print(f"kept from earlier runs, not measured now: {', '.join(kept)}",
+                      flush=True)
         results_mod.save("collectives", saved)
-        print(report.summary(saved), flush=True)
-    bench_doc.rebuild()
+        print("saved docs/results/collectives.json", file=sys.stderr, flush=True)
+    bench_doc.rebuild(measured=["collectives"])
     return 0
 
 

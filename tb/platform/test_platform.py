@@ -235,16 +235,18 @@ def test_config_sampler():
 @pytest.mark.parametrize("s_role", ["rc", "ep"])
 def test_core_verilog_compiles_in_icarus(tmp_path, capsys, s_role):
     assert main(["generate", "-o", str(tmp_path), "--s-role", s_role]) == 0
-    assert "checked: Icarus Verilog compiles peach2.v" in capsys.readouterr().out
+    assert "checked: Icarus Verilog compiles peach2.v" in capsys.readouterr().err
 
 
 def test_cli_generate_platform(tmp_path, capsys):
     out = tmp_path / "q"
     assert main(["generate", "--platform", "peach2", "-o", str(out), "--s-role", "ep"]) == 0
     captured = capsys.readouterr()
-    text = captured.out
+    text = captured.err             # every message on standard error, nothing on standard output
+    assert captured.out == ""
     assert "EP4SGX530KH40C2" in text and "N EP, E EP, W RC, S EP" in text
-    steps = [re.sub(r"^\[\s*[\d.]+ s\] ", "", line) for line in captured.err.splitlines()]
+    steps = [re.sub(r"^\[\s*[\d.]+ s\] ", "", line) for line in captured.err.splitlines()
+             if line.startswith("[")]
     assert [step.split(" ")[0] for step in steps] == ["elaborating", "converting", "writing"]
     assert "quartus_sh --flow compile peach2" in text and "sh build_peach2.sh" in text
     assert "hardip_variants.md" in text

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from peach2 import cli
 from peach2.cli import main
 from peach2.routes import (
     AddressMap,
@@ -23,6 +24,7 @@ from peach2.routes import (
 )
 from peach2.sim.driver import Driver
 from peach2.sim.reference import ModelBar
+from peach2.top import MIN_ROUTES
 
 AMAP = default_address_map()
 RINGS = [f"ring:{k}" for k in range(2, 17)]
@@ -307,8 +309,21 @@ def test_cli_safe_and_shortest(capsys):
     assert "cyclic (deadlock possible)" in out
     code, out, err = run(capsys, "--topology", "line:16", "--routing", "shortest")
     assert code == 0
-    code, out, err = run(capsys, "--topology", "2x8", "--routes", "4")
-    assert code == 3 and "needs" in err and "the chip has 4" in err and out == ""
+
+
+def test_cli_table_full(capsys, monkeypatch):
+    """Every topology here fits the smallest chip (8 entries; 2x8 safe needs 7), so status 3
+    is reached only by a route set needing more than --routes: one line, nothing printed."""
+    assert max(build(s).stats()["max_entries"] for s in DOUBLE) <= MIN_ROUTES
+    real = RouteSet.build
+
+    def fuller(topology, amap, policy, *, n_routes, **kw):
+        return real(topology, amap, policy, n_routes=n_routes - 4, **kw)
+    monkeypatch.setattr(RouteSet, "build", fuller)
+    code, out, err = run(capsys, "--topology", "2x8", "--routes", "8")
+    assert code == 3 and out == ""
+    assert err.count("\n") == 1 and err.startswith("peach2 routes: error: node ")
+    assert "the chip has 4" in err and "--routes up to 16" in err
 
 
 def test_cli_json_and_sizes(capsys):
@@ -322,6 +337,105 @@ def test_cli_json_and_sizes(capsys):
     assert rs.address_map == AddressMap(tca_base=0x40 << 30, node_size=1 << 30,
                                         host_size=0x10000, gpu_size=0x10000)
     assert rs.entries(3)[0][0] == ~((1 << 30) - 1) & ((1 << 64) - 1)
+
+
+def test_cli_phys_base_in_every_format(capsys):
+    """--phys-base: one address for every node, or one per node; every format carries it and
+    the N offsets it gives (region base - phys base)."""
+    phys = [0x1_0000_0000 + 0x4000_0000 * i for i in range(8)]
+    spec = ",".join(hex(p) for p in phys)
+    code, out, _ = run(capsys, "--topology", "2x4", "--format", "json", "--phys-base", spec)
+    assert code == 0
+    rs = RouteSet.from_json(out)
+    for i in range(8):
+        assert rs.phys_base(i) == phys[i] and rs.offset(i) == AMAP.region(i)[0] - phys[i]
+    assert rs == build("2x4", phys_base=phys)
+    code, out, _ = run(capsys, "--topology", "2x4", "--node", "5", "--phys-base", "4G")
+    assert code == 0
+    base = AMAP.region(5)[0]
+    assert (f"N offset (OFFSET): {base - (4 << 30):#x} = region base {base:#x} - phys_base "
+            f"{4 << 30:#x}.") in out
+    assert "at physical address 0x100000000 in its own host's memory" in out
+    code, out, _ = run(capsys, "--topology", "2x4", "--format", "c", "--phys-base", spec)
+    assert code == 0
+    assert f"{{ 3, {len(rs.entries(3))}, {rs.offset(3):#018x}ull, {phys[3]:#x}ull, {{" in out
+    assert "at physical addresses 0x100000000, 0x140000000," in out
+    code, out, _ = run(capsys, "--topology", "2x4", "--format", "json")     # the default: 0
+    assert all(n["phys_base"] == "0x0" for n in json.loads(out)["nodes"])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--phys-base", "0x1234"], "--phys-base: must be a multiple of 0x1000 (4K), got '0x1234'"),
+    (["--phys-base", "1G,,2G"], "--phys-base: must be an address or a comma-separated list"),
+    (["--phys-base", "lots"], "--phys-base: must be a number"),
+    (["--phys-base", "0x10000000000000000"], "--phys-base: must fit 64 bits"),
+    (["--phys-base", "1G,2G,3G"], "--phys-base: give one address for every node or one per "
+                                  "node (8 for 2x4), not 3"),
+    (["--phys-base", "0xfffffffffff00000,0", "--topology", "line:2"],
+     "--phys-base 0xfffffffffff00000 (node 0): the 0x200000-byte host window would end beyond "
+     "64-bit addresses"),
+])
+def test_cli_phys_base_rejects(capsys, argv, message):
+    argv = argv if "--topology" in argv else ["--topology", "2x4", *argv]
+    if "line:2" in argv:
+        argv += ["--host-size", "2M"]
+    with pytest.raises(SystemExit) as exc:
+        main(["routes", *argv])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="no C compiler")
+def test_cli_c_header_of_one_node_names_it(tmp_path, capsys):
+    """--node I --format c: the node's tables under its own name and number, never an array
+    index that is not the node."""
+    header = tmp_path / "routes.h"
+    assert main(["routes", "--topology", "2x8", "--node", "9", "--format", "c",
+                 "--phys-base", "8G", "-o", str(header)]) == 0
+    text = header.read_text()
+    assert "peach2_routes[" not in text and "PEACH2_ROUTES_N_NODES 16u" in text
+    src = tmp_path / "check.c"
+    src.write_text('#include <stdio.h>\n#include "routes.h"\nint main(void) {\n'
+                   '  const struct peach2_node_routes *r = peach2_routes_this;\n'
+                   '  printf("%u %u %u %llx %llx %u\\n", PEACH2_ROUTES_NODE, r->node,\n'
+                   '         peach2_routes_node9.n_entries, (unsigned long long)r->offset,\n'
+                   '         (unsigned long long)r->phys_base, r->entry[1].port);\n'
+                   '  return 0;\n}\n')
+    exe = tmp_path / "check"
+    subprocess.run(["gcc", "-Wall", "-Werror", "-o", str(exe), str(src)], check=True,
+                   cwd=tmp_path)
+    got = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split()
+    rs = build("2x8", phys_base=8 << 30)
+    assert got == ["9", "9", str(len(rs.entries(9))), f"{rs.offset(9):x}", f"{8 << 30:x}",
+                   str(rs.entries(9)[1][3])]
+    some = rs.to_c_header([2, 5])
+    assert "peach2_routes_node2 = { 2," in some and "peach2_routes_node5 = { 5," in some
+    assert "PEACH2_ROUTES_NODE " not in some and "peach2_routes_this" not in some
+
+
+def test_cli_io_failure_is_one_line(tmp_path, capsys):
+    """An output that cannot be written: one line, exit status 4 (not 1, "can deadlock"),
+    nothing on standard output; found before the routes are computed where it can be."""
+    a_file = tmp_path / "plain"
+    a_file.write_text("x")
+    for target in (a_file / "routes.h", Path("/proc/peach2-routes.h")):
+        if not target.parent.parent.exists():
+            continue
+        code, out, err = run(capsys, "--topology", "ring:4", "--routing", "shortest",
+                             "-o", str(target))
+        assert code == cli.IO_ERROR == 4 and out == ""
+        assert err.count("\n") == 1 and err.startswith(f"peach2 routes: error: cannot write "
+                                                       f"{target}: "), err
+
+
+def test_cli_makes_missing_folders_and_says_so(tmp_path, capsys):
+    target = tmp_path / "a" / "b" / "routes.json"
+    code, out, err = run(capsys, "--topology", "ring:4", "--format", "json", "-o", str(target))
+    assert code == 0 and out == ""
+    assert err.splitlines()[:3] == [f"made folder {tmp_path / 'a'}/",
+                                    f"made folder {tmp_path / 'a' / 'b'}/", f"wrote {target}"]
+    assert RouteSet.from_json(target.read_text()) == build("ring:4")
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="no C compiler")
@@ -354,7 +468,8 @@ def test_cli_c_header_compiles(tmp_path, capsys):
     (["--topology", "2x8", "--node", "16"], "--node: must be 0..15, got 16"),
     (["--topology", "2x4", "--node", "two"], "--node: must be a whole number 0..15, got "
                                             "'two'"),
-    (["--topology", "2x4", "--routes", "0"], "--routes: must be 1..16, got 0"),
+    (["--topology", "2x4", "--routes", "0"], f"--routes: must be {MIN_ROUTES}..16, got 0"),
+    (["--topology", "2x4", "--routes", "7"], f"--routes: must be {MIN_ROUTES}..16, got 7"),
     (["--topology", "2x4", "--routes", "8.5"], "--routes: must be a whole number"),
     (["--topology", "2x4", "--host-size", "3M"], "--host-size: must be a power of two"),
     (["--topology", "2x4", "--host-size", "lots"], "--host-size: must be a number"),
@@ -376,14 +491,19 @@ def test_cli_rejects(capsys, argv, message):
     assert message in err
 
 
-def test_cli_subprocess_exit_status():
-    """The installed entry point: exit statuses reach the shell."""
-    cmd = [sys.executable, "-m", "peach2.cli", "routes"]
+@pytest.mark.parametrize("module", ["peach2.cli", "peach2"])
+def test_cli_subprocess_exit_status(module, tmp_path):
+    """The installed entry point and ``python -m peach2``: exit statuses reach the shell."""
+    cmd = [sys.executable, "-m", module, "routes"]
     bad = subprocess.run(cmd + ["--topology", "ring:99"], capture_output=True, text=True)
     assert bad.returncode == 2 and "needs K in 2..16, not 99" in bad.stderr
     cyc = subprocess.run(cmd + ["--topology", "ring:5", "--routing", "shortest", "--format",
                                 "c"], capture_output=True, text=True)
     assert cyc.returncode == 1 and "CYCLIC" in cyc.stdout and "0.E->1 -> 1.E->2" in cyc.stderr
+    (tmp_path / "plain").write_text("")
+    io = subprocess.run(cmd + ["--topology", "ring:5", "-o", str(tmp_path / "plain" / "r.h")],
+                        capture_output=True, text=True)
+    assert io.returncode == 4 and io.stdout == "" and io.stderr.count("\n") == 1, io.stderr
 
 
 def test_docs_cost_table_is_generated():
