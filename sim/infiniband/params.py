@@ -25,6 +25,7 @@ against the calibration table of issue 30 (item 7), one parameter per path.
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cached_property, lru_cache
 
 __all__ = ["Params"]
 
@@ -135,7 +136,7 @@ class Params:
         bits = Fraction(str(self.lane_gbaud)) * 10 ** 9 * self.lanes * data / line
         return bits / 8
 
-    @property
+    @cached_property
     def ps_per_byte(self):
         """Picoseconds one byte occupies on the wire (4x QDR: exactly 250)."""
         return Fraction(10 ** 12) / self.data_bytes_per_s
@@ -168,7 +169,7 @@ class Params:
 
     def serialize_ps(self, wire_bytes):
         """Time to put ``wire_bytes`` on one link, rounded up to the picosecond."""
-        return math.ceil(wire_bytes * self.ps_per_byte)
+        return _ceil_product(self.ps_per_byte, wire_bytes)
 
     def largest_packet_bytes(self):
         """The largest packet the transport sends: an MTU of data with RETH and ImmDt."""
@@ -193,3 +194,10 @@ class Params:
 def _positive_number(value):
     return (isinstance(value, (int, float)) and not isinstance(value, bool)
             and math.isfinite(value) and value > 0)
+
+
+@lru_cache(maxsize=4096)
+def _ceil_product(fraction, n):
+    """``ceil(fraction * n)``, remembered: packet sizes repeat, and Fraction arithmetic was most
+    of a large all-to-all's run time."""
+    return math.ceil(fraction * n)

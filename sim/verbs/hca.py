@@ -27,7 +27,6 @@ receive posted gets an RNR NAK and is sent again after ``rnr_timer_ps`` (go-back
 requests are resent after it), up to ``rnr_retry`` times (7: for ever).
 """
 
-from peach2.sim.infiniband import Fabric
 
 from .cq import CompletionQueue
 from .dma import DMA
@@ -57,8 +56,9 @@ class HCA:
     """
 
     def __init__(self, fabric, port, dma):
-        if not isinstance(fabric, Fabric):
-            raise TypeError(f"fabric must be a Fabric, not {type(fabric).__name__}")
+        if not all(callable(getattr(fabric, m, None)) for m in ("attach", "send", "schedule")):
+            raise TypeError(f"fabric must offer Fabric's interface (attach, send, schedule), "
+                            f"not {type(fabric).__name__}")
         if not isinstance(dma, DMA):
             raise TypeError(f"dma must implement DMA (read/write), not {type(dma).__name__}")
         fabric.attach(port, on_packet=self._on_packet)
