@@ -3,7 +3,7 @@
 The measurement is ``tb/collectives/bench_collectives.py``; this module is what it and the
 package's document builder (:mod:`peach2.sim.bench.doc`) share.
 
-Model (the issue's "steps x (latency + size / bandwidth)"): ``L`` is the measured time of an
+Model ("steps x (latency + size / bandwidth)"): ``L`` is the measured time of an
 8-byte put with completion write to the neighbour on the same calibrated sub-cluster (hard-IP
 pipeline of ``peach2.sim.pcie.calibration``), ``h`` the measured time per extra hop, ``B`` the wire
 bound of DMA writes to a neighbour: 256-byte payloads with 4-DW headers, ``256 / (256 + 16 +

@@ -5,7 +5,7 @@ The figures are those of 002 section 4.1: Figure 4 (128 chained transfers, in on
 Figure 5 (one transfer, with and without a descriptor), Figure 6 (4 KiB transfers, chain length
 varied), Figure 7 (128 chained transfers to the neighbour node), and block-stride against
 contiguous transfers of the halo planes (000 section 4, 002 section 3.4).  The scattered rows
-(issue 18) are Figure 7's chains with no two descriptors adjacent in host memory.
+are Figure 7's chains with no two descriptors adjacent in host memory.
 """
 
 from .dma_plan import SCATTER_STRIDE
@@ -16,7 +16,7 @@ __all__ = ["dma_markdown", "print_dma", "scattered_rows", "PLOTS", "plot_files"]
 #: The section's plots, by role, as file names under the image folder.
 PLOTS = {"chain": "dma_chain128.png", "single": "dma_single_chain4k.png"}
 
-GOAL_NEIGHBOUR = 0.97       # of the 3.66 GB/s bound, at 4 KiB and above (issue 4)
+GOAL_NEIGHBOUR = 0.97       # of the 3.66 GB/s bound, at 4 KiB and above (the design goal)
 GOAL_HALO = 0.95            # block-stride against contiguous, bursts of 256 B or more
 
 

@@ -38,7 +38,7 @@ _KEYS = ("where", "mode", "shape", "plane", "n", "size", "count")
 
 def sizes(quick):
     """Transfer sizes of Figures 4, 5 and 7: 8 B to 128 KiB by 2x, or by 4x and 4 KiB."""
-    if quick:       # 8 B to 128 KiB by 4x, and 4 KiB (where the issue's goal starts)
+    if quick:       # 8 B to 128 KiB by 4x, and 4 KiB (where the DMA's goal starts)
         return sorted({8 << (2 * i) for i in range(8)} | {4096})
     return [8 << i for i in range(15)]
 

@@ -38,15 +38,16 @@ HEAD = """# Benchmarks
 Each section below is written from its saved results, `docs/results/<section>.json` (committed:
 the figures, and the command, commit, date, seconds, machine load and anything `--quick`
 shortened of the run that measured them). `peach2 bench [SECTION ...] [--quick]` (sections
-adapters, router, dma, cluster, gpu, collectives; the same as `python tb/benchmarks.py`, which
-runs `tb/cluster/bench_cluster.py`, `tb/cluster/bench_gpu.py` and
+adapters, router, dma, cluster, gpu, collectives; the same as `python tb/bench/benchmarks.py`,
+which runs `tb/cluster/bench_cluster.py`, `tb/cluster/bench_gpu.py` and
 `tb/collectives/bench_collectives.py` for theirs) measures only the sections it names, saves
 their files and rebuilds this document from all saved files; `peach2 bench --doc-only` only
-rebuilds it. A section without a saved file keeps its text as committed and names its own run.
+rebuilds it ([bench](sim/bench.md)). A section without a saved file keeps its text as committed
+and names its own run. A run's stamp gives the command as it was run then.
 Every figure is simulated time of the real design (Icarus Verilog unless the section says
 otherwise), with the link timed by cocotbext-pcie's wire model at Gen2 x8 (4 GB/s raw; each TLP
-costs header + payload + 8 bytes of framing). The bound is that wire-format bound for exactly the TLPs
-measured.
+costs header + payload + 8 bytes of framing). The bound is that wire-format bound for exactly the
+TLPs measured. Paper numbers ("002 section 4.1") are those of [papers](papers.md).
 """
 
 
@@ -129,7 +130,7 @@ ingress's two stages (header class and table compares, then the decision), the p
 (block-RAM FIFO with registered output, two cycles; N-bound headers are translated as they are
 written into it) and its output register slice, the crossbar's registered grant (one cycle
 unless the output's grant already names the input) and its output register, the TX adapter's
-FIFO (distributed RAM, one cycle) and its output register. The stages added for issue 5's
+FIFO (distributed RAM, one cycle) and its output register. The stages added for the timing
 budget of 6 LUT levels at 250 MHz (RX output register, second ingress stage, buffer slice,
 crossbar grant) cost one cycle each.
 
