@@ -6,7 +6,7 @@ the machine's cores and load, free-text conditions, and what ``--quick`` shorten
 writes only the sections it measured; :func:`peach2.sim.bench.doc.rebuild` then writes the
 whole document from every saved file, so a run of one section never removes another's figures.
 
-Long steps print a progress line: :class:`Progress` counts points done and left, and
+Long steps print a progress line: :class:`PointProgress` counts points done and left, and
 :func:`follow` prints the lines a simulation appends to a progress file while it runs (the
 simulator's own output goes to its log file).
 """
@@ -22,7 +22,7 @@ from pathlib import Path
 from peach2.sim.run import ROOT
 
 __all__ = ["ROOT", "RESULTS", "SECTIONS", "result_path", "load", "save", "commit", "started",
-           "run_info", "stamp", "shortened_note", "Progress", "follow", "save_plot"]
+           "run_info", "stamp", "shortened_note", "PointProgress", "follow", "save_plot"]
 
 RESULTS = ROOT / "docs" / "results"
 #: The document's sections, in the document's order.
@@ -121,7 +121,7 @@ def shortened_note(section, shortened):
     return note
 
 
-class Progress:
+class PointProgress:
     """Prints ``<what>: point k of n done (<label>), m left`` as points finish (thread-safe)."""
 
     def __init__(self, what, total):

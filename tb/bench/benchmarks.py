@@ -48,7 +48,14 @@ from peach2.sim.bench.dma_plan import (
     sizes,
 )
 from peach2.sim.bench.doc import rebuild
-from peach2.sim.bench.results import SECTIONS, Progress, run_info, save, shortened_note, started
+from peach2.sim.bench.results import (
+    SECTIONS,
+    PointProgress,
+    run_info,
+    save,
+    shortened_note,
+    started,
+)
 from peach2.sim.hdl import Chips, Loopback
 from peach2.sim.run import SIMULATORS, run_cocotb
 
@@ -114,7 +121,7 @@ def loopback_point(name, payload, header, count):
 def adapters(quick):
     """The loopback write stream, 10 points two at a time; returns the section's data."""
     count = QUICK_TLPS if quick else FULL_TLPS
-    progress = Progress("adapters", len(LOOPBACK))
+    progress = PointProgress("adapters", len(LOOPBACK))
 
     def one(point):
         result = loopback_point(*point, count)
@@ -152,7 +159,7 @@ def pio_latency():
 def router(quick):
     """Latency through one chip, four ports busy, PIO latency; returns the section's data."""
     count = QUICK_BUSY if quick else FULL_BUSY
-    progress = Progress("router", 3)
+    progress = PointProgress("router", 3)
 
     def step(label, job, *args):
         result = job(*args)

@@ -107,7 +107,7 @@ def test_quick_says_what_it_shortens():
 
 
 def test_progress_lines_count_down(capsys):
-    progress = bench_results.Progress("demo", 3)
+    progress = bench_results.PointProgress("demo", 3)
     for label in "abc":
         progress.point(label)
     lines = capsys.readouterr().out.splitlines()
