@@ -190,7 +190,7 @@ def _convert(component, name):
     under a hash of that key, the module name and :func:`_source_digest` (the sources, Amaranth
     and the Yosys it runs: :func:`netlist_cache_path`); converting a whole
     chip takes tens of seconds and most tests build the same few designs.  Writes are atomic
-    (parallel test workers, and threads of one process such as ``tb/benchmarks.py``'s, may
+    (parallel test workers, and threads of one process such as ``tb/bench/benchmarks.py``'s, may
     convert the same design at once: each writes its own temporary file).
     """
     cache = netlist_cache_path(component, name)
