@@ -33,7 +33,8 @@ def test_docs_registers_md_is_current():
 
 
 def test_map_matches_the_issue():
-    """Spot checks of the map against the issue text (the specification of the map)."""
+    """Spot checks of the map against its specification: values written down independently of
+    the description (ID, VERSION, CONFIG, offsets)."""
     assert REGS["ID"].value == 0x50434832
     assert REGS["VERSION"].decode(REGS["VERSION"].value) == {"major": 0, "minor": 2}
     assert REGS["CONFIG"].decode(REGS["CONFIG"].value) == {
