@@ -1,0 +1,168 @@
+"""MPI ranks of one partition of the machine, on that partition's share of the switch.
+
+::
+
+    Machine ── Partition s ── PartitionFabric (ports s*n .. s*n+n-1; the event engine)
+                                 │
+                 PartitionWorld: Rank g (Node, HCA on port g) for every port of the partition
+
+:class:`peach2.sim.mpi.World` holds every rank on one :class:`~peach2.sim.infiniband.Fabric` and
+runs the fabric itself.  Here the machine runs the partition's fabric one window at a time, the
+ranks of other partitions live in other partitions (perhaps other processes), and only what the
+switch carries crosses.  So the world differs from ``World`` in two ways:
+
+- queue pairs are made when the world is built, not on first use (a peer in another process
+  cannot be reached synchronously): each rank gets one queue pair per peer in the peers' order,
+  so queue pair numbers are known on both sides without asking;
+- programs are started at a given time and advance only as the machine runs the fabric
+  (:attr:`finished` says when all have returned).
+
+Rank numbers are the machine's global node numbers (= switch ports); ``size`` is the machine's.
+"""
+
+import inspect
+
+from peach2.sim.mpi import MPIParams, Rank, Wait
+from peach2.sim.verbs import HCA
+
+__all__ = ["PartitionWorld"]
+
+
+class PartitionWorld:
+    """One partition's MPI ranks, each on its node model, connected to ``peers(g)``.
+
+    Parameters
+    ----------
+    partition : peach2.sim.machine.Partition
+    nodes : dict of int to Node
+        The node model of every port of the partition (e.g. :func:`.bridge.bridged_node`).
+    peers : callable
+        ``peers(g)``: the ranks rank ``g`` talks to (symmetric: ``h in peers(g)`` iff
+        ``g in peers(h)``), connected at once, each with ``MV2_PREPOST_DEPTH`` receives posted.
+    params : MPIParams
+
+    Members
+    -------
+    fabric : PartitionFabric
+    ranks : dict of int to Rank
+        This partition's ranks by global number.
+    size : int
+        Ranks of the whole machine.
+    results : dict of int to object
+        What each finished program returned.
+    """
+
+    def __init__(self, partition, nodes, peers, params=None, socket=None):
+        self.params = params or MPIParams()
+        if not isinstance(self.params, MPIParams):
+            raise TypeError(f"params must be an MPIParams, not {type(self.params).__name__}")
+        self.fabric = partition.fabric
+        self.size = self.fabric.n_ports
+        if sorted(nodes) != list(partition.ports):
+            raise ValueError(f"nodes must be given for ports {partition.ports.start}.."
+                             f"{partition.ports.stop - 1}, not {sorted(nodes)}")
+        self.ranks = {}
+        for g in partition.ports:
+            node = nodes[g]
+            home = node.params.hca_socket if socket is None else socket
+            self.ranks[g] = Rank(self, g, node, HCA(self.fabric, g, node.dma("hca")),
+                                 self.params, home)
+        self._peers = {g: sorted(peers(g)) for g in range(self.size)}
+        for g, rank in self.ranks.items():
+            for h in self._peers[g]:
+                if g not in self._peers[h] or h == g:
+                    raise ValueError(f"peers must be symmetric and exclude the rank itself: "
+                                     f"{h} in peers({g}) but peers({h}) = {self._peers[h]}")
+        for g, rank in self.ranks.items():
+            cq = rank.protocol.cq
+            for h in self._peers[g]:
+                qp = rank.hca.create_qp(cq, cq)
+                rank.hca.connect(qp, h, self._peers[h].index(g))
+                rank.protocol.attach(h, qp)
+        self.results = {}
+        self._programs = {}
+        self._waiting = {}
+
+    def __repr__(self):
+        return f"PartitionWorld(ranks {min(self.ranks)}..{max(self.ranks)} of {self.size})"
+
+    @property
+    def now(self):
+        return self.fabric.now
+
+    @property
+    def finished(self):
+        """True when every started program has returned."""
+        return not self._programs
+
+    def rank(self, g):
+        """Return this partition's :class:`Rank` ``g``."""
+        return self.ranks[g]
+
+    def connect(self, a, b):
+        """Refused: a distributed world connects its ranks when it is built."""
+        raise ValueError(f"rank {a} has no queue pair to rank {b}: a machine's ranks connect "
+                         f"only to their peers, when the world is built (peers({a}) = "
+                         f"{self._peers.get(a)})")
+
+    def start(self, program, t_ps):
+        """Start ``program(rank)`` (a generator function) on every rank of this partition at
+        ``t_ps``; the machine's run calls advance them."""
+        for g in sorted(self.ranks):
+            rank = self.ranks[g]
+            rank.now = max(rank.now, t_ps)
+            outcome = program(rank)
+            if inspect.isgenerator(outcome):
+                self._programs[g] = outcome
+                self.fabric.schedule(rank.now, g, self._step, g, None, None)
+            else:
+                self.results[g] = outcome
+
+    def pending(self):
+        """``{rank: what it waits for}`` of the programs still running."""
+        return {g: repr(self._waiting.get(g, "running")) for g in self._programs}
+
+    # -- as World does it (peach2.sim.mpi.world) ------------------------------------------------
+
+    def notify(self, r):
+        """A request of rank ``r`` completed: resume it if its wait is over."""
+        wait = self._waiting.get(r)
+        if wait is not None and wait.ready():
+            del self._waiting[r]
+            rank = self.ranks[r]
+            t = max(rank.now, self.now, wait.t_ready()) + self.params.wait_overhead_ps
+            self.fabric.schedule(t, r, self._resume, r, wait)
+
+    def _resume(self, r, wait):
+        rank = self.ranks[r]
+        rank.now = max(rank.now, self.now)
+        try:
+            value = wait.result()
+        except Exception as error:
+            self._step(r, None, error)
+            return
+        self._step(r, value, None)
+
+    def _step(self, r, value, error):
+        gen = self._programs.get(r)
+        if gen is None:
+            return
+        rank = self.ranks[r]
+        rank.now = max(rank.now, self.now)
+        try:
+            wait = gen.throw(error) if error is not None else gen.send(value)
+        except StopIteration as stop:
+            del self._programs[r]
+            self.results[r] = stop.value
+            return
+        if not isinstance(wait, Wait) or wait.rank != r:
+            gen.close()
+            del self._programs[r]
+            raise TypeError(f"rank {r}'s program yielded {wait!r}: yield what rank.wait, "
+                            f"waitall, send, recv or elapse return (for this rank)")
+        if not wait.requests:
+            rank.now += wait.delay_ps
+            self.fabric.schedule(rank.now, r, self._step, r, None, None)
+            return
+        self._waiting[r] = wait
+        self.notify(r)
