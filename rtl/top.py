@@ -128,7 +128,7 @@ class PEACH2(wiring.Component):
                              f"not {n_routes}")
         if s_role not in ("rc", "ep"):
             raise ValueError(f"s_role must be 'rc' or 'ep', not {s_role!r}")
-        #: Names the design for the simulation netlist cache (``peach2.sim.run.runner``): the class
+        #: Names the design for the simulation runner's netlist cache: the class
         #: and every constructor argument.
         self.design_key = (f"PEACH2(n_routes={n_routes}, buffer_beats={buffer_beats}, "
                            f"s_role={s_role!r}, tx_start_level={tx_start_level!r}, "

@@ -4,7 +4,7 @@ Everything about the control registers (BAR 0) is written here as Python data: o
 kinds, fields, reset values, arrays and the names of their indices (the framework is
 :mod:`peach2.csr.description`, the documents are rendered by :mod:`peach2.csr.render`).  The
 gateware decode (:class:`~peach2.csr.block.CSR`), ``docs/registers.md``, the C header, the JSON
-description, the host driver model (:mod:`peach2.sim.driver.driver`) and the testbenches all read it;
+description, the simulated host driver (``docs/sim/driver.md``) and the testbenches all read it;
 nobody types an offset twice.  Regenerate the documents with ``peach2 regmap --format md|c|json``.
 
 For testbenches and scripts the default map is exported as :data:`REGMAP`, with :data:`REGS`
@@ -103,7 +103,7 @@ _ACCESS_NOTES = """\
 
 
 _SOFTWARE_NOTES = """\
-The host driver model `peach2.sim.driver.Driver` ([driver](sim/driver.md)) does all of this by
+The simulated host driver `Driver` ([driver](sim/driver.md)) does all of this by
 name; a C driver follows the same steps with the header of `peach2 regmap --format c`.
 
 1. Check the chip: `ID` reads `0x50434832` and `VERSION.major` is the one the driver knows

@@ -161,7 +161,7 @@ def to_markdown(rm):
         "One Python description (`rtl/csr/regmap.py`) generates this page, the gateware decode "
         "(`peach2.csr.CSR`), the C header (`peach2 regmap --format c`) and JSON "
         "(`peach2 regmap --format json`).  Testbenches and the host driver model "
-        "(`peach2.sim.driver.driver.Driver`) read the same description.",
+        "([driver](sim/driver.md)) read the same description.",
         "",
         "Build parameters of this page: " +
         ", ".join(f"`{k}` = {v}" for k, v in rm.params.items()) + ".",

@@ -1,7 +1,7 @@
 """Routes for PEACH2 chips: topologies, the TCA address map, route tables, deadlock check.
 
 Host software, not simulation: ``peach2 routes`` prints what a driver programs into real chips,
-and the simulated driver (:mod:`peach2.sim.driver`) programs the same.  Nothing here needs
+and the simulated host driver (``docs/sim/driver.md``) programs the same.  Nothing here needs
 cocotb.
 
 - :mod:`.topology`: :class:`Topology` (rings, lines, the 2xK double ring), :func:`cable_plan`.

@@ -19,7 +19,7 @@ Every default carries its source beside it.  Sources, cited by short name below:
   and 4: Mellanox ConnectX-3 dual-port QDR, one port used, ``MV2_NUM_PORTS=1``).
 
 Values marked *assumed* have no primary source here; they are first guesses to be fitted
-against the calibration table of issue 30 (item 7), one parameter per path.
+against the measured MPI latencies (``docs/mpi.md``), one parameter per path.
 """
 
 import math

@@ -32,7 +32,7 @@ def test_docs_registers_md_is_current():
         f"docs/registers.md is stale (rtl/csr/regmap.py changed); regenerate it with: {REGEN}"
 
 
-def test_map_matches_the_issue():
+def test_map_matches_the_specification():
     """Spot checks of the map against its specification: values written down independently of
     the description (ID, VERSION, CONFIG, offsets)."""
     assert REGS["ID"].value == 0x50434832

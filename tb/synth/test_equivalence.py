@@ -173,9 +173,9 @@ def _have(*commits):
 
 @pytest.mark.slow
 @pytest.mark.skipif(not _have("a603616", "855043f"),
-                    reason="needs the history of issue 21 (a clone, not a shallow one)")
+                    reason="needs the commits a603616 and 855043f (a full clone, not a shallow one)")
 def test_dma_split_proved_equal(tmp_path):
-    """Issue 21's claim about the DMA: the split into components (a603616 -> 855043f) left it
+    """The claim about the DMA: the split into components (a603616 -> 855043f) left it
     the same machine.  About 3 minutes (``docs/dma.md``, "Code structure")."""
     registers, ports, outputs = prove("a603616", "855043f", "dma", tmp_path, log=lambda s: None)
     assert (registers, ports, outputs) == (13646, 22, 13740)
