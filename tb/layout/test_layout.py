@@ -108,3 +108,13 @@ def test_sim_folders_stay_small(folder):
 def test_no_loose_files_in_tb():
     loose = [p.name for p in (ROOT / "tb").glob("*.py")]
     assert not loose, loose
+
+
+def test_module_names_are_unique_in_tb():
+    """pytest imports test files by their base name (tb/ has no packages): two files of one
+    name in different folders cannot both be collected."""
+    seen = {}
+    for path in sorted((ROOT / "tb").rglob("*.py")):
+        seen.setdefault(path.name, []).append(path.relative_to(ROOT).as_posix())
+    clashes = {name: paths for name, paths in seen.items() if len(paths) > 1}
+    assert not clashes, clashes
