@@ -111,7 +111,7 @@ async def dma_chains(tb, rng, slot, max_size, shadow, tlps, nbytes):
             chain.memcpy(buf + dst * max_size, base + off, size)
             shadow[dst][off:off + size] = data[dst * max_size:dst * max_size + size]
             nbytes[(src, dst)] += size
-            tlps[(src, dst)] += [a for a, _ in dma_model.store_tlps(base + off, size,
+            tlps[(src, dst)] += [a for a, _ in dma_model.write_tlps(base + off, size,
                                                                     cluster.mps)]
         chains.append(chain)
     return chains
@@ -212,7 +212,7 @@ async def all_to_all_pio(dut):
     counts = await cluster.counters()
     arrived = sum(map(len, cluster.arrivals))
     dut._log.info("%d memory writes arrived, %d predicted (PIO: root complex split; DMA: "
-                  "dma_model.store_tlps)", arrived, n_tlps)
+                  "dma_model.write_tlps)", arrived, n_tlps)
     for node in range(n):
         for p in PORT_NAMES:
             c = counts[node][p]

@@ -58,7 +58,7 @@ async def protection_ring4(dut):
             tlps = store_tlps(address, size, cluster.mps)
             await cluster.pio_write(src, 0, off, data)
         else:
-            tlps = dma_model.store_tlps(address, size, cluster.mps)
+            tlps = dma_model.write_tlps(address, size, cluster.mps)
             host, drv = cluster.chips[src].host, cluster.drivers[src]
             buf, region = host.alloc(size)
             region[0:size] = data
