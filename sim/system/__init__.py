@@ -8,14 +8,13 @@ See ``docs/machine.md`` ("Sub-clusters in the machine").
 - :class:`PartitionWorld`: one partition's MPI ranks on its share of the switch;
 - :class:`MachineDriver`: steps the machine one window at a time from a cocotb test;
 - :class:`TcaAllToAll`, :class:`MpiAllToAll`: the traffic and its models;
-- :func:`run`, :func:`prebuild` (``python -m peach2.sim.system.launch``).
+- :mod:`.launch`: ``run``, ``prebuild``, ``ranks_command`` (``python -m peach2.sim.system.launch``).
 """
 
 from .bridge import WindowMemory, back, bridged_node
-from .launch import prebuild, ranks_command, run
 from .mpi_traffic import MpiAllToAll
 from .plan import CLOCK_PS, WINDOW_PS, MachinePlan
 from .world import PartitionWorld
 
 __all__ = ["MachinePlan", "WINDOW_PS", "CLOCK_PS", "WindowMemory", "back", "bridged_node",
-           "PartitionWorld", "MpiAllToAll", "run", "prebuild", "ranks_command"]
+           "PartitionWorld", "MpiAllToAll"]

@@ -74,7 +74,7 @@ class MachineDriver:
         latest ``t_ps`` of every rank; return that edge."""
         latest = max(self.machine.transport.allgather(t_ps))
         edge = -(-latest // self.window_ps) * self.window_ps
-        now = get_sim_time("ps")
+        now = int(get_sim_time("ps"))
         if edge > now:
             await Timer(edge - now, "ps")
         if edge > self.machine.now + 1:
@@ -84,7 +84,7 @@ class MachineDriver:
     async def step(self):
         """Advance cocotb by one window, then the machine to the same edge; return it."""
         await Timer(self.window_ps, "ps")
-        edge = get_sim_time("ps")
+        edge = int(get_sim_time("ps"))
         self.machine.run_until(edge - 1)
         self.windows += 1
         return edge
@@ -129,7 +129,7 @@ async def machine_all_to_all(dut):
         getattr(dut, f"cable{j}_down").value = 0
     wall0 = time.perf_counter()
     await gather(c.reset_and_start() for c in clusters.values())
-    up_ps = get_sim_time("ps")
+    up_ps = int(get_sim_time("ps"))
     wall_up = time.perf_counter() - wall0
 
     tca = {s: TcaAllToAll(c, s * plan.n, seed, stores=params.get("stores", 1),

@@ -101,7 +101,7 @@ class TcaAllToAll:
             await task
         for dst in range(n):
             await cluster.wait_bytes(dst, before[dst] + want[dst], timeout_ns=2_000_000)
-        self.done_ps = get_sim_time("ps")
+        self.done_ps = int(get_sim_time("ps"))
 
     def check(self):
         """Compare every node's TCA share with the model; return the bytes compared."""
