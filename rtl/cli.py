@@ -96,7 +96,7 @@ def _staged(out):
 
 
 def _generate_platform(args, progress):
-    from .platform.board import PEACH2Platform
+    from .platform.board import CONSTRAINTS, PIN_FILE, PEACH2Platform
     from .platform.project import NAME, write_project
 
     out = args.output or Path("build/quartus")
@@ -112,9 +112,9 @@ def _generate_platform(args, progress):
         _say(f"  {path.name}")
     qsf = (out / f"{NAME}.qsf").read_text()
     _say(f"{qsf.count('# PLACEHOLDER')} pin locations are placeholders (not published): "
-         f"see the PLACEHOLDER lines in {NAME}.qsf and constraints/peach2_pins.toml")
+         f"see the PLACEHOLDER lines in {NAME}.qsf and {PIN_FILE}")
     _say("before compiling, generate the hard-IP variants into that folder as "
-         "constraints/hardip_variants.md says; then, with Quartus on the PATH:")
+         f"{CONSTRAINTS / 'hardip_variants.md'} says; then, with Quartus on the PATH:")
     _say(f"  cd {out} && sh build_{NAME}.sh")
     _say(f"  (or: cd {out} && quartus_sh --flow compile {NAME})")
     return 0
@@ -446,7 +446,7 @@ def _parser():
                      help="write the tables to FILE instead of standard output (missing "
                           "folders are made, and said on standard error)")
     rts.set_defaults(func=_routes, check=_check_routes_args, parser=rts)
-    sub.add_parser("bench", help=cli_bench.HELP, add_help=False)  # options: tb/benchmarks.py's
+    sub.add_parser("bench", help=cli_bench.HELP, add_help=False)  # options: tb/bench/benchmarks.py's
     return parser
 
 
