@@ -32,19 +32,13 @@ of clock-compensation skip sequences, and per-QP arbitration inside an HCA (its 
 is one FIFO in hand-over order).
 """
 
-import math
-from collections import deque
-from fractions import Fraction
-
-from .events import ARRIVE, DECIDE, DELIVER, EventQueue
-from .message import Message
-from .packet import Packet
-from .params import Params
+from .crossbar import Crossbar, time_ps
+from .events import ARRIVE
 
 __all__ = ["Fabric"]
 
 
-class Fabric:
+class Fabric(Crossbar):
     """One flat switch with ``n_ports`` ports, an HCA on each.
 
     Members
@@ -58,45 +52,14 @@ class Fabric:
     def __init__(self, n_ports, params=None):
         if isinstance(n_ports, bool) or not isinstance(n_ports, int) or n_ports < 2:
             raise ValueError(f"a fabric needs at least 2 ports, not {n_ports!r}")
-        if params is None:
-            params = Params()
-        if not isinstance(params, Params):
-            raise TypeError(f"params must be a Params, not {type(params).__name__}")
-        self.n_ports = n_ports
-        self.params = params
-        self._events = EventQueue()
-        n = n_ports
-        self._src_q = [deque() for _ in range(n)]     # HCA transmit FIFOs
-        self._urgent_q = [deque() for _ in range(n)]  # ... for acknowledgements, served first
-        self._up_free = [0] * n                        # uplink idle from
-        self._up_credits = [params.switch_credits] * n
-        self._in_q = [deque() for _ in range(n)]      # switch input buffers (FIFO)
-        self._down_free = [0] * n                      # switch output idle from
-        self._down_credits = [params.hca_credits] * n
-        self._rr = [n - 1] * n                          # last input served, per output
-        self._rx_free = [0] * n                         # destination drain busy until
-        self._drain = [None] * n                        # ps per wire byte of a slow receiver
-        self._on_packet = [None] * n
-        self._on_message = [None] * n
-        self._wakes = set()                             # pending (kind, port, time) decisions
-        self._seq = [0] * n
-        self._delivered = []
+        super().__init__(n_ports, params)
         self._in_flight = 0
 
     # -- time ------------------------------------------------------------------------------
 
-    @property
-    def now(self):
-        """Current simulated time in picoseconds."""
-        return self._events.now
-
-    def next_event_time(self):
-        """Return the time of the next pending event, or ``None`` when the fabric is idle."""
-        return self._events.next_time()
-
     def run_until(self, t_ps):
         """Advance to ``t_ps``, running every event at or before it."""
-        self._events.run_until(_time(t_ps, "t_ps"))
+        self._events.run_until(time_ps(t_ps, "t_ps"))
 
     def run(self, limit_ps=None):
         """Run until nothing is left to do (or until ``limit_ps``); return the time reached."""
@@ -110,254 +73,25 @@ class Fabric:
         """Smallest HCA -> switch -> HCA latency (see :meth:`Params.lookahead_ps`)."""
         return self.params.lookahead_ps()
 
-    # -- what callers attach ---------------------------------------------------------------------
-
-    def attach(self, port, on_packet=None, on_message=None):
-        """Route arrivals at ``port`` to callbacks instead of :meth:`delivered`.
-
-        ``on_packet(t_ps, packet)`` runs when a packet has arrived (last bit plus
-        ``hca_rx_ps``) and may return the time its buffer is drained (e.g. when its DMA write
-        completes; ``None`` means at once).  ``on_message(message)`` runs at delivery.
-        Either may call :meth:`send` and :meth:`schedule` for times not before ``t_ps``.
-        """
-        self._check_port(port, "port")
-        self._on_packet[port] = on_packet
-        self._on_message[port] = on_message
-
-    def set_drain_rate(self, port, bytes_per_s):
-        """Make the HCA on ``port`` drain received packets at ``bytes_per_s`` wire bytes/s.
-
-        ``None`` restores the default, an HCA that keeps up with the link.  Ignored for a port
-        whose ``on_packet`` handler returns drain times.
-        """
-        self._check_port(port, "port")
-        if bytes_per_s is None:
-            self._drain[port] = None
-            return
-        if isinstance(bytes_per_s, bool) or not isinstance(bytes_per_s, (int, float)) \
-                or not math.isfinite(bytes_per_s) or bytes_per_s <= 0:
-            raise ValueError(f"drain rate must be a positive number of bytes/s, "
-                             f"not {bytes_per_s!r}")
-        self._drain[port] = Fraction(10 ** 12) / Fraction(str(bytes_per_s))
-
-    def schedule(self, t_ps, port, fn, *args):
-        """Call ``fn(*args)`` at ``t_ps`` (after arrivals and decisions at that picosecond)."""
-        self._check_port(port, "port")
-        self._events.push(_time(t_ps, "t_ps"), DELIVER, port, fn, *args)
-
-    # -- sending and collecting ------------------------------------------------------------------
-
-    def send(self, t_ps, src, dst, nbytes, payload=None, tag=None, *, first_extra=0,
-             last_extra=0, ready_ps=None, urgent=False):
-        """Hand a message of ``nbytes`` data bytes from ``src`` to ``dst`` at ``t_ps``.
-
-        ``first_extra`` / ``last_extra`` add header bytes to the first / last packet (RETH of an
-        RDMA write, immediate data, AETH of an acknowledgement).  ``ready_ps`` optionally gives,
-        per packet, the time its data is in the HCA (e.g. DMA read completions): a packet starts
-        no earlier than ``max(t_ps, ready_ps[k]) + hca_tx_ps``.  An ``urgent`` message (an
-        acknowledgement) overtakes the packets of ordinary messages still queued at the source
-        HCA; urgent messages keep their order among themselves.  Returns the :class:`Message`.
-
-        Raises ``ValueError`` for an unknown port, ``src == dst``, a negative or too large
-        size, or a time before :attr:`now`; a refused message changes nothing.
-        """
-        p = self.params
-        t_ps = _time(t_ps, "t_ps")
-        self._check_port(src, "src")
-        self._check_port(dst, "dst")
-        if src == dst:
-            raise ValueError(f"src and dst are both port {src}: a loopback never crosses "
-                             f"the switch")
-        if isinstance(nbytes, bool) or not isinstance(nbytes, int):
-            raise ValueError(f"nbytes must be an integer, not {nbytes!r}")
-        if nbytes < 0:
-            raise ValueError(f"message size must not be negative ({nbytes} bytes)")
-        if nbytes > p.max_message_bytes:
-            raise ValueError(f"message of {nbytes} bytes exceeds the maximum "
-                             f"{p.max_message_bytes} (Params.max_message_bytes)")
-        for name, extra in (("first_extra", first_extra), ("last_extra", last_extra)):
-            if isinstance(extra, bool) or not isinstance(extra, int) or extra < 0:
-                raise ValueError(f"{name} must be a non-negative integer, not {extra!r}")
-        if t_ps < self.now:
-            raise ValueError(f"t_ps = {t_ps} is before the fabric's time {self.now} ps")
-        count = max(1, -(-nbytes // p.mtu))
-        if ready_ps is not None:
-            ready_ps = [_time(t, "ready_ps") for t in ready_ps]
-            if len(ready_ps) != count:
-                raise ValueError(f"ready_ps has {len(ready_ps)} times for {count} packets")
-        largest = p.packet_bytes(min(nbytes, p.mtu), first_extra + last_extra)
-        if p.blocks(largest) > min(p.switch_credits, p.hca_credits):
-            raise ValueError(f"a packet of {largest} bytes needs more credits than a "
-                             f"receive buffer holds")
-        message = Message(src, dst, nbytes, payload, tag, self._seq[src], t_ps)
-        self._seq[src] += 1
-        packets = []
-        for k in range(count):
-            size = min(p.mtu, nbytes - k * p.mtu)
-            extra = (first_extra if k == 0 else 0) + (last_extra if k == count - 1 else 0)
-            pbytes = p.packet_bytes(size, extra)
-            ready = t_ps if ready_ps is None else max(t_ps, ready_ps[k])
-            packets.append(Packet(message, k, count, k * p.mtu, size, pbytes,
-                                  pbytes + p.delimiter_bytes, p.blocks(pbytes),
-                                  ready + p.hca_tx_ps))
+    def send(self, t_ps, src, dst, nbytes, payload=None, tag=None, **options):
+        """Hand a message from ``src`` to ``dst``; see :meth:`Crossbar.send`."""
+        message = super().send(t_ps, src, dst, nbytes, payload, tag, **options)
         self._in_flight += 1
-        self._events.push(t_ps, ARRIVE, src, self._inject, packets, bool(urgent))
         return message
 
-    def delivered(self):
-        """Return and forget the messages delivered so far, in ``(time, src, seq)`` order."""
-        out, self._delivered = self._delivered, []
-        return out
+    # -- the whole switch: every packet and credit stays here ---------------------------------------
 
-    def credits(self, port):
-        """Return ``(uplink, downlink)`` credits now free at ``port``'s two receive buffers."""
-        self._check_port(port, "port")
-        return self._up_credits[port], self._down_credits[port]
+    def _not_before(self, t_ps):
+        if t_ps < self.now:
+            raise ValueError(f"t_ps = {t_ps} is before the fabric's time {self.now} ps")
 
-    # -- the model -----------------------------------------------------------------------------
-
-    def _inject(self, packets, urgent):
-        src = packets[0].src
-        (self._urgent_q if urgent else self._src_q)[src].extend(packets)
-        self._wake(self._try_tx, src, self.now)
-
-    def _wake(self, fn, port, t):
-        key = (fn.__name__, port, t)
-        if key not in self._wakes:
-            self._wakes.add(key)
-            self._events.push(t, DECIDE, port, self._woken, key, fn, port)
-
-    def _woken(self, key, fn, port):
-        self._wakes.discard(key)
-        fn(port)
-
-    def _try_tx(self, port):
-        now = self.now
-        if now < self._up_free[port]:
-            self._wake(self._try_tx, port, self._up_free[port])
-            return
-        q = pkt = soonest = None
-        for candidates in (self._urgent_q[port], self._src_q[port]):
-            if candidates:
-                head = candidates[0]
-                if head.ready_ps <= now:
-                    q, pkt = candidates, head
-                    break
-                soonest = head.ready_ps if soonest is None else min(soonest, head.ready_ps)
-        if pkt is None:
-            if soonest is not None:
-                self._wake(self._try_tx, port, soonest)
-            return
-        if self._up_credits[port] < pkt.blocks:
-            return                                   # a credit return wakes us
-        q.popleft()
-        self._up_credits[port] -= pkt.blocks
-        end = now + self.params.serialize_ps(pkt.wire_bytes)
-        self._up_free[port] = end
-        m = pkt.message
-        if pkt.first:
-            m.t_first_wire_ps = now
-        if pkt.last:
-            m.t_last_wire_ps = end
+    def _to_switch(self, port, pkt, now):
         self._events.push(now + self.params.cable_ps, ARRIVE, port, self._switch_in, pkt)
-        if self._src_q[port] or self._urgent_q[port]:
-            self._wake(self._try_tx, port, end)
 
-    def _switch_in(self, pkt):
-        q = self._in_q[pkt.src]
-        pkt.eligible_ps = self.now + self.params.switch_ps
-        q.append(pkt)
-        if q[0] is pkt:
-            self._wake(self._try_out, pkt.dst, pkt.eligible_ps)
-
-    def _try_out(self, out):
-        now = self.now
-        if now < self._down_free[out]:
-            self._wake(self._try_out, out, self._down_free[out])
-            return
-        n = self.n_ports
-        credits = self._down_credits[out]
-        chosen = None
-        soonest = None
-        for k in range(1, n + 1):
-            i = (self._rr[out] + k) % n
-            q = self._in_q[i]
-            if not q or q[0].dst != out:
-                continue
-            head = q[0]
-            if head.eligible_ps > now:
-                soonest = head.eligible_ps if soonest is None else min(soonest, head.eligible_ps)
-            elif head.blocks <= credits:
-                chosen = i
-                break
-        if chosen is None:
-            if soonest is not None:
-                self._wake(self._try_out, out, soonest)
-            return                                   # else a credit return wakes us
-        pkt = self._in_q[chosen].popleft()
-        self._rr[out] = chosen
-        self._down_credits[out] -= pkt.blocks
-        end = now + self.params.serialize_ps(pkt.wire_bytes)
-        self._down_free[out] = end
-        cable = self.params.cable_ps
-        self._events.push(end + cable, ARRIVE, chosen, self._uplink_credit, chosen, pkt.blocks)
-        self._events.push(end + cable + self.params.hca_rx_ps, ARRIVE, out, self._hca_in, pkt)
-        q = self._in_q[chosen]
-        if q:
-            self._wake(self._try_out, q[0].dst, max(now, q[0].eligible_ps))
-        self._wake(self._try_out, out, end)
-
-    def _uplink_credit(self, port, blocks):
-        self._up_credits[port] += blocks
-        assert self._up_credits[port] <= self.params.switch_credits
-        self._wake(self._try_tx, port, self.now)
-
-    def _hca_in(self, pkt):
-        port = pkt.dst
-        now = self.now
-        handler = self._on_packet[port]
-        if handler is not None:
-            t_free = handler(now, pkt)
-            t_free = now if t_free is None else _time(t_free, "drain time")
-        elif self._drain[port] is not None:
-            start = max(now, self._rx_free[port])
-            t_free = start + math.ceil(pkt.wire_bytes * self._drain[port])
-        else:
-            t_free = now
-        t_free = max(t_free, now, self._rx_free[port])    # the buffer drains in order
-        self._rx_free[port] = t_free
-        self._events.push(t_free + self.params.cable_ps, ARRIVE, port, self._downlink_credit,
-                          port, pkt.blocks)
-        m = pkt.message
-        m.packet_times.append(t_free)
-        if pkt.last:
-            self._events.push(t_free, DELIVER, m.src, self._deliver, m, order=m.seq)
-
-    def _downlink_credit(self, port, blocks):
-        self._down_credits[port] += blocks
-        assert self._down_credits[port] <= self.params.hca_credits
-        self._wake(self._try_out, port, self.now)
+    def _return_credits(self, port, out, pkt, now, end):
+        self._events.push(end + self.params.cable_ps, ARRIVE, port, self._uplink_credit, port,
+                          pkt.blocks)
 
     def _deliver(self, m):
-        m.t_deliver_ps = self.now
         self._in_flight -= 1
-        handler = self._on_message[m.dst]
-        if handler is not None:
-            handler(m)
-        elif self._on_packet[m.dst] is None:
-            self._delivered.append(m)
-
-    def _check_port(self, port, name):
-        if isinstance(port, bool) or not isinstance(port, int):
-            raise ValueError(f"{name} must be a port number, not {port!r}")
-        if not 0 <= port < self.n_ports:
-            raise ValueError(f"{name} = {port} is not a port of this fabric "
-                             f"(0..{self.n_ports - 1})")
-
-
-def _time(t, name):
-    if isinstance(t, bool) or not isinstance(t, int):
-        raise ValueError(f"{name} must be an integer number of picoseconds, not {t!r}")
-    if t < 0:
-        raise ValueError(f"{name} must not be negative ({t} ps)")
-    return t
+        super()._deliver(m)
