@@ -8,9 +8,9 @@ take no simulated time; timing belongs to the paths and copy engines that call t
 
 import bisect
 
-__all__ = ["Memory"]
+from peach2.sim.verbs.pages import SparseBytes
 
-_PAGE = 4096
+__all__ = ["Memory"]
 
 
 class Memory:
@@ -34,7 +34,7 @@ class Memory:
         self.size = size
         self.socket = socket
         self.gpu = gpu
-        self._pages = {}
+        self._bytes = SparseBytes()       # the contents
         self._free = [(base, size)]       # (address, length), sorted by address
         self._used = {}                    # address -> length
 
@@ -55,29 +55,13 @@ class Memory:
     def load(self, addr, nbytes):
         """Return ``nbytes`` at ``addr``."""
         self._check(addr, nbytes)
-        out = bytearray()
-        while nbytes:
-            page, off = divmod(addr, _PAGE)
-            n = min(nbytes, _PAGE - off)
-            data = self._pages.get(page)
-            out += data[off:off + n] if data is not None else bytes(n)
-            addr += n
-            nbytes -= n
-        return bytes(out)
+        return self._bytes.load(addr, nbytes)
 
     def store(self, addr, data):
         """Write ``data`` at ``addr``."""
         data = bytes(data)
         self._check(addr, len(data))
-        pos = 0
-        while pos < len(data):
-            page, off = divmod(addr + pos, _PAGE)
-            n = min(len(data) - pos, _PAGE - off)
-            buf = self._pages.get(page)
-            if buf is None:
-                buf = self._pages[page] = bytearray(_PAGE)
-            buf[off:off + n] = data[pos:pos + n]
-            pos += n
+        self._bytes.store(addr, data)
 
     # -- allocation ----------------------------------------------------------------------------
 

@@ -13,10 +13,9 @@ import math
 from fractions import Fraction
 
 from .dma import DMA
+from .pages import SparseBytes
 
 __all__ = ["HostMemory"]
-
-_PAGE = 4096
 
 
 class HostMemory(DMA):
@@ -44,7 +43,7 @@ class HostMemory(DMA):
         self.read_latency_ps = read_latency_ps
         self.write_latency_ps = write_latency_ps
         self._ps_per_byte = Fraction(10 ** 12) / Fraction(str(bytes_per_s))
-        self._pages = {}
+        self._bytes = SparseBytes()          # the contents
         self._read_busy = 0
         self._write_busy = 0
         self.reads = 0
@@ -55,29 +54,13 @@ class HostMemory(DMA):
     def load(self, addr, nbytes):
         """Return ``nbytes`` at ``addr`` as the CPU sees them now."""
         _check(addr, nbytes)
-        out = bytearray()
-        while nbytes:
-            page, off = divmod(addr, _PAGE)
-            n = min(nbytes, _PAGE - off)
-            data = self._pages.get(page)
-            out += data[off:off + n] if data is not None else bytes(n)
-            addr += n
-            nbytes -= n
-        return bytes(out)
+        return self._bytes.load(addr, nbytes)
 
     def store(self, addr, data):
         """Write ``data`` at ``addr`` from the CPU (no timing)."""
         data = bytes(data)
         _check(addr, len(data))
-        pos = 0
-        while pos < len(data):
-            page, off = divmod(addr + pos, _PAGE)
-            n = min(len(data) - pos, _PAGE - off)
-            buf = self._pages.get(page)
-            if buf is None:
-                buf = self._pages[page] = bytearray(_PAGE)
-            buf[off:off + n] = data[pos:pos + n]
-            pos += n
+        self._bytes.store(addr, data)
 
     # -- device side: the DMA interface -----------------------------------------------------------
 
