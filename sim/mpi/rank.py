@@ -71,6 +71,9 @@ class Rank:
         self._pending = {}          # requests not yet complete (a dict: ordered)
         self._posted = []           # receives waiting for a message, in posting order
         self._unexpected = []       # messages waiting for a receive, in arrival order
+        self._program = None        # the program's generator while it runs
+        self._waiting = None        # the Wait it is blocked on
+        self._on_return = None      # on_return(rank, value) when it returns
         self.protocol = Protocol(self)
 
     def __repr__(self):
@@ -192,11 +195,76 @@ class Rank:
         req.status = status
         req.error = error
         self._pending.pop(req, None)
-        self.world.notify(self.rank)
+        self._notify()
 
     def pending(self):
         """Requests of this rank not complete yet (for diagnostics)."""
         return list(self._pending)
+
+    # -- the rank's program, run by its world ---------------------------------------------------
+
+    def run_program(self, gen, t_ps, on_return):
+        """Run the generator ``gen`` (a started program) from ``t_ps`` on the fabric's events;
+        call ``on_return(rank number, value)`` when it returns."""
+        self._program = gen
+        self._on_return = on_return
+        self.world.fabric.schedule(t_ps, self.rank, self._step, None, None)
+
+    @property
+    def running(self):
+        """True while a program runs on this rank."""
+        return self._program is not None
+
+    def blocked_on(self):
+        """What the running program waits for, as text (for diagnostics)."""
+        return repr(self._waiting if self._waiting is not None else "running")
+
+    def stop_program(self):
+        """Forget the program and what it waits for (its pending events then do nothing)."""
+        self._program = None
+        self._waiting = None
+
+    def _notify(self):
+        # a request completed: resume the program if its wait is over
+        wait = self._waiting
+        if wait is not None and wait.ready():
+            self._waiting = None
+            fabric = self.world.fabric
+            t = max(self.now, fabric.now, wait.t_ready()) + self.params.wait_overhead_ps
+            fabric.schedule(t, self.rank, self._resume, wait)
+
+    def _resume(self, wait):
+        self.now = max(self.now, self.world.fabric.now)
+        try:
+            value = wait.result()
+        except Exception as error:        # the request's MPIError, thrown into the program
+            self._step(None, error)
+            return
+        self._step(value, None)
+
+    def _step(self, value, error):
+        gen = self._program
+        if gen is None:
+            return
+        r = self.rank
+        self.now = max(self.now, self.world.fabric.now)
+        try:
+            wait = gen.throw(error) if error is not None else gen.send(value)
+        except StopIteration as stop:
+            self._program = None
+            self._on_return(r, stop.value)
+            return
+        if not isinstance(wait, Wait) or wait.rank != r:
+            gen.close()
+            self._program = None
+            raise TypeError(f"rank {r}'s program yielded {wait!r}: yield what rank.wait, "
+                            f"waitall, send, recv or elapse return (for this rank)")
+        if not wait.requests:
+            self.now += wait.delay_ps
+            self.world.fabric.schedule(self.now, r, self._step, None, None)
+            return
+        self._waiting = wait
+        self._notify()
 
     # -- internals -------------------------------------------------------------------------------
 

@@ -38,7 +38,6 @@ from peach2.sim.verbs import HCA
 from .errors import Deadlock
 from .params import MPIParams
 from .rank import Rank
-from .wait import Wait
 
 __all__ = ["World"]
 
@@ -76,9 +75,6 @@ class World:
         for r, node in enumerate(self.nodes):
             hca = HCA(self.fabric, r, node.dma("hca"))
             self.ranks.append(Rank(self, r, node, hca, params, socket))
-        self._programs = {}         # rank -> generator still running
-        self._waiting = {}          # rank -> Wait it is blocked on
-        self._results = {}
 
     def __repr__(self):
         return f"World({self.size} ranks, t = {self.now} ps)"
@@ -123,67 +119,22 @@ class World:
             programs = dict(program)
         else:
             programs = dict(enumerate(program))
-        if self._programs:
+        if any(rank.running for rank in self.ranks):
             raise RuntimeError("World.run is already running")
         results = {}
-        self._results = results
         for r in sorted(programs):
             rank = self.ranks[r]
             outcome = programs[r](rank)
             if inspect.isgenerator(outcome):
-                self._programs[r] = outcome
-                self.fabric.schedule(max(rank.now, self.now), r, self._step, r, None, None)
+                rank.run_program(outcome, max(rank.now, self.now), results.__setitem__)
             else:
                 results[r] = outcome
         try:
             self.fabric.run(limit_ps)
-            if self._programs:
-                raise Deadlock({r: repr(self._waiting.get(r, "running"))
-                                for r in self._programs})
+            if any(rank.running for rank in self.ranks):
+                raise Deadlock({rank.rank: rank.blocked_on() for rank in self.ranks
+                                if rank.running})
         finally:
-            self._programs.clear()
-            self._waiting.clear()
+            for rank in self.ranks:
+                rank.stop_program()
         return [results.get(r) for r in range(self.size)]
-
-    def notify(self, r):
-        """A request of rank ``r`` completed: resume it if its wait is over."""
-        wait = self._waiting.get(r)
-        if wait is not None and wait.ready():
-            del self._waiting[r]
-            rank = self.ranks[r]
-            t = max(rank.now, self.now, wait.t_ready()) + self.params.wait_overhead_ps
-            self.fabric.schedule(t, r, self._resume, r, wait)
-
-    def _resume(self, r, wait):
-        rank = self.ranks[r]
-        rank.now = max(rank.now, self.now)
-        try:
-            value = wait.result()
-        except Exception as error:        # the request's MPIError, thrown into the program
-            self._step(r, None, error)
-            return
-        self._step(r, value, None)
-
-    def _step(self, r, value, error):
-        gen = self._programs.get(r)
-        if gen is None:
-            return
-        rank = self.ranks[r]
-        rank.now = max(rank.now, self.now)
-        try:
-            wait = gen.throw(error) if error is not None else gen.send(value)
-        except StopIteration as stop:
-            del self._programs[r]
-            self._results[r] = stop.value
-            return
-        if not isinstance(wait, Wait) or wait.rank != r:
-            gen.close()
-            del self._programs[r]
-            raise TypeError(f"rank {r}'s program yielded {wait!r}: yield what rank.wait, "
-                            f"waitall, send, recv or elapse return (for this rank)")
-        if not wait.requests:
-            rank.now += wait.delay_ps
-            self.fabric.schedule(rank.now, r, self._step, r, None, None)
-            return
-        self._waiting[r] = wait
-        self.notify(r)

@@ -22,7 +22,7 @@ Rank numbers are the machine's global node numbers (= switch ports); ``size`` is
 
 import inspect
 
-from peach2.sim.mpi import MPIParams, Rank, Wait
+from peach2.sim.mpi import MPIParams, Rank
 from peach2.sim.verbs import HCA
 
 __all__ = ["PartitionWorld"]
@@ -80,8 +80,6 @@ class PartitionWorld:
                 rank.hca.connect(qp, h, self._peers[h].index(g))
                 rank.protocol.attach(h, qp)
         self.results = {}
-        self._programs = {}
-        self._waiting = {}
 
     def __repr__(self):
         return f"PartitionWorld(ranks {min(self.ranks)}..{max(self.ranks)} of {self.size})"
@@ -93,7 +91,7 @@ class PartitionWorld:
     @property
     def finished(self):
         """True when every started program has returned."""
-        return not self._programs
+        return not any(rank.running for rank in self.ranks.values())
 
     def rank(self, g):
         """Return this partition's :class:`Rank` ``g``."""
@@ -113,56 +111,10 @@ class PartitionWorld:
             rank.now = max(rank.now, t_ps)
             outcome = program(rank)
             if inspect.isgenerator(outcome):
-                self._programs[g] = outcome
-                self.fabric.schedule(rank.now, g, self._step, g, None, None)
+                rank.run_program(outcome, rank.now, self.results.__setitem__)
             else:
                 self.results[g] = outcome
 
     def pending(self):
         """``{rank: what it waits for}`` of the programs still running."""
-        return {g: repr(self._waiting.get(g, "running")) for g in self._programs}
-
-    # -- as World does it (peach2.sim.mpi.world) ------------------------------------------------
-
-    def notify(self, r):
-        """A request of rank ``r`` completed: resume it if its wait is over."""
-        wait = self._waiting.get(r)
-        if wait is not None and wait.ready():
-            del self._waiting[r]
-            rank = self.ranks[r]
-            t = max(rank.now, self.now, wait.t_ready()) + self.params.wait_overhead_ps
-            self.fabric.schedule(t, r, self._resume, r, wait)
-
-    def _resume(self, r, wait):
-        rank = self.ranks[r]
-        rank.now = max(rank.now, self.now)
-        try:
-            value = wait.result()
-        except Exception as error:
-            self._step(r, None, error)
-            return
-        self._step(r, value, None)
-
-    def _step(self, r, value, error):
-        gen = self._programs.get(r)
-        if gen is None:
-            return
-        rank = self.ranks[r]
-        rank.now = max(rank.now, self.now)
-        try:
-            wait = gen.throw(error) if error is not None else gen.send(value)
-        except StopIteration as stop:
-            del self._programs[r]
-            self.results[r] = stop.value
-            return
-        if not isinstance(wait, Wait) or wait.rank != r:
-            gen.close()
-            del self._programs[r]
-            raise TypeError(f"rank {r}'s program yielded {wait!r}: yield what rank.wait, "
-                            f"waitall, send, recv or elapse return (for this rank)")
-        if not wait.requests:
-            rank.now += wait.delay_ps
-            self.fabric.schedule(rank.now, r, self._step, r, None, None)
-            return
-        self._waiting[r] = wait
-        self.notify(r)
+        return {g: rank.blocked_on() for g, rank in self.ranks.items() if rank.running}
