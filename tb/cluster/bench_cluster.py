@@ -33,7 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from test_cluster import run
+from cluster_run import run
 
 from peach2.sim.bench.cluster_doc import (
     PARTS,

@@ -4,7 +4,7 @@ and the address-map and model checks that need no simulator.  ``gpu_tb`` has the
 the GPU read rate is a benchmark (``bench_gpu.py``), not a test."""
 
 import pytest
-from test_cluster import run
+from cluster_run import run
 
 from peach2.routes import default_address_map
 from peach2.sim.pcie import GPU_READ_BANDWIDTH, GpuFunction

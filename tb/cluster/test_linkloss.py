@@ -16,7 +16,7 @@ HERE = Path(__file__).parent
 
 @pytest.mark.parametrize("testcase", ["cable_down_ring4", "chip_reset_ring4"])
 def test_linkloss_ring4(testcase):
-    from test_cluster import TEST_CABLE  # the cables of test_ring4_all_to_all (one build)
+    from cluster_run import TEST_CABLE  # the cables of test_ring4_all_to_all (one build)
     topo = Topology.parse("ring:4")
     cycles = pipeline_cycles(HARDIP_PIPELINE_NS)
     cable = {"tx_pipeline": cycles, "rx_pipeline": cycles, **TEST_CABLE}

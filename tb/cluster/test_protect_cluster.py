@@ -13,7 +13,7 @@ HERE = Path(__file__).parent
 
 
 def test_protection_ring4():
-    from test_cluster import TEST_CABLE  # the cables of test_ring4_all_to_all (one build)
+    from cluster_run import TEST_CABLE  # the cables of test_ring4_all_to_all (one build)
     topo = Topology.parse("ring:4")
     cycles = pipeline_cycles(HARDIP_PIPELINE_NS)
     cable = {"tx_pipeline": cycles, "rx_pipeline": cycles, **TEST_CABLE}

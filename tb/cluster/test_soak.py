@@ -32,7 +32,7 @@ LONG_SEED = 71
 
 def run_soak(name, tlps, seed, **params):
     """Run ``soak_tb`` on the ring of 4 of the cluster tests; return its figures (a dict)."""
-    from test_cluster import TEST_CABLE  # the cables of test_ring4_all_to_all (one build)
+    from cluster_run import TEST_CABLE  # the cables of test_ring4_all_to_all (one build)
     topo = Topology.parse("ring:4")
     cycles = pipeline_cycles(HARDIP_PIPELINE_NS)
     cable = {"tx_pipeline": cycles, "rx_pipeline": cycles, **TEST_CABLE}

@@ -1,6 +1,6 @@
 """Collectives on the HDL sub-cluster (``collectives_tb``), on Verilator.
 
-The tops are exactly those of ``tb/cluster/test_cluster.py`` (same topology, cable credits
+The tops are exactly those of ``tb/cluster/cluster_run.py`` (same topology, cable credits
 ``TEST_CABLE`` and calibrated pipeline), so the Verilator builds in ``build/sim/_verilator`` are
 shared with those tests; each topology runs all its collectives in one simulation.
 """
@@ -20,9 +20,9 @@ HERE = Path(__file__).parent
 
 
 def _test_cable():
-    """``TEST_CABLE`` of tb/cluster/test_cluster.py (read from there, so the builds match)."""
-    spec = importlib.util.spec_from_file_location("_cluster_tests",
-                                                  HERE.parent / "cluster" / "test_cluster.py")
+    """``TEST_CABLE`` of tb/cluster/cluster_run.py (read from there, so the builds match)."""
+    spec = importlib.util.spec_from_file_location("_cluster_run",
+                                                  HERE.parent / "cluster" / "cluster_run.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.TEST_CABLE
