@@ -42,7 +42,7 @@ from cocotb.utils import get_sim_time
 from cocotbext.pcie.core.tlp import TlpType
 
 from peach2.routes import MASK64, RouteSet, cable_plan
-from peach2.sim.driver import Driver
+from peach2.sim.driver import Chain, Driver
 from peach2.sim.pcie import (
     GPU_READ_BANDWIDTH,
     GPU_READ_LATENCY_NS,
@@ -340,6 +340,34 @@ class Cluster:
         Returns when host ``src``'s root complex has queued the TLPs (stores are posted).
         """
         return await self.drivers[src].pio_write(self.address_map, dst, window, offset, data)
+
+    async def dma_chain_to_all(self, src, rng, slot, max_size, shadow):
+        """Configure node ``src``'s DMA engine and build a channel-0 chain with a descriptor to
+        every node (its own included), drawing from ``rng``: 1 .. ``max_size`` random bytes from
+        ``src``'s host memory to a random offset inside slot ``n_nodes + src`` (``slot`` bytes
+        each) of the destination's host window.
+
+        Copies the bytes each destination will then hold into ``shadow[dst]`` (a model of its
+        host window); returns the chain, not started, and its ``(dst, address, size)`` writes.
+        """
+        n, amap = self.n_nodes, self.address_map
+        host, drv = self.chips[src].host, self.drivers[src]
+        drv.memory = host.rc.mem_address_space
+        buf, region = host.alloc(n * max_size)
+        desc, _ = host.alloc(32 * n)
+        data = rng.randbytes(n * max_size)
+        region[0:len(data)] = data
+        await drv.dma_config(mps=self.mps, mrrs=512, ext_tags=True)
+        chain = Chain(0, desc)
+        writes = []
+        for dst in range(n):
+            size = rng.randint(1, max_size)
+            off = (n + src) * slot + rng.randrange(slot - size + 1)
+            base, _ = amap.window(dst, "host")
+            chain.memcpy(buf + dst * max_size, base + off, size)
+            shadow[dst][off:off + size] = data[dst * max_size:dst * max_size + size]
+            writes.append((dst, base + off, size))
+        return chain, writes
 
     async def _wait_for(self, node, have, count, what, timeout_ns):
         start = get_sim_time("ns")

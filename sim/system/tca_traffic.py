@@ -17,8 +17,6 @@ import cocotb
 from cocotb.triggers import ClockCycles
 from cocotb.utils import get_sim_time
 
-from peach2.sim.driver import Chain
-
 __all__ = ["TcaAllToAll", "TCA_SHARE"]
 
 #: Fraction of each node's host window the TCA traffic owns.
@@ -51,7 +49,7 @@ class TcaAllToAll:
 
     async def run(self):
         """Set up, run, wait until every byte arrived (sets :attr:`done_ps`)."""
-        cluster, amap, n = self.cluster, self.cluster.address_map, self.cluster.n_nodes
+        cluster, n = self.cluster, self.cluster.n_nodes
         slot = self.share // (2 * n)            # PIO slots 0..n-1, DMA slots n..2n-1
         max_size = min(self.max_size, slot)
         self._shadow = [bytearray(cluster.memory(i)[1][0:self.share]) for i in range(n)]
@@ -68,20 +66,9 @@ class TcaAllToAll:
                     self._shadow[dst][off:off + size] = stores[-1][1]
                     want[dst] += size
                 flows[(src, dst)] = stores
-            host, drv = cluster.chips[src].host, cluster.drivers[src]
-            drv.memory = host.rc.mem_address_space
-            buf, region = host.alloc(n * max_size)
-            desc, _ = host.alloc(32 * n)
-            data = rng.randbytes(n * max_size)
-            region[0:len(data)] = data
-            await drv.dma_config(mps=cluster.mps, mrrs=512, ext_tags=True)
-            chain = Chain(0, desc)
-            for dst in range(n):
-                size = rng.randint(1, max_size)
-                off = (n + src) * slot + rng.randrange(slot - size + 1)
-                base, _ = amap.window(dst, "host")
-                chain.memcpy(buf + dst * max_size, base + off, size)
-                self._shadow[dst][off:off + size] = data[dst * max_size:dst * max_size + size]
+            chain, writes = await cluster.dma_chain_to_all(src, rng, slot, max_size,
+                                                           self._shadow)
+            for dst, _, size in writes:
                 want[dst] += size
             chains.append(chain)
         self.bytes = sum(want)

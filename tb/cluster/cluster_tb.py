@@ -38,7 +38,6 @@ from cocotb.triggers import ClockCycles, Timer
 from cocotb.utils import get_sim_time
 
 from peach2.routes import Topology, default_address_map, match_route
-from peach2.sim.driver import Chain
 from peach2.sim.harness import Cluster
 from peach2.sim.pcie import PER_HOP_NS, PIO_NEIGHBOUR_NS, store_tlps
 from peach2.sim.reference import dma as dma_model
@@ -93,26 +92,13 @@ async def dma_chains(tb, rng, slot, max_size, shadow, tlps, nbytes):
     of 1 .. ``max_size`` bytes from the node's source buffer into the destination's window at
     the source's DMA slot; update ``shadow``, ``tlps`` (the writes of ``dma_model``) and
     ``nbytes``."""
-    cluster, amap, n = tb.cluster, tb.amap, tb.topology.n_nodes
+    cluster = tb.cluster
     chains = []
-    for src in range(n):
-        host, drv = cluster.chips[src].host, cluster.drivers[src]
-        drv.memory = host.rc.mem_address_space
-        buf, region = host.alloc(n * max_size)
-        desc, _ = host.alloc(32 * n)
-        data = rng.randbytes(n * max_size)
-        region[0:len(data)] = data
-        await drv.dma_config(mps=cluster.mps, mrrs=512, ext_tags=True)
-        chain = Chain(0, desc)
-        for dst in range(n):
-            size = rng.randint(1, max_size)
-            off = (n + src) * slot + rng.randrange(slot - size + 1)
-            base, _ = amap.window(dst, "host")
-            chain.memcpy(buf + dst * max_size, base + off, size)
-            shadow[dst][off:off + size] = data[dst * max_size:dst * max_size + size]
+    for src in range(tb.topology.n_nodes):
+        chain, writes = await cluster.dma_chain_to_all(src, rng, slot, max_size, shadow)
+        for dst, address, size in writes:
             nbytes[(src, dst)] += size
-            tlps[(src, dst)] += [a for a, _ in dma_model.write_tlps(base + off, size,
-                                                                    cluster.mps)]
+            tlps[(src, dst)] += [a for a, _ in dma_model.write_tlps(address, size, cluster.mps)]
         chains.append(chain)
     return chains
 
