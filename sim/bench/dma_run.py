@@ -19,13 +19,20 @@ Builds never race: the netlist is converted once before the pool starts (the run
 (``build/sim/<name>-<k>``); Verilator builds are shared under a file lock by the runner, and
 with ``tb/dma/dma_probe.vlt`` as ``tb/dma/test_dma.py`` passes it, the build is the DMA soak's.
 
+Under ``mpiexec`` with several ranks (:class:`peach2.sim.bench.pool.PointPool`), rank 0 makes the
+build and the worker ranks run the simulations, one each at a time: each job measures its rank's
+CPU seconds (the rank's and its children's while the job ran) and sends them back with its
+result and its progress lines, which rank 0 prints as each job's result arrives; the CPU seconds
+of the run are rank 0's plus those.  The build must be where every rank finds it (one machine,
+or a shared file system; else each rank's first job builds its own copy).
+
 The machine may be shared, so the run also adds up CPU seconds (every child process's, the
 simulators' and compilers') and estimates the wall time on an idle machine by replaying the
 pool's schedule with each simulation's CPU seconds (:func:`idle_estimate`).
 """
 
+import functools
 import json
-import queue
 import resource
 import threading
 import time
@@ -35,6 +42,7 @@ from peach2.sim.hdl import Chips
 from peach2.sim.run import BUILD, SIM_BUILD, emit_verilog, pick_simulator, run_cocotb
 
 from .dma_plan import label, merge, split, weight
+from .pool import PointPool
 
 __all__ = ["SCRATCH", "SIMULATOR", "run", "idle_estimate", "Board", "save_costs"]
 
@@ -120,23 +128,31 @@ def _build(test_dir, simulator, name):
     source = emit_verilog(chips, "chips2", SIM_BUILD / f"{name}-0" / (
         "chips2.v" if simulator == "icarus" else "chips2-vl.v"), simulator=simulator)
     if simulator == "verilator":
-        from . import verilator
+        from peach2.sim.run import verilator
         verilator.build(sources=[source, *_extra_sources(test_dir, simulator)],
                         toplevel="chips2", build_args=list(getattr(chips, "verilator_args", ())),
                         root=SIM_BUILD / "_verilator")
 
 
-def _job(k, group, points, *, test_dir, name, simulator, params, board):
-    """Run job ``k`` (the points ``group`` of ``points``); return its result file's data."""
+def _job(k, group, points, *, test_dir, name, simulator, params, board=None):
+    """Run job ``k`` (the points ``group`` of ``points``); return its result file's data, with
+    ``events`` (the progress lines it wrote) and ``job_cpu_s`` (CPU seconds of this process and
+    its children meanwhile: the job's own where it is the only one, on an MPI worker rank).
+
+    With a ``board``, print its progress lines while it runs (the local pool's threads)."""
     result_file = SCRATCH / f"{name}-{k}.json"
     progress_file = SCRATCH / f"{name}-{k}-progress.log"
+    SCRATCH.mkdir(parents=True, exist_ok=True)
     for f in (result_file, progress_file):
         f.unlink(missing_ok=True)
     stop = threading.Event()
-    follower = threading.Thread(target=_follow, args=(progress_file, k, board, stop),
-                                daemon=True)
-    follower.start()
+    follower = None
+    if board is not None:
+        follower = threading.Thread(target=_follow, args=(progress_file, k, board, stop),
+                                    daemon=True)
+        follower.start()
     extra = _extra_sources(test_dir, simulator)
+    cpu0 = _children_cpu() + time.process_time()
     try:
         run_cocotb(component=Chips(2), toplevel="chips2", test_module="dma_perf_tb",
                    name=f"{name}-{k}", test_dir=test_dir, testcase="figures", seed=1,
@@ -146,8 +162,13 @@ def _job(k, group, points, *, test_dir, name, simulator, params, board):
                            "progress_file": str(progress_file)})
     finally:
         stop.set()
-        follower.join()
-    return json.loads(result_file.read_text())
+        if follower is not None:
+            follower.join()
+    data = json.loads(result_file.read_text())
+    text = progress_file.read_text() if progress_file.exists() else ""
+    data["events"] = [json.loads(line) for line in text[:text.rfind("\n") + 1].splitlines()]
+    data["job_cpu_s"] = _children_cpu() + time.process_time() - cpu0
+    return data
 
 
 def _children_cpu():
@@ -155,23 +176,33 @@ def _children_cpu():
     return r.ru_utime + r.ru_stime
 
 
+def _one(item, **kwargs):
+    """:func:`_job` of ``item`` = ``(k, group)`` (what :class:`PointPool` maps)."""
+    return _job(*item, **kwargs)
+
+
 def run(points, *, workers, test_dir, jobs=None, read_latency_ns=500, simulator=None,
         name="bench-dma", out=print):
     """Measure ``points`` in ``jobs`` simulations (default: one per point), ``workers`` at a
-    time; return ``(data, costs)``: the section's data (``points`` in plan order,
+    time (under ``mpiexec``, one per worker rank: :class:`~peach2.sim.bench.pool.PointPool`);
+    return ``(data, costs)``: the section's data (``points`` in plan order,
     ``paper_bound_gbps``, ``read_latency_ns``) and what the run cost (``cpu_s``: CPU seconds
-    of this process and every child, ``build_cpu_s``: of the netlist and the build,
-    ``idle_s``: the build's CPU seconds plus :func:`idle_estimate` of the jobs, ``jobs``,
-    ``workers``, ``simulator``, ``per_point``: each point's CPU seconds in plan order).
+    of this process and every child, and under MPI of every worker rank and its children while
+    it ran a job, ``build_cpu_s``: of the netlist and the build, ``idle_s``: the build's CPU
+    seconds plus :func:`idle_estimate` of the jobs, ``jobs``, ``workers``, ``ranks`` (1 without
+    MPI), ``simulator``, ``per_point``: each point's CPU seconds in plan order).
     ``simulator`` defaults to ``PEACH2_SIM``, else :data:`SIMULATOR`."""
     simulator = pick_simulator(simulator or SIMULATOR)
     groups = split(points, jobs or len(points))
     # heaviest first (the pool's schedule); merge() restores plan order
     groups.sort(key=lambda g: -sum(weight(points[i]) for i in g))
-    workers = max(1, min(workers, len(groups)))
+    pool = PointPool("dma", workers)
+    workers = max(1, min(pool.workers, len(groups)))
     SCRATCH.mkdir(parents=True, exist_ok=True)
-    out(f"dma: {len(points)} points in {len(groups)} simulations ({simulator}), {workers} at a "
-        "time", flush=True)
+    where = (f"{workers} at a time on {pool.workers} MPI worker ranks" if pool.mpi
+             else f"{workers} at a time")
+    out(f"dma: {len(points)} points in {len(groups)} simulations ({simulator}), {where}",
+        flush=True)
     cpu0, own0, wall0 = _children_cpu(), time.process_time(), time.time()
     _build(test_dir, simulator, name)       # once, before the pool: no two jobs build it
     build_cpu = _children_cpu() - cpu0 + time.process_time() - own0
@@ -179,32 +210,22 @@ def run(points, *, workers, test_dir, jobs=None, read_latency_ns=500, simulator=
     out(f"dma: netlist and build ready in {build_wall:.0f} s ({build_cpu:.0f} s CPU)",
         flush=True)
     board = Board(points, groups, out)
-    params = {"read_latency_ns": read_latency_ns}
-    todo = queue.Queue()
-    for k in range(len(groups)):
-        todo.put(k)
-    results, errors = [None] * len(groups), []
+    # the local pool's threads print progress as it comes; a worker rank sends it with the result
+    job = functools.partial(_one, points=points, test_dir=test_dir, name=name,
+                            simulator=simulator, params={"read_latency_ns": read_latency_ns},
+                            board=None if pool.mpi else board)
 
-    def worker():
-        while not errors:
-            try:
-                k = todo.get_nowait()
-            except queue.Empty:
-                return
-            try:
-                results[k] = _job(k, groups[k], points, test_dir=test_dir, name=name,
-                                  simulator=simulator, params=params, board=board)
-            except BaseException as exc:        # re-raised by the caller, after the pool
-                errors.append(exc)
-    threads = [threading.Thread(target=worker) for _ in range(workers)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
+    def done(k, result):
+        if pool.mpi:
+            for e in result["events"]:
+                board.event(k, e)
+    results = pool.map(job, list(enumerate(groups)), done=done,
+                       names=[f"simulation {k + 1}: " + ", ".join(label(points[i]) for i in g)
+                              for k, g in enumerate(groups)])
     merged = merge(points, groups, [r["points"] for r in results])
     cpu = _children_cpu() - cpu0 + time.process_time() - own0
+    if pool.mpi:        # the worker ranks' CPU seconds, each job's measured where it ran
+        cpu += sum(r["job_cpu_s"] for r in results)
     measured = [sum(c["cpu_s"] for c in r["costs"]) for r in results]
     # what the jobs cost beyond their points (simulator start-up, Icarus compile), per job
     overhead = max(0.0, cpu - build_cpu - sum(measured)) / len(groups)
@@ -216,7 +237,8 @@ def run(points, *, workers, test_dir, jobs=None, read_latency_ns=500, simulator=
     costs = {"cpu_s": round(cpu), "build_cpu_s": round(build_cpu),
              "idle_s": round(build_cpu + idle_estimate([m + overhead for m in measured],
                                                        workers)),
-             "jobs": len(groups), "workers": workers, "simulator": simulator,
+             "jobs": len(groups), "workers": workers,
+             "ranks": pool.workers + 1 if pool.mpi else 1, "simulator": simulator,
              "per_point": per_point}
     first = results[0]
     return ({"points": merged, "paper_bound_gbps": first["paper_bound_gbps"],

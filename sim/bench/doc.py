@@ -44,6 +44,11 @@ which runs `tb/cluster/bench_cluster.py`, `tb/cluster/bench_gpu.py` and
 their files and rebuilds this document from all saved files; `peach2 bench --doc-only` only
 rebuilds it ([bench](sim/bench.md)). A section without a saved file keeps its text as committed
 and names its own run. A run's stamp gives the command as it was run then.
+Started under `mpiexec`, a run sends its independent points (the DMA figures' simulations, the
+collectives' simulations, the adapters' and the router's runs) to MPI's worker ranks and saves
+the same results from rank 0: `mpiexec -n 5 python tb/bench/benchmarks.py dma` runs four
+simulations at a time, on one machine or, with a hostfile, on a cluster's nodes
+([bench](sim/bench.md#on-mpi-ranks)).
 Every figure is simulated time of the real design (Icarus Verilog unless the section says
 otherwise), with the link timed by cocotbext-pcie's wire model at Gen2 x8 (4 GB/s raw; each TLP
 costs header + payload + 8 bytes of framing). The bound is that wire-format bound for exactly the

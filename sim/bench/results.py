@@ -104,9 +104,11 @@ def stamp(run):
             + (f" on {run['date']}" if run.get("date") else "")
             + (f" ({', '.join(w for w in where if w)})" if any(where) else "") + ".")
     if run.get("cpu_seconds") is not None:      # a run of parallel simulations (DMA)
+        ranks = (f" on {run['mpi_ranks'] - 1} MPI worker ranks" if run.get("mpi_ranks")
+                 else "")
         text += (f" {str(run.get('simulator', '?')).capitalize()}, {run.get('jobs', '?')} "
-                 f"simulations {run.get('workers', '?')} at a time: {run['cpu_seconds']} s of "
-                 f"CPU, about {run.get('idle_seconds', '?')} s on an idle machine.")
+                 f"simulations {run.get('workers', '?')} at a time{ranks}: {run['cpu_seconds']} "
+                 f"s of CPU, about {run.get('idle_seconds', '?')} s on an idle machine.")
     if run.get("shortened"):
         text += " Shortened against the full run: " + "; ".join(run["shortened"]) + "."
     return text

@@ -6,6 +6,7 @@ Usage (from the repository root, after the README's test install; ``peach2 bench
     python tb/bench/benchmarks.py adapters router   # only these; the others keep their saved results
     python tb/bench/benchmarks.py dma --quick       # fewer, shorter points (printed: what is shortened)
     python tb/bench/benchmarks.py --doc-only        # rebuild the document from the saved results
+    mpiexec -n 5 python tb/bench/benchmarks.py dma  # the points on 4 MPI worker ranks, rank 0 saves
 
 Sections: ``adapters`` (hard-IP adapters' loopback write stream, 10 points), ``router`` (latency
 through one chip, all four ports busy, PIO latency host to host), ``dma`` (002 section 4.1,
@@ -15,7 +16,9 @@ simulations, ``--jobs`` at a time: :mod:`peach2.sim.bench.dma_run`), ``cluster``
 time and latency per hop), ``gpu`` (``tb/cluster/bench_gpu.py``, run in a child process: a DMA
 reading the local GPU against one reading host memory, beside 002's 870 MB/s GPU read ceiling
 and the wire bound).  A run saves only the sections it measured, so it never removes another
-section's figures; each point prints a progress line with how many are left.
+section's figures; each point prints a progress line with how many are left.  Under ``mpiexec``
+with several ranks the independent points go to the worker ranks and rank 0 saves the same
+results (:mod:`peach2.sim.bench.pool`; ``--jobs`` is then refused).
 
 Every figure comes from a simulation of the real design, timed by the wire model of the link
 (cocotbext-pcie ``SimPort``, Gen2 x8), and is printed beside the wire-format bound for the same
@@ -30,7 +33,6 @@ import sys
 import tempfile
 import textwrap
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from peach2 import cli_options
@@ -48,6 +50,7 @@ from peach2.sim.bench.dma_plan import (
     sizes,
 )
 from peach2.sim.bench.doc import rebuild
+from peach2.sim.bench.pool import PointPool, in_script, mpi_size
 from peach2.sim.bench.results import (
     SECTIONS,
     PointProgress,
@@ -118,18 +121,25 @@ def loopback_point(name, payload, header, count):
     return result
 
 
+def loopback_item(item):
+    """:func:`loopback_point` of ``(name, payload, header, count)`` (what the pool maps)."""
+    return loopback_point(*item)
+
+
 def adapters(quick):
-    """The loopback write stream, 10 points two at a time; returns the section's data."""
+    """The loopback write stream, 10 points two at a time (under ``mpiexec``, one per worker
+    rank at a time); returns the section's data."""
     count = QUICK_TLPS if quick else FULL_TLPS
     progress = PointProgress("adapters", len(LOOPBACK))
 
-    def one(point):
-        result = loopback_point(*point, count)
+    def done(_, result):
         progress.point(f"{result['payload']} B, {result['header_dw']}-DW header: "
                        f"{result['gbps']:.3f} GB/s")
-        return result
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        points = list(pool.map(one, LOOPBACK))
+    pool = PointPool("adapters", 2)
+    points = pool.map(
+        in_script(__file__, "loopback_item") if pool.mpi else loopback_item,
+        [(*point, count) for point in LOOPBACK],
+        names=[name for name, _, _ in LOOPBACK], done=done)
     print(f"{'payload':>8} {'hdr':>4} {'TLPs':>6} {'GB/s':>7} {'bound':>7} {'of bound':>9}")
     for r in sorted(points, key=lambda r: (-r["header_dw"], r["payload"])):
         print(f"{r['payload']:>8} {r['header_dw']:>4} {r['tlps']:>6} {r['gbps']:>7.3f} "
@@ -156,22 +166,30 @@ def pio_latency():
     return json.loads(result_file.read_text())
 
 
-def router(quick):
-    """Latency through one chip, four ports busy, PIO latency; returns the section's data."""
-    count = QUICK_BUSY if quick else FULL_BUSY
-    progress = PointProgress("router", 3)
+#: The router section's runs: (key in its data, progress label).
+ROUTER = [("latency", "latency through one chip"), ("all_ports_busy", "all four ports busy"),
+          ("pio", "PIO latency host to host")]
 
-    def step(label, job, *args):
-        result = job(*args)
-        progress.point(label)
-        return result
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        latency = pool.submit(step, "latency through one chip", router_run, "latency")
-        busy = pool.submit(step, "all four ports busy", router_run, "all_ports_busy",
-                           {"count": count})
-        pio = pool.submit(step, "PIO latency host to host", pio_latency)
-        data = {"latency": latency.result(), "all_ports_busy": busy.result(),
-                "pio": pio.result()}
+
+def router_point(item):
+    """One run of the router section, ``(key, count)`` (what the pool maps)."""
+    key, count = item
+    if key == "pio":
+        return pio_latency()
+    return router_run(key, {"count": count} if key == "all_ports_busy" else None)
+
+
+def router(quick):
+    """Latency through one chip, four ports busy, PIO latency, two at a time (under
+    ``mpiexec``, one per worker rank at a time); returns the section's data."""
+    count = QUICK_BUSY if quick else FULL_BUSY
+    progress = PointProgress("router", len(ROUTER))
+    pool = PointPool("router", 2)
+    results = pool.map(
+        in_script(__file__, "router_point") if pool.mpi else router_point,
+        [(key, count) for key, _ in ROUTER],
+        names=[label for _, label in ROUTER], done=lambda k, _: progress.point(ROUTER[k][1]))
+    data = {key: r for (key, _), r in zip(ROUTER, results)}
     for r in data["latency"]:
         print(f"latency {r['from']} -> {r['to']} {r['bytes']:>4} B: {r['cycles']} cycles")
     for r in data["all_ports_busy"]:
@@ -218,13 +236,14 @@ def dma(quick, read_latency_ns=500, chain=None, max_total=None, subset=None, job
     subset = subset or {}
     points = plan(quick, chain, max_total, subset.get("figures"), subset.get("sizes"),
                   subset.get("chains"), subset.get("halo_n"))
-    jobs = jobs or os.cpu_count() or 1
+    jobs = jobs or os.cpu_count() or 1     # under mpiexec: the worker ranks instead
     data, costs = bench_dma_run.run(points, workers=jobs, test_dir=TB / "dma",
                                     read_latency_ns=read_latency_ns, simulator=simulator)
     print_dma(data)
-    print(f"dma: {costs['cpu_s']} s CPU in {costs['jobs']} simulations ({costs['simulator']}); "
-          f"about {costs['idle_s']} s on an idle machine with {costs['workers']} at a time",
-          flush=True)
+    ranks = f" (on {costs['ranks']} MPI ranks)" if costs["ranks"] > 1 else ""
+    print(f"dma: {costs['cpu_s']} s CPU{ranks} in {costs['jobs']} simulations "
+          f"({costs['simulator']}); about {costs['idle_s']} s on an idle machine with "
+          f"{costs['workers']} at a time", flush=True)
     bench_dma_run.save_costs(SCRATCH / "bench-dma-costs.json", points, costs)
     return data, costs
 
@@ -255,7 +274,15 @@ def gpu(quick):
 
 def collectives(quick, conditions):
     """The collectives section: ``tb/collectives/bench_collectives.py`` (it saves its own
-    results)."""
+    results); under ``mpiexec``, its ``main`` in this process, so that its simulations go to
+    the worker ranks (a child process of a rank cannot join the MPI job)."""
+    if PointPool("collectives").mpi:
+        args = ["--quick"] if quick else []
+        args += ["--conditions", conditions] if conditions else []
+        status = in_script(TB / "collectives" / "bench_collectives.py", "main")(args)
+        if status:
+            raise SystemExit(status)
+        return
     _run_script("collectives/bench_collectives.py", quick=quick, conditions=conditions)
 
 
@@ -354,7 +381,8 @@ def parser(prog="python tb/bench/benchmarks.py"):
                         f"{MAX_HALO_N}; printed, not saved")
     g.add_argument("--jobs", type=_bounded(1, MAX_JOBS), default=None, metavar="N",
                    help=f"simulations run at a time, 1..{MAX_JOBS} (default: the CPU count, "
-                        f"{os.cpu_count()})")
+                        f"{os.cpu_count()}); under mpiexec with N+1 ranks, the N worker ranks "
+                        "run one simulation each at a time and --jobs is refused")
     g.add_argument("--sim", choices=SIMULATORS, default=None,
                    help="simulator of the DMA run (default: PEACH2_SIM, else Verilator: the same "
                         "figures in a tenth of the time or less once built)")
@@ -381,6 +409,18 @@ def main(argv=None, prog="python tb/bench/benchmarks.py"):
                 f"({', '.join(map(str, run_sizes))})")
     if args.doc_only and args.sections:
         p.error("--doc-only measures nothing: name no section")
+    if args.jobs is not None and (ranks := mpi_size()) > 1:
+        p.error(f"--jobs: under mpiexec the {ranks - 1} worker ranks are the simulations run at "
+                f"a time (rank 0 hands out the points); for {args.jobs} at a time start "
+                f"mpiexec -n {args.jobs + 1} without --jobs")
+    # Under mpiexec with several ranks, rank 0 runs the benchmark and the others its points.
+    with PointPool.ranks() as master:
+        if master:
+            _run(args, argv, prog, sections, subset)
+
+
+def _run(args, argv, prog, sections, subset):
+    """Measure (or with ``--doc-only`` only rebuild) as ``args`` say."""
     if args.doc_only:
         rebuild()
         return
@@ -416,6 +456,8 @@ def main(argv=None, prog="python tb/bench/benchmarks.py"):
         if costs:       # the parallel run: its CPU seconds and the idle machine's wall time
             run.update({k: costs[k] for k in ("simulator", "jobs", "workers")},
                        cpu_seconds=costs["cpu_s"], idle_seconds=costs["idle_s"])
+            if costs["ranks"] > 1:
+                run["mpi_ranks"] = costs["ranks"]
         save(name, {"run": run, **data})
         print(f"{name}: saved docs/results/{name}.json ({run['seconds']} s)", file=sys.stderr,
               flush=True)

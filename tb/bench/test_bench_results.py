@@ -321,9 +321,11 @@ def test_a_failed_job_fails_the_run(fake_dma, monkeypatch):
     def broken(**kwargs):
         raise AssertionError("cocotb run bench-dma-1 failed")
     monkeypatch.setattr(dma_run, "run_cocotb", broken)
-    with pytest.raises(AssertionError, match="failed"):
+    with pytest.raises(RuntimeError, match=r"dma: point \d+ of \d+ \(simulation \d+: halo .*\) "
+                       "failed: AssertionError: cocotb run bench-dma-1 failed") as raised:
         dma_run.run(dma_plan.plan(quick=True, figures=["halo"]), workers=2,
                     test_dir=TB / "dma")
+    assert isinstance(raised.value.__cause__, AssertionError)
 
 
 def test_idle_estimate_replays_the_pool():
@@ -433,7 +435,7 @@ def _coll_rows(kind, nodes):
 
 @pytest.fixture
 def bench_coll(results, monkeypatch):
-    """The script with its simulations, its threads and the document stubbed: ``calls`` lists
+    """The script with its simulations and the document stubbed: ``calls`` lists
     the simulations asked for and the rebuilds."""
     module = _bench_collectives()
     calls = []
@@ -445,7 +447,6 @@ def bench_coll(results, monkeypatch):
                 **{k: _coll_rows(k, nodes) for k in kinds}, "wall_s": {part: 1.0}}
     monkeypatch.setattr(module, "measure", measure)
     monkeypatch.setattr(module, "tb_module", lambda *a: None)
-    monkeypatch.setattr(module, "run_jobs", lambda todo, job, progress: [job(*j) for j in todo])
     monkeypatch.setattr(module.bench_doc, "rebuild", lambda **kw: calls.append(("rebuild", kw)))
     module.calls = calls
     return module

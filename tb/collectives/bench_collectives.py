@@ -3,6 +3,7 @@ latency per hop.
 
     python tb/collectives/bench_collectives.py [--quick] [--nodes 8,16] [--part bcast|rest]
                                                [--doc-only]
+    mpiexec -n 3 python tb/collectives/bench_collectives.py ...   # the simulations on 2 ranks
 
 Runs ``collectives_bench`` (tb/collectives/collectives_tb.py) on the 2x4 (8 nodes) and the 2x8
 (16 nodes) with the cable model's default credits and the calibrated hard-IP pipeline, the two
@@ -33,7 +34,6 @@ import importlib.util
 import json
 import shlex
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -41,6 +41,7 @@ from pathlib import Path
 from peach2.sim.bench import collectives_doc as bench_collectives_doc
 from peach2.sim.bench import doc as bench_doc
 from peach2.sim.bench import results as bench_results
+from peach2.sim.bench.pool import PointPool, in_script
 
 HERE = Path(__file__).resolve().parent
 TB = HERE.parent
@@ -155,21 +156,43 @@ def merge(results):
     return out
 
 
-def run_jobs(todo, job, progress):
-    """Run ``job(nodes, part, params)`` for every ``todo`` entry in threads, printing the
-    progress files' new lines meanwhile."""
-    threads = [threading.Thread(target=job, args=j) for j in todo]
-    for t in threads:
-        t.start()
+def measure_item(item):
+    """:func:`measure` of ``(nodes, part, params, progress)`` (what the pool maps)."""
+    return measure(*item)
+
+
+def run_jobs(todo, progress):
+    """Measure every ``todo`` entry ``(nodes, part, params)``, all side by side (under
+    ``mpiexec``, one per worker rank at a time: :class:`peach2.sim.bench.pool.PointPool`),
+    printing the progress files' new lines meanwhile; return the results in ``todo``'s order.
+    A failed simulation raises once the others have finished."""
+    pool = PointPool("collectives", len(todo))
     seen = {j[:2]: 0 for j in todo}
-    while any(t.is_alive() for t in threads):
-        time.sleep(5)
+    stop = threading.Event()
+
+    def show():
         for n, part in seen:
             path = Path(f"{progress}-{n}-{part}")
             lines = path.read_text().splitlines() if path.exists() else []
             for line in lines[seen[(n, part)]:]:
                 print(line, flush=True)
             seen[(n, part)] = len(lines)
+
+    def follow():
+        while not stop.wait(5):
+            show()
+    follower = threading.Thread(target=follow, daemon=True)
+    follower.start()
+    try:
+        return pool.map(in_script(__file__, "measure_item") if pool.mpi else measure_item,
+                        [(n, part, params, f"{progress}-{n}-{part}") for n, part, params in todo],
+                        names=[f"{n} nodes, {part}" for n, part, _ in todo],
+                        done=lambda k, _: print(f"collectives: simulation {todo[k][0]} nodes, "
+                                                f"{todo[k][1]} done", flush=True))
+    finally:
+        stop.set()
+        follower.join()
+        show()
 
 
 class _Parser(argparse.ArgumentParser):
@@ -244,6 +267,13 @@ def main(argv=None):
     given = list(sys.argv[1:] if argv is None else argv)
     args = p.parse_args(given)
     todo = plan(args, p)
+    # Under mpiexec with several ranks, rank 0 runs the benchmark and the others its simulations.
+    with PointPool.ranks() as master:
+        return _run(args, given, todo, p) if master else 0
+
+
+def _run(args, given, todo, p):
+    """Measure (or only rebuild the document) as ``args`` say; return the exit status."""
     results_mod = bench_results
     report = bench_collectives_doc
     if not args.doc_only:
@@ -251,14 +281,8 @@ def main(argv=None):
         start = results_mod.started()
         command = shlex.join(["python", "tb/collectives/bench_collectives.py",      # as measured
                               *[a for a in given if a != "--from-raw"]])
-        progress = Path(tempfile.gettempdir()) / f"peach2-coll-progress-{start['time']:.0f}"
-        got, errors = [], []
-
-        def job(n, part, params):
-            try:
-                got.append(measure(n, part, params, f"{progress}-{n}-{part}"))
-            except BaseException as exc:   # reported below, after the others finish
-                errors.append((n, exc))
+        # beside the raw results (build/bench/): the same folder for every rank of one machine
+        progress = ROOT / "build" / "bench" / f"collectives-progress-{start['time']:.0f}"
         if args.from_raw:
             missing = [str(raw_path(n, part)) for n, part, _ in todo
                        if not raw_path(n, part).exists()]
@@ -266,9 +290,8 @@ def main(argv=None):
                 p.error(f"--from-raw: no raw results {', '.join(missing)}; run without it")
             got = [json.loads(raw_path(n, part).read_text()) for n, part, _ in todo]
         else:
-            run_jobs(todo, job, progress)
-        if errors:
-            raise errors[0][1]
+            progress.parent.mkdir(parents=True, exist_ok=True)
+            got = run_jobs(todo, progress)
         shortened = [QUICK_NOTE] if args.quick else []
         saved = results_mod.load("collectives") or {}     # now: another run may have saved
         info = results_mod.run_info(command, start, shortened, args.conditions)
