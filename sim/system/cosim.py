@@ -109,6 +109,30 @@ def digest(cluster, node):
     return h.hexdigest()
 
 
+async def _idle(driver, windows):
+    """Step ``windows`` windows with no traffic; return their wall time and rate (the
+    machine's per-rank time at the window edges included, gathered from every rank)."""
+    before = driver.machine.stats.as_dict()
+    wall0 = time.perf_counter()
+    for _ in range(windows):
+        await driver.step()
+    wall = time.perf_counter() - wall0
+    driver.windows -= windows
+    ranks = driver.machine.transport.allgather(_delta(driver.machine.stats.as_dict(), before, wall))
+    return {"windows": windows, "wall_s": wall,
+            "cycles_per_s": windows * driver.window_ps / CLOCK_PS / wall, "ranks": ranks}
+
+
+def _delta(after, before, wall):
+    """The counters of one phase: ``after - before`` and the phase's wall time."""
+    keys = ("windows", "exchanges", "crossings_sent", "crossings_received", "step_s",
+            "exchange_s")
+    out = {k: after[k] - before[k] for k in keys}
+    out["phase_wall_s"] = wall
+    out["edge_fraction"] = out["exchange_s"] / wall if wall else 0.0
+    return out
+
+
 @cocotb.test()
 async def machine_all_to_all(dut):
     """TCA all-to-all inside every sub-cluster, MPI all-to-all across; every byte checked."""
@@ -145,7 +169,12 @@ async def machine_all_to_all(dut):
 
     driver = MachineDriver(machine, check_every=params.get("check_every", 4))
     start = await driver.align(up_ps)
+    idle = None
+    if params.get("idle_windows"):
+        idle = await _idle(driver, params["idle_windows"])
+        start += idle["windows"] * driver.window_ps
     dut._log.info("up at %d ps; traffic from %d ps", up_ps, start)
+    before = machine.stats.as_dict()
     wall1 = time.perf_counter()
     tasks = [cocotb.start_soon(t.run()) for t in tca.values()]
     for s, w in worlds.items():
@@ -171,6 +200,7 @@ async def machine_all_to_all(dut):
         everything.update(part)
     cycles = (end - start) / CLOCK_PS
     stats = transport.allgather(machine.stats.as_dict())
+    traffic_stats = transport.allgather(_delta(machine.stats.as_dict(), before, wall))
     checked = sum(transport.allgather(checked))
     dut._log.info("%d nodes: traffic done at %d ps (%d windows), %d bytes checked; %.0f cycles "
                   "in %.1f s wall: %.0f cycles/s (bring-up %.1f s)", plan.n_nodes, end,
@@ -181,6 +211,7 @@ async def machine_all_to_all(dut):
                   "end_ps": end, "windows": driver.windows, "bytes_checked": checked,
                   "subcluster": {str(s): everything[s] for s in sorted(everything)},
                   "wall_s": wall, "bringup_wall_s": wall_up, "cycles_per_s": cycles / wall,
-                  "stats": stats}
+                  "stats": stats, "traffic_stats": traffic_stats, "idle": idle,
+                  "local_subclusters": len(local)}
         with open(params["out"], "w") as f:
             json.dump(result, f, indent=1)

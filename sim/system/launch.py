@@ -37,6 +37,22 @@ def _rank():
     return 0
 
 
+def _ranks():
+    for name in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE"):
+        if name in os.environ:
+            return int(os.environ[name])
+    return 1
+
+
+def copies_per_rank(subclusters, ranks):
+    """Sub-clusters each of ``ranks`` ranks simulates (the machine places them in blocks);
+    refuses a count that does not divide evenly, naming both."""
+    if ranks < 1 or subclusters % ranks:
+        raise SystemExit(f"{subclusters} sub-clusters cannot be shared evenly by {ranks} MPI "
+                         f"ranks: start a number of ranks that divides {subclusters}")
+    return subclusters // ranks
+
+
 def _name(plan, mpi):
     return f"machine-{plan.shape}x{plan.subclusters}-" + (f"rank{_rank()}" if mpi else "one")
 
@@ -59,11 +75,12 @@ def run(shape, subclusters, *, mpi=False, seed=1, out=None, **params):
     """Run the machine's traffic (this process: every sub-cluster; ``mpi``: this rank's);
     return the result rank 0 wrote (``None`` on other ranks)."""
     plan = MachinePlan(shape, subclusters)
+    copies = copies_per_rank(subclusters, _ranks()) if mpi else subclusters
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(out) if out else Path(tmp) / "machine.json"
         params = {"shape": shape, "subclusters": subclusters, "mpi": mpi,
                   "out": str(out.resolve()), **params}
-        run_cocotb(component=plan.top(1 if mpi else subclusters), toplevel="cluster",
+        run_cocotb(component=plan.top(copies), toplevel="cluster",
                    test_module="peach2.sim.system.cosim", name=_name(plan, mpi),
                    test_dir=ROOT, params=params, seed=seed, simulator="verilator")
         if out.exists():
@@ -85,15 +102,24 @@ def main(argv=None):
     ap.add_argument("--mpi-size", type=int, default=2048, help="largest MPI message, bytes")
     ap.add_argument("--tca-size", type=int, default=512, help="largest TCA transfer, bytes")
     ap.add_argument("--stores", type=int, default=1, help="PIO stores per node pair")
+    ap.add_argument("--idle-windows", type=int, default=0,
+                    help="windows to step with no traffic before it starts (speed when idle)")
     ap.add_argument("--build-only", action="store_true", help="build the model and stop")
     args = ap.parse_args(argv)
+    for name in ("subclusters", "mpi_size", "tca_size", "stores"):
+        if getattr(args, name) < 1:
+            ap.error(f"--{name.replace('_', '-')} must be at least 1")
+    if args.idle_windows < 0:
+        ap.error("--idle-windows must not be negative")
     plan = MachinePlan(args.shape, args.subclusters)
     mpi = under_mpiexec()
     if args.build_only:
-        print(prebuild(plan, 1 if mpi else args.subclusters))
+        print(prebuild(plan, copies_per_rank(args.subclusters, _ranks()) if mpi
+                       else args.subclusters))
         return 0
     result = run(args.shape, args.subclusters, mpi=mpi, seed=args.seed, out=args.out,
-                 mpi_size=args.mpi_size, tca_size=args.tca_size, stores=args.stores)
+                 mpi_size=args.mpi_size, tca_size=args.tca_size, stores=args.stores,
+                 idle_windows=args.idle_windows)
     if result is not None:
         print(f"{result['transport']}: end {result['end_ps']} ps, {result['windows']} windows, "
               f"{result['bytes_checked']} bytes checked, {result['cycles_per_s']:.0f} cycles/s")

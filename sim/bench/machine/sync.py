@@ -2,7 +2,7 @@
 
 ::
 
-    python -m peach2.sim.bench.machine_sync            # writes docs/results/machine_sync.json
+    python -m peach2.sim.bench.machine.sync            # writes docs/results/machine_sync.json
 
 The machine is 64 ports in 4 partitions (HA-PACS/TCA's 4 sub-clusters of 16 nodes on one
 switch).  Scenarios, each run in this process (:class:`LocalTransport`) and then under
@@ -120,7 +120,7 @@ def _row(result, base):
 
 def main(argv=None):
     """Command line: see the module's docstring and ``--help``."""
-    parser = argparse.ArgumentParser(prog="python -m peach2.sim.bench.machine_sync",
+    parser = argparse.ArgumentParser(prog="python -m peach2.sim.bench.machine.sync",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--ranks", default="2,4", help="MPI rank counts to compare (2,4)")
     parser.add_argument("--scenario", action="append", choices=SCENARIOS,
@@ -149,7 +149,7 @@ def main(argv=None):
             continue
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "ranks.json")
-            argv_ = mpiexec_command(n, "peach2.sim.bench.machine_sync",
+            argv_ = mpiexec_command(n, "peach2.sim.bench.machine.sync",
                                     ["--worker", "--out", out, "--nbytes", args.nbytes,
                                      "--load", args.load]
                                     + [x for s in args.scenario for x in ("--scenario", s)])
@@ -161,7 +161,7 @@ def main(argv=None):
         print(f"{name}:")
         for result in results[name]:
             print(_row(result, results[name][0]))
-    report = {"command": "python -m peach2.sim.bench.machine_sync " + " ".join(argv or sys.argv[1:]),
+    report = {"command": "python -m peach2.sim.bench.machine.sync " + " ".join(argv or sys.argv[1:]),
               "machine": f"{PARTITIONS} partitions x {PORTS} ports, one flat switch",
               "cores": os.cpu_count(),
               "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)],
