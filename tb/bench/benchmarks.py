@@ -2,7 +2,7 @@
 
 Usage (from the repository root, after the README's test install; ``peach2 bench`` is the same)::
 
-    python tb/bench/benchmarks.py                   # every section: adapters router dma cluster gpu
+    python tb/bench/benchmarks.py                   # every section (adapters .. calibration)
     python tb/bench/benchmarks.py adapters router   # only these; the others keep their saved results
     python tb/bench/benchmarks.py dma --quick       # fewer, shorter points (printed: what is shortened)
     python tb/bench/benchmarks.py --doc-only        # rebuild the document from the saved results
@@ -15,10 +15,13 @@ simulations, ``--jobs`` at a time: :mod:`peach2.sim.bench.dma_run`), ``cluster``
 (``tb/cluster/bench_cluster.py``, run in a child process: the HDL sub-cluster's speed, build
 time and latency per hop), ``gpu`` (``tb/cluster/bench_gpu.py``, run in a child process: a DMA
 reading the local GPU against one reading host memory, beside 002's 870 MB/s GPU read ceiling
-and the wire bound).  A run saves only the sections it measured, so it never removes another
-section's figures; each point prints a progress line with how many are left.  Under ``mpiexec``
-with several ranks the independent points go to the worker ranks and rank 0 saves the same
-results (:mod:`peach2.sim.bench.pool`; ``--jobs`` is then refused).
+and the wire bound), ``calibration`` (``tb/calibration/bench_calibration.py``, run in a child
+process, and :mod:`peach2.sim.mpi.pingpong`: the 8-byte latency table of the whole model against
+HA-PACS/TCA's figures and 000 Figure 4's ping-pong bandwidth, TCA against the MPI curves;
+:mod:`peach2.sim.bench.calibration_doc`).  A run saves only the sections it measured, so it
+never removes another section's figures; each point prints a progress line with how many are
+left.  Under ``mpiexec`` with several ranks the independent points go to the worker ranks and
+rank 0 saves the same results (:mod:`peach2.sim.bench.pool`; ``--jobs`` is then refused).
 
 Every figure comes from a simulation of the real design, timed by the wire model of the link
 (cocotbext-pcie ``SimPort``, Gen2 x8), and is printed beside the wire-format bound for the same
@@ -36,6 +39,7 @@ import time
 from pathlib import Path
 
 from peach2 import cli_options
+from peach2.sim.bench import calibration_doc as bench_calibration_doc
 from peach2.sim.bench import cluster_doc as bench_cluster_doc
 from peach2.sim.bench import dma_run as bench_dma_run
 from peach2.sim.bench import gpu_doc as bench_gpu_doc
@@ -91,6 +95,8 @@ STUDIES = [
     ("peach2 bench gpu", "a DMA reading a GPU against one reading host memory (line:2)"),
     ("peach2 bench collectives", "Broadcast and Allgather on 8 (2x4) and 16 (2x8) nodes, halo "
                                  "exchange, two senders into one, latency per hop"),
+    ("peach2 bench calibration", "8-byte latency of PEACH2 DMA/PIO and MPI against HA-PACS/TCA "
+                                 "(GTC 2014), ping-pong bandwidth of 000 Figure 4 (TCA, MV2GDR)"),
     ("python tb/cluster/bench_cluster.py --only latency", "the 16-node sub-cluster's PIO "
                                                           "latency per hop alone"),
     ("python tb/collectives/bench_collectives.py --nodes 16", "the collectives on 16 nodes "
@@ -211,6 +217,8 @@ def shortened(section, quick, chain=None, max_total=None):
         return bench_gpu_doc.quick_shortened() if quick else []
     if section == "collectives":
         return [QUICK_COLLECTIVES] if quick else []
+    if section == "calibration":
+        return bench_calibration_doc.quick_shortened() if quick else []
     chain = chain or (QUICK_CHAIN if quick else FULL_CHAIN)
     max_total = max_total or (QUICK_TOTAL if quick else FULL_TOTAL)
     out = []
@@ -270,6 +278,23 @@ def gpu(quick):
         out = Path(tmp) / "gpu.json"
         _run_script("cluster/bench_gpu.py", "--out", str(out), quick=quick)
         return json.loads(out.read_text())
+
+
+def calibration(quick):
+    """The calibration section: the PEACH2 ping-pongs of ``tb/calibration/bench_calibration.py``
+    (one Verilator simulation) and the MPI rows and curves of :mod:`peach2.sim.mpi.pingpong` at
+    the same sizes; returns the section's data."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "calibration.json"
+        _run_script("calibration/bench_calibration.py", "--out", str(out), quick=quick)
+        tca = json.loads(out.read_text())
+    sizes_ = bench_calibration_doc.sizes(quick)
+    print(f"calibration: the MPI side, {len(sizes_)} sizes (peach2.sim.mpi.pingpong)", flush=True)
+    data = {"tca": tca, "mpi": bench_calibration_doc.mpi_side(sizes_), "sizes": sizes_}
+    for r in bench_calibration_doc.table_rows(data):
+        print(f"  {r['what']:64} {r['model_us']:6.2f} us, target {r['target_us']:.1f} us "
+              f"({r['error']:+.1%})", flush=True)
+    return data
 
 
 def collectives(quick, conditions):
@@ -451,7 +476,8 @@ def _run(args, argv, prog, sections, subset):
             data, costs = dma(args.quick, args.read_latency, args.chain, args.max_total,
                               jobs=args.jobs, simulator=args.sim)
         else:
-            data = {"adapters": adapters, "router": router, "gpu": gpu}[name](args.quick)
+            data = {"adapters": adapters, "router": router, "gpu": gpu,
+                    "calibration": calibration}[name](args.quick)
         run = run_info(command, start, less[name], args.conditions)
         if costs:       # the parallel run: its CPU seconds and the idle machine's wall time
             run.update({k: costs[k] for k in ("simulator", "jobs", "workers")},

@@ -1,0 +1,227 @@
+"""cocotb ping-pong between two neighbour nodes of the HDL sub-cluster: the PEACH2 rows of the
+calibration table and the TCA curve of 000 Figure 4.
+
+Two chips cabled E -> W (``topology``, default ``line:2``), a host and one GPU model
+(``peach2.sim.pcie.gpu``) on each; hard IPs with the calibrated pipeline (``pipeline_ns``).
+Each figure is **half a round trip** of a ping-pong, the way the TCA team (and MPI benchmarks)
+give an 8-byte latency: node 0 sends, node 1 waits until the message is there and sends it
+back, node 0 waits until it is back; one-way = round trip / 2.  One warm-up round trip, then
+``iters`` measured ones (the simulation is deterministic: they agree to the nanosecond).
+
+- ``pio``: 8-byte CPU store from host 0 into host 1's memory; host 1 sees the word (event-driven
+  poll of its memory) and stores 8 bytes back into host 0's memory.
+- ``dma_host`` / ``dma_gpu`` and the curve: a chained DMA of one descriptor (prepared once, as
+  ``tcaDescSet``; started by a register write) from node 0's host memory (or GPU 0) into node 1's,
+  ending in a completion write into a flag of node 1's host memory, where its CPU polls it
+  (:mod:`peach2.sim.collectives.plan`); node 1 then starts its own DMA back into node 0.
+
+Parameters (``PEACH2_PARAMS``): ``topology``, ``pipeline_ns``; ``curves``: ``[[name, bytes per
+second, [sizes]], ...]``, one GPU-to-GPU curve per GPU read rate (the GPU models'
+``read_bandwidth`` is set to each in turn; the first also times the 8-byte rows);
+``gpu_read_latency_ns``;
+``host_read_latency_ns`` (default 0, the cluster's); ``iters``; ``result_file`` (JSON).
+
+Every byte received is compared with what was sent, and every memory of both nodes (host
+windows and GPUs) with a shadow after each size: nothing else may change.  Chips' drop counters
+must stay zero.
+"""
+
+import json
+import random
+
+import cocotb
+
+from peach2.routes import Topology, default_address_map
+from peach2.sim.collectives import FLAG, Collective, Memories, Place, run
+from peach2.sim.collectives.plan import Program, Step
+from peach2.sim.driver import memcpy
+from peach2.sim.harness import Cluster
+from peach2.sim.pcie import GPU_READ_BANDWIDTH, GPU_READ_LATENCY_NS
+from peach2.sim.run import run_inputs
+
+PARAMS, SEED = run_inputs()
+DROPS = ("UNROUTABLE", "WINDOW_CLOSED", "UNSUPPORTED", "READ_REJECTED", "MALFORMED",
+         "POISONED", "RX_ERR", "UNEXPECTED_CPL", "UR_SENT")
+
+
+def dma_pingpong(mem, window, size, out, back, flag):
+    """The ping-pong of ``size`` bytes between nodes 0 and 1 in ``window``: node 0's ``out``
+    into node 1's ``out``, then node 1's ``out`` back into node 0's ``back``, each with a
+    completion write into the receiver's host flag at ``flag``.  ``Result.time`` of a run is
+    the round trip (node 0 sees the pong's flag)."""
+    def put(src, dst, src_off, dst_off):
+        return memcpy(mem.local(Place(src, window, src_off), size),
+                      mem.tca(Place(dst, window, dst_off), size), size,
+                      seq=(mem.tca(Place(dst, "host", flag), 4), FLAG))
+    mine0, mine1 = Place(0, "host", flag), Place(1, "host", flag)
+    programs = [Program(0, [Step(0, [put(0, 1, out, out)])], done=[(mine0, FLAG)]),
+                Program(1, [Step(0, [put(1, 0, out, back)], wait=[(mine1, FLAG)])])]
+    return Collective("pingpong", programs, [mine0, mine1], {"bytes": size, "window": window})
+
+
+class TB:
+    def __init__(self, dut):
+        self.dut = dut
+        self.topology = Topology.parse(PARAMS.get("topology", "line:2"))
+        sizes = [n for curve in PARAMS.get("curves", []) for n in curve[2]] or [8]
+        # a GPU BAR is aligned to its size and at least 1 MiB; it follows the host window
+        self.gpu_size = max(1 << 20, 1 << (2 * max(sizes) - 1).bit_length())
+        self.amap = default_address_map(self.topology.n_nodes, host_size=self.gpu_size, n_gpus=1,
+                                        gpu_size=self.gpu_size)
+        self.cluster = Cluster(dut, self.topology, self.amap, seed=SEED, hdl_cables=True,
+                               routes="safe", hardip_pipeline_ns=PARAMS.get("pipeline_ns", 0.0),
+                               n_gpus=1,
+                               gpu_read_latency_ns=PARAMS.get("gpu_read_latency_ns",
+                                                              GPU_READ_LATENCY_NS))
+        self.rng = random.Random(SEED + 7)
+        self.shadow = {}
+        self.mem = None
+
+    async def start(self):
+        await self.cluster.reset_and_start()
+        latency = PARAMS.get("host_read_latency_ns")
+        if latency is not None:
+            for chip in self.cluster.chips:
+                chip.host.configure_reads(latency_ns=latency)
+        self.mem = Memories(self.cluster)
+        for node in (0, 1):
+            for window in ("host", ("gpu", 0)):
+                size = self.amap.window(node, window)[1]
+                data = self.rng.randbytes(size)
+                self.mem.write(Place(node, window, 0), data)
+                self.shadow[(node, window)] = bytearray(data)
+
+    def put(self, place, data):
+        self.mem.write(place, data)
+        self.expect(place, data)
+
+    def expect(self, place, data):
+        self.shadow[(place.node, place.window)][place.offset:place.offset + len(data)] = data
+
+    def check(self, what):
+        for (node, window), want in self.shadow.items():
+            got = self.mem.read(Place(node, window, 0), len(want))
+            if got != bytes(want):
+                bad = [i for i, (a, b) in enumerate(zip(got, want)) if a != b]
+                raise AssertionError(f"{what}: node {node} {window} differs at {len(bad)} "
+                                     f"bytes, offsets {bad[0]:#x} .. {bad[-1]:#x}")
+
+    async def counters_clean(self):
+        for node, ports in enumerate(await self.cluster.counters()):
+            for port, c in ports.items():
+                for reason in DROPS:
+                    assert c[reason] == 0, f"chip {node} port {port}: {reason} = {c[reason]}"
+
+    async def dma(self, window, size, rounds):
+        """Round trips (ns) of ``rounds`` ping-pongs of ``size`` bytes in ``window``; checked."""
+        flag = 0x100 if window == "host" else 0x80
+        out, back = (0x1000, 0x1000 + max(size, 64)) if window == "host" else (0, self.gpu_size
+                                                                                // 2)
+        if window != "host" and size > self.gpu_size // 2:
+            raise ValueError(f"{size} bytes do not fit half of the {self.gpu_size}-byte GPU")
+        coll = dma_pingpong(self.mem, window, size, out, back, flag)
+        times = []
+        for r in range(rounds):
+            data = self.rng.randbytes(size)
+            self.put(Place(0, window, out), data)
+            result = await run(self.mem, coll)
+            times.append(result.time)
+            self.expect(Place(1, window, out), data)
+            self.expect(Place(0, window, back), data)
+            for place in coll.flags:
+                self.expect(place, FLAG.to_bytes(4, "little"))
+            self.check(f"DMA ping-pong of {size} B in {window}, round {r}")
+        return times
+
+    async def pio(self, rounds, size=8):
+        """Round trips (ns) of ``rounds`` PIO ping-pongs of ``size`` bytes between the hosts'
+        memories (the first word is the flag: never zero); checked."""
+        from cocotb.utils import get_sim_time
+        at = 0x200
+        times = []
+        for r in range(rounds):
+            ping = (r + 1).to_bytes(4, "little") + self.rng.randbytes(size - 4)
+            pong = (r + 1 << 16).to_bytes(4, "little") + self.rng.randbytes(size - 4)
+            for node in (0, 1):
+                self.put(Place(node, "host", at), bytes(size))
+
+            async def node1(ping=ping, pong=pong):
+                await self.mem.wait_word(Place(1, "host", at), int.from_bytes(ping[:4], "little"),
+                                         100_000)
+                await self.cluster.pio_write(1, 0, at, pong)
+
+            echo = cocotb.start_soon(node1())
+            t0 = get_sim_time("ns")
+            await self.cluster.pio_write(0, 1, at, ping)
+            t1 = await self.mem.wait_word(Place(0, "host", at), int.from_bytes(pong[:4], "little"),
+                                          100_000)
+            await echo
+            times.append(t1 - t0)
+            await self.cluster.quiet()
+            self.expect(Place(1, "host", at), ping)
+            self.expect(Place(0, "host", at), pong)
+            self.check(f"PIO ping-pong round {r}")
+        return times
+
+
+def _row(times, size):
+    measured = times[1:]
+    one_way = sorted(measured)[len(measured) // 2] / 2
+    return {"size": size, "one_way_ns": one_way, "round_trips_ns": measured,
+            "warmup_ns": times[0], "mb_s": size / one_way * 1e3}
+
+
+@cocotb.test()
+async def pingpong(dut):
+    """PIO and DMA 8-byte ping-pongs, then the GPU-to-GPU curve for each GPU read rate."""
+    tb = TB(dut)
+    await tb.start()
+    iters = PARAMS.get("iters", 1)
+    out = {"topology": PARAMS.get("topology", "line:2"),
+           "pipeline_ns": tb.cluster.hardip_pipeline_ns,
+           "host_read_latency_ns": tb.cluster.chips[0].host.read_latency_ns,
+           "gpu_read_latency_ns": tb.cluster.gpus[0][0].function.read_latency_ns,
+           "definition": "half a round trip of a ping-pong, one warm-up round trip first"}
+
+    def save():
+        if PARAMS.get("result_file"):
+            with open(PARAMS["result_file"], "w") as f:
+                json.dump(out, f, indent=1)
+
+    def log(what, row):
+        dut._log.info("%s %d B: %.0f ns one way (%.1f MB/s)", what, row["size"],
+                      row["one_way_ns"], row["mb_s"])
+        if PARAMS.get("progress_file"):
+            with open(PARAMS["progress_file"], "a") as f:
+                f.write(f"calibration: {what} {row['size']} B: {row['one_way_ns']:.0f} ns one "
+                        f"way, {row['mb_s']:.1f} MB/s\n")
+
+    gpu_reads = PARAMS.get("curves") or [["default", GPU_READ_BANDWIDTH, []]]
+    functions = [tb.cluster.gpus[node][0].function for node in (0, 1)]
+    for f in functions:
+        f.read_bandwidth = gpu_reads[0][1]
+    out["pio"] = _row(await tb.pio(1 + iters), 8)
+    log("PIO CPU -> CPU", out["pio"])
+    out["dma_host"] = _row(await tb.dma("host", 8, 1 + iters), 8)
+    log("DMA CPU -> CPU", out["dma_host"])
+    out["dma_gpu"] = _row(await tb.dma(("gpu", 0), 8, 1 + iters), 8)
+    out["dma_gpu"]["gpu_read"] = gpu_reads[0][0]
+    log("DMA GPU -> GPU", out["dma_gpu"])
+    save()
+    out["curves"] = {}
+    for name, bandwidth, sizes in gpu_reads:
+        for f in functions:
+            f.read_bandwidth = bandwidth
+        rows = out["curves"][name] = []
+        for size in sizes:
+            # a warm-up round trip only at the first size (the model is deterministic)
+            rounds = 1 + (not rows)
+            times = await tb.dma(("gpu", 0), size, rounds)
+            rows.append(_row(times if rounds == 2 else [None, *times], size))
+            rows[-1]["gpu_read_bytes_per_s"] = bandwidth
+            log(f"DMA GPU -> GPU ({name})", rows[-1])
+            save()
+    await tb.counters_clean()
+    tb.cluster.check()
+    out["complete"] = True
+    save()
