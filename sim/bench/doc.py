@@ -20,6 +20,7 @@ import sys
 
 from . import calibration_doc, collectives_doc, dma_doc, gpu_doc
 from .cluster_doc import section as cluster_section
+from .machine import doc as machine_doc
 from .results import ROOT, SECTIONS, load, save_plot, stamp
 
 __all__ = ["DOC", "IMG", "PLOT", "IMAGES", "rebuild", "stamp", "plot_adapters"]
@@ -31,17 +32,18 @@ IMG = ROOT / "docs" / "img"
 PLOT = "loopback_throughput.png"
 #: Every section's plots, file names under :data:`IMG`.
 IMAGES = {"adapters": [PLOT], "dma": list(dma_doc.PLOTS.values()),
-          "collectives": [collectives_doc.PLOT], "calibration": [calibration_doc.PLOT]}
+          "collectives": [collectives_doc.PLOT], "calibration": [calibration_doc.PLOT],
+          "machine": [machine_doc.PLOT]}
 
 HEAD = """# Benchmarks
 
 Each section below is written from its saved results, `docs/results/<section>.json` (committed:
 the figures, and the command, commit, date, seconds, machine load and anything `--quick`
 shortened of the run that measured them). `peach2 bench [SECTION ...] [--quick]` (sections
-adapters, router, dma, cluster, gpu, collectives, calibration; the same as
+adapters, router, dma, cluster, gpu, collectives, calibration, machine; the same as
 `python tb/bench/benchmarks.py`, which runs `tb/cluster/bench_cluster.py`,
-`tb/cluster/bench_gpu.py`, `tb/collectives/bench_collectives.py` and
-`tb/calibration/bench_calibration.py` for theirs) measures only the sections it names, saves
+`tb/cluster/bench_gpu.py`, `tb/collectives/bench_collectives.py`,
+`tb/calibration/bench_calibration.py` and `python -m peach2.sim.bench.machine.speed` for theirs) measures only the sections it names, saves
 their files and rebuilds this document from all saved files; `peach2 bench --doc-only` only
 rebuilds it ([bench](sim/bench.md)). A section without a saved file keeps its text as committed
 and names its own run. A run's stamp gives the command as it was run then.
@@ -183,6 +185,10 @@ def calibration_section(saved, draw=True):
     return calibration_doc.section(saved, IMG, draw)
 
 
+def machine_section(saved, draw=True):
+    return machine_doc.section(saved, IMG, draw)
+
+
 def _cluster_section(saved, draw=True):
     return cluster_section(saved)
 
@@ -191,7 +197,7 @@ def _cluster_section(saved, draw=True):
 #: to draw are True (all), False (none) or a list of file names of :data:`IMAGES`.
 RENDER = {"adapters": adapters_section, "router": router_section, "dma": dma_section,
           "cluster": _cluster_section, "gpu": gpu_section, "collectives": collectives_section,
-          "calibration": calibration_section}
+          "calibration": calibration_section, "machine": machine_section}
 
 
 def _markers(name):

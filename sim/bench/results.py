@@ -26,7 +26,8 @@ __all__ = ["ROOT", "RESULTS", "SECTIONS", "result_path", "load", "save", "commit
 
 RESULTS = ROOT / "docs" / "results"
 #: The document's sections, in the document's order.
-SECTIONS = ("adapters", "router", "dma", "cluster", "gpu", "collectives", "calibration")
+SECTIONS = ("adapters", "router", "dma", "cluster", "gpu", "collectives", "calibration",
+            "machine")
 
 
 def result_path(section):

