@@ -182,6 +182,7 @@ class HCA:
         qp.next_tx = 0
         qp.incoming = None
         qp.rnr_until = None
+        qp.reading.clear()
 
     # -- internals -----------------------------------------------------------------------------
 
