@@ -147,3 +147,79 @@ async def reads_nobody_serves_fail_without_hanging(dut):
     assert hca.function.failed_reads == 2
     assert ns() - t0 < 10_000
     host.check()
+
+
+@cocotb.test()
+async def verbs_over_the_endpoint(dut):
+    """The verbs HCA with its DMA served by the endpoint (``peach2.sim.system.EndpointDMA``),
+    the fabric stepped behind cocotb in 112 ns windows as the machine is: a SEND from host
+    memory, an RDMA write into a GPU, both byte-exact; a SEND whose source the bus refuses ends
+    in an error completion and nothing hangs."""
+    from peach2.sim.infiniband import Fabric
+    from peach2.sim.system import EndpointDMA
+    from peach2.sim.verbs import HCA, Access, HostMemory, Opcode, RecvWR, SendWR, Status
+
+    host, gpus, bars, hca, _ = await node()
+    addr, region = host.alloc(1 << 16)
+    base, gbase, nowhere = 0x1000_0000, 0x2000_0000, 0x3000_0000
+    hca.function.add_range(bars[1], bars[1] + GPU_SIZE, "peer")
+    fabric = Fabric(2)
+    dma = EndpointDMA(hca, fabric, 0, HostMemory(), [(base, base + (1 << 16), addr),
+                                                     (gbase, gbase + GPU_SIZE, bars[1]),
+                                                     (nowhere, nowhere + 4096, 0x7000_0000_0000)])
+    peer_mem = HostMemory()
+    hcas = [HCA(fabric, 0, dma), HCA(fabric, 1, peer_mem)]
+    cqs = [h.create_cq() for h in hcas]
+    qps = [h.create_qp(c, c) for h, c in zip(hcas, cqs)]
+    hcas[0].connect(qps[0], 1, qps[1].qp_num)
+    hcas[1].connect(qps[1], 0, qps[0].qp_num)
+    rw = Access.LOCAL_WRITE | Access.REMOTE_WRITE
+    mr0 = [hcas[0].reg_mr(base, 1 << 16), hcas[0].reg_mr(gbase, GPU_SIZE, rw),
+           hcas[0].reg_mr(nowhere, 4096)]
+    mr1 = hcas[1].reg_mr(0x8000, 1 << 16, rw)
+    data = os.urandom(6000)
+    region[0:6000] = data
+    peer_mem.store(0x9000, data[::-1])
+    window = 112_000
+
+    async def until(cond, limit_ps=200_000_000):
+        limit_ps += int(get_sim_time("ps"))
+        while not cond():
+            await cocotb.triggers.Timer(window, "ps")
+            now = int(get_sim_time("ps"))
+            fabric.run_until(now - 1)
+            assert now < limit_ps, "the verbs traffic over the endpoint did not finish"
+
+    start = -(-int(get_sim_time("ps")) // window) * window
+    await cocotb.triggers.Timer(start - int(get_sim_time("ps")), "ps")
+    fabric.run_until(start - 1)
+    hcas[1].post_recv(start, qps[1], RecvWR(7, 0x8000, 8192, mr1.lkey))
+    hcas[0].post_send(start, qps[0], SendWR(1, Opcode.SEND, base, 6000, mr0[0].lkey))
+    hcas[1].post_send(start, qps[1], SendWR(2, Opcode.RDMA_WRITE, 0x9000, 6000, mr1.lkey,
+                                            remote_addr=gbase + 64, rkey=mr0[1].rkey))
+    got = {0: [], 1: []}
+
+    def polled():
+        for side in (0, 1):
+            got[side] += hcas[side].poll_cq(fabric.now, cqs[side], 16)
+        return len(got[0]) == 1 and len(got[1]) == 2
+
+    await until(polled)
+    assert [(w.wr_id, w.status) for w in got[0]] == [(1, Status.SUCCESS)]
+    assert sorted((w.wr_id, w.status) for w in got[1]) == [(2, Status.SUCCESS),
+                                                          (7, Status.SUCCESS)]
+    assert peer_mem.load(0x8000, 6000) == data
+    write_done = next(w.t_ps for w in got[1] if w.wr_id == 2)
+    while int(get_sim_time("ps")) < write_done:
+        await cocotb.triggers.Timer(window, "ps")
+    assert bytes(gpus[1].memory[64:6064]) == data[::-1]
+    assert dma.reads == 3 and dma.writes == 3         # one read per MTU, one write per packet
+    dut._log.info("SEND of 6000 B over the endpoint completed at %.3f us after posting",
+                  (got[0][0].t_ps - start) / 1e6)
+
+    hcas[0].post_send(int(get_sim_time("ps")), qps[0],
+                      SendWR(3, Opcode.SEND, nowhere, 64, mr0[2].lkey))
+    await until(lambda: bool(got[0].__iadd__(hcas[0].poll_cq(fabric.now, cqs[0], 16))[1:]))
+    assert [(w.wr_id, w.status) for w in got[0][1:]] == [(3, Status.LOC_QP_OP_ERR)]
+    assert dma.failed == 1
+    host.check()
