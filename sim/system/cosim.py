@@ -37,9 +37,11 @@ from peach2.routes import default_address_map
 from peach2.sim.harness import Cluster
 from peach2.sim.harness.cluster import gather
 from peach2.sim.machine import LocalTransport, Machine, MpiTransport
+from peach2.sim.node import NodeParams
 from peach2.sim.run import run_inputs
 
 from .bridge import bridged_node
+from .endpoint_dma import endpoint_dma, hca_params
 from .mpi_traffic import MpiAllToAll
 from .plan import CLOCK_PS, WINDOW_PS, MachinePlan
 from .tca_traffic import TcaAllToAll
@@ -120,10 +122,13 @@ async def machine_all_to_all(dut):
     dut._log.info("machine %s x %d (%d nodes), seed %d, %s: sub-clusters %s here",
                   plan.shape, plan.subclusters, plan.n_nodes, seed, transport.describe(), local)
     amap = default_address_map(plan.n, host_size=params.get("host_size", 1 << 20), n_gpus=2)
+    node_params = NodeParams()
+    endpoint = params.get("hca_endpoint", False)   # launch.run passes it (default: True)
     clusters = {}
     for k, s in enumerate(local):
         clusters[s] = Cluster(dut, plan.topology, amap, hdl_cables=True, seed=seed + 16 * s * plan.n,
-                              prefixes=[f"c{k * plan.n + i}_" for i in range(plan.n)])
+                              prefixes=[f"c{k * plan.n + i}_" for i in range(plan.n)],
+                              hca=hca_params(node_params) if endpoint else None)
     n_cables = len(plan.cables(len(local)))
     for j in range(n_cables):
         getattr(dut, f"cable{j}_down").value = 0
@@ -138,9 +143,12 @@ async def machine_all_to_all(dut):
     worlds = {}
     for s, cluster in clusters.items():
         reserve = tca[s].share
-        nodes = {s * plan.n + i: bridged_node(cluster, i, reserve=reserve)
+        nodes = {s * plan.n + i: bridged_node(cluster, i, node_params, reserve=reserve)
                  for i in range(plan.n)}
-        worlds[s] = PartitionWorld(machine.partition(s), nodes, mpi.peers)
+        part = machine.partition(s)
+        dmas = {g: endpoint_dma(cluster, g - s * plan.n, node, part.fabric, g)
+                for g, node in nodes.items()} if endpoint else None
+        worlds[s] = PartitionWorld(part, nodes, mpi.peers, dmas=dmas)
     programs = {s: mpi.setup(w) for s, w in worlds.items()}
 
     driver = MachineDriver(machine, check_every=params.get("check_every", 4))
@@ -162,6 +170,9 @@ async def machine_all_to_all(dut):
         for g in worlds[s].ranks:
             checked += mpi.check(g)
         clusters[s].check()
+    hca_dma = {s: [sum(getattr(w.ranks[g].hca.dma, k, 0) for g in w.ranks)
+                   for k in ("reads", "writes", "failed")] for s, w in worlds.items()}
+    dut._log.info("HCA endpoint DMA (reads, writes, refused) per sub-cluster: %s", hca_dma)
     mine = {s: {"digests": {str(s * plan.n + i): digest(clusters[s], i) for i in range(plan.n)},
                 "mpi_done_ps": {str(g): worlds[s].results[g] for g in worlds[s].ranks},
                 "tca_done_ps": tca[s].done_ps, "tca_bytes": tca[s].bytes}

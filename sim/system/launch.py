@@ -55,14 +55,20 @@ def prebuild(plan, copies):
                            root=SIM_BUILD / "_verilator")
 
 
-def run(shape, subclusters, *, mpi=False, seed=1, out=None, **params):
+def run(shape, subclusters, *, mpi=False, seed=1, out=None, hca_dma="endpoint", **params):
     """Run the machine's traffic (this process: every sub-cluster; ``mpi``: this rank's);
-    return the result rank 0 wrote (``None`` on other ranks)."""
+    return the result rank 0 wrote (``None`` on other ranks).
+
+    ``hca_dma``: ``"endpoint"``, every HCA is a PCIe endpoint of its node's cocotb root
+    complex (:mod:`.endpoint_dma`); ``"node"``, its DMA takes the node model's time and touches
+    the cocotb bytes directly (the machine before the endpoint)."""
+    if hca_dma not in ("endpoint", "node"):
+        raise ValueError(f"hca_dma must be 'endpoint' or 'node', not {hca_dma!r}")
     plan = MachinePlan(shape, subclusters)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(out) if out else Path(tmp) / "machine.json"
         params = {"shape": shape, "subclusters": subclusters, "mpi": mpi,
-                  "out": str(out.resolve()), **params}
+                  "out": str(out.resolve()), "hca_endpoint": hca_dma == "endpoint", **params}
         run_cocotb(component=plan.top(1 if mpi else subclusters), toplevel="cluster",
                    test_module="peach2.sim.system.cosim", name=_name(plan, mpi),
                    test_dir=ROOT, params=params, seed=seed, simulator="verilator")
@@ -85,6 +91,8 @@ def main(argv=None):
     ap.add_argument("--mpi-size", type=int, default=2048, help="largest MPI message, bytes")
     ap.add_argument("--tca-size", type=int, default=512, help="largest TCA transfer, bytes")
     ap.add_argument("--stores", type=int, default=1, help="PIO stores per node pair")
+    ap.add_argument("--hca-dma", choices=("endpoint", "node"), default="endpoint",
+                    help="the HCA's DMA: TLPs of a PCIe endpoint, or the node model's timing")
     ap.add_argument("--build-only", action="store_true", help="build the model and stop")
     args = ap.parse_args(argv)
     plan = MachinePlan(args.shape, args.subclusters)
@@ -93,7 +101,8 @@ def main(argv=None):
         print(prebuild(plan, 1 if mpi else args.subclusters))
         return 0
     result = run(args.shape, args.subclusters, mpi=mpi, seed=args.seed, out=args.out,
-                 mpi_size=args.mpi_size, tca_size=args.tca_size, stores=args.stores)
+                 mpi_size=args.mpi_size, tca_size=args.tca_size, stores=args.stores,
+                 hca_dma=args.hca_dma)
     if result is not None:
         print(f"{result['transport']}: end {result['end_ps']} ps, {result['windows']} windows, "
               f"{result['bytes_checked']} bytes checked, {result['cycles_per_s']:.0f} cycles/s")
