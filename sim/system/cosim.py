@@ -6,9 +6,10 @@
     ├── Cluster s (chips on Verilator, hosts, GPUs)      1. await Timer(W): the chips, hosts
     │     TCA all-to-all (PIO + DMA)                        and GPUs of every local
     ├── bridged Node per node: host0, GPU0/1 = the          sub-cluster run to the edge
-    │     cocotb bytes, timing of the node model         2. machine.run_until(edge - 1): the
-    └── Machine (its local partitions)                      MPI ranks, HCAs and switch run
-          PartitionWorld: MPI ranks on the HCAs             their events up to the edge, and
+    │     cocotb bytes, timing of the node model;        2. machine.run_until(edge - 1): the
+    │     the HCA's own DMA: TLPs of its HcaModel           MPI ranks, HCAs and switch run
+    └── Machine (its local partitions)                      their events up to the edge
+          PartitionWorld: MPI ranks on the HCAs             (HCA DMAs start in cocotb), and
           ── LocalTransport or MpiTransport ──>             crossings are exchanged (a
              other ranks' partitions                        blocking MPI call; simulated
                                                             time stands still meanwhile)
@@ -18,11 +19,11 @@ and :class:`~peach2.sim.machine.LocalTransport`; under ``mpiexec`` each rank hol
 sub-cluster and :class:`~peach2.sim.machine.MpiTransport`.  Both make the same calls at the same
 simulated times, so both give the same bytes and the same times.
 
-The MPI side runs on the fabric's clock and touches the cocotb memories when the machine runs a
-window, which is after cocotb reached the window's end: an HCA's write stamped ``t`` is in the
-cocotb memory at the next window edge (at most ``W`` later), and an HCA's read stamped ``t``
-sees the memory as of that edge (at most ``W`` later than ``t``).  The two kinds of traffic use
-disjoint memory here, so neither bound changes a byte.
+The MPI side runs on the fabric's clock, after cocotb reached the window's end: an HCA DMA
+stamped ``t`` starts as TLPs in cocotb at that edge (at most ``W`` late) and its completion
+comes back as a fabric event at its cocotb time (:mod:`.endpoint_dma`); the node model's own
+copies touch the cocotb memories when the machine runs them (at most ``W`` late).  The two
+kinds of traffic use disjoint memory here, so neither bound changes a byte.
 """
 
 import hashlib
