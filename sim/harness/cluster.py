@@ -24,6 +24,12 @@ where the chip's offset subtraction sends GPU window ``i`` (002 section 3.5): a 
 ``address_map.gpu_base(b, i)`` lands in :meth:`Cluster.gpu_memory` ``(b, i)``, and node ``b``'s
 DMA reads its own GPU ``i`` at ``gpu_memory(b, i)[0]``.
 
+InfiniBand HCAs: with ``hca`` (the keyword arguments of a
+:class:`~peach2.sim.pcie.hca.HcaModel`), every node also gets an HCA on a Gen3 x8 root port of
+its host, bus mastering enabled by :meth:`Cluster.start` (:attr:`Cluster.hcas`).  Its memory
+writes are not the chips' traffic: :meth:`Cluster.bytes_received` and ``arrivals`` leave them
+out.
+
 Cabling rule: a topology link ``(a, p) -> b`` is paired with a port ``q`` of ``b`` that leads
 back to ``a``, preferring the opposite port (E with W, S with S), so a ring of two nodes
 (``Topology.ring(2)``) is two cables, c0.E-c1.W and c0.W-c1.E.
@@ -48,8 +54,11 @@ from peach2.sim.pcie import (
     GPU_READ_LATENCY_NS,
     HARDIP_PIPELINE_NS,
     GpuModel,
+    HcaModel,
     attach_gpu,
+    attach_hca,
     connect,
+    enable_hca,
     place_gpu,
 )
 from peach2.sim.run import EdgeTicker
@@ -110,6 +119,8 @@ class Cluster:
     record_arrivals : bool
         Keep every received memory write in ``arrivals`` (a long soak counts and checks them
         through :meth:`on_write` instead, so memory does not grow with the run).
+    hca : dict, optional
+        Give every node an InfiniBand HCA, ``HcaModel(**hca)``; default none.
 
     Members
     -------
@@ -123,13 +134,15 @@ class Cluster:
         without ``record_arrivals``).
     gpus : list of list of GpuModel
         ``gpus[node][i]``: GPU ``i`` of ``node`` (empty lists without GPU windows).
+    hcas : list of HcaModel
+        ``hcas[node]``: the node's HCA (empty without ``hca``).
     """
 
     def __init__(self, dut, topology, address_map, *, prefixes=None, seed=0, mps=256,
                  dirty=True, port_delay_ns=None, above_4g=True, hdl_cables=None,
                  routes="safe", hardip_pipeline_ns=HARDIP_PIPELINE_NS, n_gpus=None,
                  gpu_read_bandwidth=GPU_READ_BANDWIDTH, gpu_read_latency_ns=GPU_READ_LATENCY_NS,
-                 record_arrivals=True):
+                 record_arrivals=True, hca=None):
         self.routes = routes
         self.hardip_pipeline_ns = hardip_pipeline_ns
         n = topology.n_nodes
@@ -194,6 +207,9 @@ class Cluster:
         for chip, gpus in zip(self.chips, self.gpus):
             for gpu in gpus:
                 attach_gpu(chip.host, gpu)
+        self.hcas = [] if hca is None else [HcaModel(**hca) for _ in range(n)]
+        for chip, model in zip(self.chips, self.hcas):
+            attach_hca(chip.host, model)
 
     @staticmethod
     def _passer(linked):
@@ -257,6 +273,7 @@ class Cluster:
         await gather(self.program(i) for i in range(self.n_nodes))
         if amap.n_gpus:
             await gather(self._check_gpu_windows(i) for i in range(self.n_nodes))
+        await gather(enable_hca(chip.host, model) for chip, model in zip(self.chips, self.hcas))
 
     async def program(self, node):
         """(Re)program chip ``node`` as :meth:`start` does: routes, offset, enables."""
@@ -306,6 +323,8 @@ class Cluster:
 
             async def watched(tlp, handler=handler):
                 await handler(tlp)
+                if self.hcas and tlp.requester_id == self.hcas[node].function.pcie_id:
+                    return                  # the node's HCA, not the chips' traffic
                 if self._record:
                     log.append((get_sim_time("ns"), tlp))
                 self._writes[node] += 1

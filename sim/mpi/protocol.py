@@ -295,11 +295,22 @@ class Protocol:
         mtu = self.hca.params.mtu
         state = [-(-nbytes // mtu), 0]              # chunks left, last write done
         for off in range(0, nbytes, mtu):
-            t, data = self.hca.dma.read(self.fabric.now, src + off, min(mtu, nbytes - off))
-            self._at(t, self._loopback_write, dst + off, data, state, fn, args)
+            self.hca.dma.start_read(self.fabric.now, src + off, min(mtu, nbytes - off),
+                                    lambda t, data, at=dst + off:
+                                    self._loopback_read_done(t, at, data, state, fn, args))
+
+    def _loopback_read_done(self, t, dst, data, state, fn, args):
+        if data is None:
+            raise RuntimeError(f"rank {self.rank.rank}: the HCA's loopback read for "
+                               f"{dst:#x} was refused by the bus")
+        self._at(t, self._loopback_write, dst, data, state, fn, args)
 
     def _loopback_write(self, dst, data, state, fn, args):
-        state[1] = max(state[1], self.hca.dma.write(self.fabric.now, dst, data))
+        self.hca.dma.start_write(self.fabric.now, dst, data,
+                                 lambda t: self._loopback_written(t, state, fn, args))
+
+    def _loopback_written(self, t, state, fn, args):
+        state[1] = max(state[1], t)
         state[0] -= 1
         if state[0] == 0:
             self._at(state[1] + self.hca.params.cqe_ps + self.params.loopback_ps, fn, *args)

@@ -12,9 +12,10 @@ See ``docs/machine.md`` ("Sub-clusters in the machine").
 """
 
 from .bridge import WindowMemory, back, bridged_node
+from .endpoint_dma import EndpointDMA, endpoint_dma, hca_params
 from .mpi_traffic import MpiAllToAll
 from .plan import CLOCK_PS, WINDOW_PS, MachinePlan
 from .world import PartitionWorld
 
-__all__ = ["MachinePlan", "WINDOW_PS", "CLOCK_PS", "WindowMemory", "back", "bridged_node",
+__all__ = ["EndpointDMA", "endpoint_dma", "hca_params", "MachinePlan", "WINDOW_PS", "CLOCK_PS", "WindowMemory", "back", "bridged_node",
            "PartitionWorld", "MpiAllToAll"]

@@ -15,8 +15,10 @@ models' bytes at once, while each access keeps the timing of the node model's pa
 sits on CPU1, so host0 costs it the QPI latency and GPU0/GPU1 the peer-to-peer rate across QPI
 (about 290 MB/s), as in Figure 1 of "TCA/InfiniBand hybrid communication in XcalableACC".
 
-Simplified: the HCA is not a PCIe endpoint of the cocotb root complex.  Its accesses take the
-node model's documented time and touch the bytes directly (no TLPs through the host model).
+In the machine the HCA's own DMA to these memories is the node's PCIe endpoint instead
+(:mod:`.endpoint_dma`: TLPs through the cocotb root complex); the node model still serves its
+other memories and every copy engine and ``memcpy``, with its documented times, touching the
+bytes directly.  ``launch --hca-dma node`` keeps the HCA on the node model's paths too.
 """
 
 from peach2.sim.node import Memory, Node, NodeParams

@@ -6,9 +6,10 @@
     ├── Cluster s (chips on Verilator, hosts, GPUs)      1. await Timer(W): the chips, hosts
     │     TCA all-to-all (PIO + DMA)                        and GPUs of every local
     ├── bridged Node per node: host0, GPU0/1 = the          sub-cluster run to the edge
-    │     cocotb bytes, timing of the node model         2. machine.run_until(edge - 1): the
-    └── Machine (its local partitions)                      MPI ranks, HCAs and switch run
-          PartitionWorld: MPI ranks on the HCAs             their events up to the edge, and
+    │     cocotb bytes, timing of the node model;        2. machine.run_until(edge - 1): the
+    │     the HCA's own DMA: TLPs of its HcaModel           MPI ranks, HCAs and switch run
+    └── Machine (its local partitions)                      their events up to the edge
+          PartitionWorld: MPI ranks on the HCAs             (HCA DMAs start in cocotb), and
           ── LocalTransport or MpiTransport ──>             crossings are exchanged (a
              other ranks' partitions                        blocking MPI call; simulated
                                                             time stands still meanwhile)
@@ -18,11 +19,11 @@ and :class:`~peach2.sim.machine.LocalTransport`; under ``mpiexec`` each rank hol
 sub-cluster and :class:`~peach2.sim.machine.MpiTransport`.  Both make the same calls at the same
 simulated times, so both give the same bytes and the same times.
 
-The MPI side runs on the fabric's clock and touches the cocotb memories when the machine runs a
-window, which is after cocotb reached the window's end: an HCA's write stamped ``t`` is in the
-cocotb memory at the next window edge (at most ``W`` later), and an HCA's read stamped ``t``
-sees the memory as of that edge (at most ``W`` later than ``t``).  The two kinds of traffic use
-disjoint memory here, so neither bound changes a byte.
+The MPI side runs on the fabric's clock, after cocotb reached the window's end: an HCA DMA
+stamped ``t`` starts as TLPs in cocotb at that edge (at most ``W`` late) and its completion
+comes back as a fabric event at its cocotb time (:mod:`.endpoint_dma`); the node model's own
+copies touch the cocotb memories when the machine runs them (at most ``W`` late).  The two
+kinds of traffic use disjoint memory here, so neither bound changes a byte.
 """
 
 import hashlib
@@ -37,9 +38,11 @@ from peach2.routes import default_address_map
 from peach2.sim.harness import Cluster
 from peach2.sim.harness.cluster import gather
 from peach2.sim.machine import LocalTransport, Machine, MpiTransport
+from peach2.sim.node import NodeParams
 from peach2.sim.run import run_inputs
 
 from .bridge import bridged_node
+from .endpoint_dma import endpoint_dma, hca_params
 from .mpi_traffic import MpiAllToAll
 from .plan import CLOCK_PS, WINDOW_PS, MachinePlan
 from .tca_traffic import TcaAllToAll
@@ -144,10 +147,13 @@ async def machine_all_to_all(dut):
     dut._log.info("machine %s x %d (%d nodes), seed %d, %s: sub-clusters %s here",
                   plan.shape, plan.subclusters, plan.n_nodes, seed, transport.describe(), local)
     amap = default_address_map(plan.n, host_size=params.get("host_size", 1 << 20), n_gpus=2)
+    node_params = NodeParams()
+    endpoint = params.get("hca_endpoint", False)   # launch.run passes it (default: True)
     clusters = {}
     for k, s in enumerate(local):
         clusters[s] = Cluster(dut, plan.topology, amap, hdl_cables=True, seed=seed + 16 * s * plan.n,
-                              prefixes=[f"c{k * plan.n + i}_" for i in range(plan.n)])
+                              prefixes=[f"c{k * plan.n + i}_" for i in range(plan.n)],
+                              hca=hca_params(node_params) if endpoint else None)
     n_cables = len(plan.cables(len(local)))
     for j in range(n_cables):
         getattr(dut, f"cable{j}_down").value = 0
@@ -162,9 +168,12 @@ async def machine_all_to_all(dut):
     worlds = {}
     for s, cluster in clusters.items():
         reserve = tca[s].share
-        nodes = {s * plan.n + i: bridged_node(cluster, i, reserve=reserve)
+        nodes = {s * plan.n + i: bridged_node(cluster, i, node_params, reserve=reserve)
                  for i in range(plan.n)}
-        worlds[s] = PartitionWorld(machine.partition(s), nodes, mpi.peers)
+        part = machine.partition(s)
+        dmas = {g: endpoint_dma(cluster, g - s * plan.n, node, part.fabric, g)
+                for g, node in nodes.items()} if endpoint else None
+        worlds[s] = PartitionWorld(part, nodes, mpi.peers, dmas=dmas)
     programs = {s: mpi.setup(w) for s, w in worlds.items()}
 
     driver = MachineDriver(machine, check_every=params.get("check_every", 4))
@@ -191,6 +200,9 @@ async def machine_all_to_all(dut):
         for g in worlds[s].ranks:
             checked += mpi.check(g)
         clusters[s].check()
+    hca_dma = {s: [sum(getattr(w.ranks[g].hca.dma, k, 0) for g in w.ranks)
+                   for k in ("reads", "writes", "failed")] for s, w in worlds.items()}
+    dut._log.info("HCA endpoint DMA (reads, writes, refused) per sub-cluster: %s", hca_dma)
     mine = {s: {"digests": {str(s * plan.n + i): digest(clusters[s], i) for i in range(plan.n)},
                 "mpi_done_ps": {str(g): worlds[s].results[g] for g in worlds[s].ranks},
                 "tca_done_ps": tca[s].done_ps, "tca_bytes": tca[s].bytes}

@@ -71,15 +71,21 @@ def prebuild(plan, copies):
                            root=SIM_BUILD / "_verilator")
 
 
-def run(shape, subclusters, *, mpi=False, seed=1, out=None, **params):
+def run(shape, subclusters, *, mpi=False, seed=1, out=None, hca_dma="endpoint", **params):
     """Run the machine's traffic (this process: every sub-cluster; ``mpi``: this rank's);
-    return the result rank 0 wrote (``None`` on other ranks)."""
+    return the result rank 0 wrote (``None`` on other ranks).
+
+    ``hca_dma``: ``"endpoint"``, every HCA is a PCIe endpoint of its node's cocotb root
+    complex (:mod:`.endpoint_dma`); ``"node"``, its DMA takes the node model's time and touches
+    the cocotb bytes directly (the machine before the endpoint)."""
+    if hca_dma not in ("endpoint", "node"):
+        raise ValueError(f"hca_dma must be 'endpoint' or 'node', not {hca_dma!r}")
     plan = MachinePlan(shape, subclusters)
     copies = copies_per_rank(subclusters, _ranks()) if mpi else subclusters
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(out) if out else Path(tmp) / "machine.json"
         params = {"shape": shape, "subclusters": subclusters, "mpi": mpi,
-                  "out": str(out.resolve()), **params}
+                  "out": str(out.resolve()), "hca_endpoint": hca_dma == "endpoint", **params}
         run_cocotb(component=plan.top(copies), toplevel="cluster",
                    test_module="peach2.sim.system.cosim", name=_name(plan, mpi),
                    test_dir=ROOT, params=params, seed=seed, simulator="verilator")
@@ -104,6 +110,8 @@ def main(argv=None):
     ap.add_argument("--stores", type=int, default=1, help="PIO stores per node pair")
     ap.add_argument("--idle-windows", type=int, default=0,
                     help="windows to step with no traffic before it starts (speed when idle)")
+    ap.add_argument("--hca-dma", choices=("endpoint", "node"), default="endpoint",
+                    help="the HCA's DMA: TLPs of a PCIe endpoint, or the node model's timing")
     ap.add_argument("--build-only", action="store_true", help="build the model and stop")
     args = ap.parse_args(argv)
     for name in ("subclusters", "mpi_size", "tca_size", "stores"):
@@ -119,7 +127,7 @@ def main(argv=None):
         return 0
     result = run(args.shape, args.subclusters, mpi=mpi, seed=args.seed, out=args.out,
                  mpi_size=args.mpi_size, tca_size=args.tca_size, stores=args.stores,
-                 idle_windows=args.idle_windows)
+                 idle_windows=args.idle_windows, hca_dma=args.hca_dma)
     if result is not None:
         print(f"{result['transport']}: end {result['end_ps']} ps, {result['windows']} windows, "
               f"{result['bytes_checked']} bytes checked, {result['cycles_per_s']:.0f} cycles/s")

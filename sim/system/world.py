@@ -40,6 +40,9 @@ class PartitionWorld:
         ``peers(g)``: the ranks rank ``g`` talks to (symmetric: ``h in peers(g)`` iff
         ``g in peers(h)``), connected at once, each with ``MV2_PREPOST_DEPTH`` receives posted.
     params : MPIParams
+    dmas : dict of int to DMA, optional
+        The DMA each rank's HCA uses (e.g. :class:`.endpoint_dma.EndpointDMA`); default the
+        node model's ``node.dma("hca")``.
 
     Members
     -------
@@ -52,7 +55,7 @@ class PartitionWorld:
         What each finished program returned.
     """
 
-    def __init__(self, partition, nodes, peers, params=None, socket=None):
+    def __init__(self, partition, nodes, peers, params=None, socket=None, dmas=None):
         self.params = params or MPIParams()
         if not isinstance(self.params, MPIParams):
             raise TypeError(f"params must be an MPIParams, not {type(self.params).__name__}")
@@ -65,8 +68,8 @@ class PartitionWorld:
         for g in partition.ports:
             node = nodes[g]
             home = node.params.hca_socket if socket is None else socket
-            self.ranks[g] = Rank(self, g, node, HCA(self.fabric, g, node.dma("hca")),
-                                 self.params, home)
+            dma = node.dma("hca") if dmas is None else dmas[g]
+            self.ranks[g] = Rank(self, g, node, HCA(self.fabric, g, dma), self.params, home)
         self._peers = {g: sorted(peers(g)) for g in range(self.size)}
         for g, rank in self.ranks.items():
             for h in self._peers[g]:

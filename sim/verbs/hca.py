@@ -7,7 +7,8 @@
                            DMA.read (source data) --+  +-- DMA.write (received data)
 
 The HCA reaches host (or GPU) memory only through a :class:`~.dma.DMA` object, so the same
-verbs run over the in-memory stand-in of the tests or, later, a PCIe endpoint.  Its transport
+verbs run over the in-memory stand-in of the tests, the node model's paths or a PCIe endpoint
+answering in another simulator's time.  Its transport
 is the reliable-connected service: the :class:`~.requester.Requester` sends requests and
 handles ACKs and NAKs, the :class:`~.responder.Responder` checks and places incoming requests.
 
@@ -182,6 +183,7 @@ class HCA:
         qp.next_tx = 0
         qp.incoming = None
         qp.rnr_until = None
+        qp.reading.clear()
 
     # -- internals -----------------------------------------------------------------------------
 

@@ -5,8 +5,8 @@ occupy their own direction of the link for ``nbytes / bytes_per_s`` and complete
 later.  The defaults are illustrative, not measured: PCIe Gen3 x8 (the ConnectX-3 slot, 000
 section 2.2) carries 8 GT/s x 8 lanes x 128/130 = 7.88 GB/s raw, about 7.2 GB/s of data with
 256-byte payloads and 24 bytes of TLP overhead; a read round trip of about 0.5 us and a posted
-write landing about 0.2 us after it leaves the device are typical of that generation.  Replace
-the whole object by a PCIe endpoint model when the HCA joins the node.
+write landing about 0.2 us after it leaves the device are typical of that generation.  The node
+model's paths (:mod:`peach2.sim.node`) or a PCIe endpoint (:mod:`peach2.sim.system`) replace it.
 """
 
 import math

@@ -50,6 +50,8 @@ class QueuePair:
         self.next_tx = 0                # index in sq of the next entry to transmit
         self.next_msn = 0
         self.rnr_until = None           # waiting out an RNR NAK until this time
+        self.reading = deque()          # started requests not yet handed to the fabric,
+                                        # waiting for their DMA reads (oldest first)
         # responder
         self.rq = deque()               # posted RecvWR
         self.expected_msn = 0

@@ -8,7 +8,9 @@ were already in flight); any other NAK completes the request with its error and 
 queue pair to ``ERROR``.
 
 Requests are pipelined: the requester does not wait for an ACK before sending the next one
-(no limit on outstanding requests is modelled).  Acknowledgements are coalesced per request
+(no limit on outstanding requests is modelled), nor for one request's DMA reads before issuing
+the next one's; requests go to the fabric in posting order as their data comes in (at once
+with a synchronous DMA, see :mod:`.dma`).  Acknowledgements are coalesced per request
 (one ACK per message, not per packet); they travel as urgent fabric messages, ahead of data
 queued at the responder's port, as an HCA's responder path does not wait behind its own
 requester's data.
@@ -18,6 +20,22 @@ from .transfer import Kind, Transfer
 from .types import Access, Opcode, QPState, Status
 
 __all__ = ["Requester"]
+
+
+class _Started:
+    """A started request until it goes to the fabric: its data, or the DMA reads that fetch
+    it (one per MTU), or the error it will fail with once the requests before it have gone."""
+
+    __slots__ = ("entry", "left", "ready", "chunks", "issued", "data", "error")
+
+    def __init__(self, entry, n=0, data=b"", error=None):
+        self.entry = entry
+        self.left = n                               # reads not yet answered
+        self.ready = [None] * n if n else None      # completion time of each read
+        self.chunks = [None] * n                    # their data (None: refused by the bus)
+        self.issued = n == 0                        # every read has been asked for
+        self.data = data
+        self.error = error
 
 
 class Requester:
@@ -51,28 +69,62 @@ class Requester:
             qp.next_tx += 1
 
     def _transmit(self, qp, entry, now):
+        """Start ``entry``: check it and issue its DMA reads.  It goes to the fabric once its
+        data is in and every request started before it has gone (at once with a synchronous
+        DMA, so then exactly when it is started).  Return False if the queue pair failed."""
         hca = self.hca
         p = hca.params
         wr = entry.wr
         if wr.length > p.max_message_bytes:
-            self._fail(qp, entry, Status.LOC_LEN_ERR, now + p.cqe_ps)
-            return False
-        ready = None
-        if wr.inline_data is not None:
-            data = wr.inline_data
+            started = _Started(entry, error=Status.LOC_LEN_ERR)
+        elif wr.inline_data is not None:
+            started = _Started(entry, data=wr.inline_data)
         elif wr.length == 0:
-            data = b""
+            started = _Started(entry)
+        elif hca.region(wr.lkey, wr.addr, wr.length, Access.LOCAL_READ) is None:
+            started = _Started(entry, error=Status.LOC_PROT_ERR)
         else:
-            if hca.region(wr.lkey, wr.addr, wr.length, Access.LOCAL_READ) is None:
-                self._fail(qp, entry, Status.LOC_PROT_ERR, now + p.cqe_ps)
-                return False
-            ready, chunks = [], []
-            for offset in range(0, wr.length, p.mtu):
+            started = _Started(entry, -(-wr.length // p.mtu))
+            qp.reading.append(started)
+            for k, offset in enumerate(range(0, wr.length, p.mtu)):
                 n = min(p.mtu, wr.length - offset)
-                t_done, chunk = hca.dma.read(now, wr.addr + offset, n)
-                ready.append(t_done)
-                chunks.append(chunk)
-            data = b"".join(chunks)
+                hca.dma.start_read(now, wr.addr + offset, n,
+                                   lambda t, chunk, k=k: self._chunk(qp, started, k, t, chunk))
+            started.issued = True
+            return self._drain(qp, now)
+        qp.reading.append(started)
+        return self._drain(qp, now)
+
+    def _chunk(self, qp, started, k, t_done, chunk):
+        """One DMA read of ``started`` has completed (at once, or from a fabric event)."""
+        started.ready[k] = t_done
+        started.chunks[k] = chunk
+        started.left -= 1
+        if started.left == 0 and started.issued and started in qp.reading:
+            self._drain(qp, self.hca.fabric.now)
+
+    def _drain(self, qp, now):
+        """Hand to the fabric, in posting order, every started request whose data is in.
+        Return False if one failed (its queue pair is then in error)."""
+        while qp.reading and qp.reading[0].left == 0 and qp.reading[0].issued:
+            started = qp.reading.popleft()
+            entry = started.entry
+            if started.ready is not None and any(c is None for c in started.chunks):
+                # the bus refused a read (UR/CA): the HCA cannot execute the request
+                started.error = Status.LOC_QP_OP_ERR
+            if started.error is not None:
+                self._fail(qp, entry, started.error, now + self.hca.params.cqe_ps)
+                return False
+            if started.ready is None:                # inline or empty: no DMA
+                self._send(qp, entry, now, started.data, None)
+            else:
+                self._send(qp, entry, now, b"".join(started.chunks), started.ready)
+        return True
+
+    def _send(self, qp, entry, now, data, ready):
+        hca = self.hca
+        p = hca.params
+        wr = entry.wr
         first = p.reth_bytes if wr.opcode is Opcode.RDMA_WRITE else 0
         last = p.immdt_bytes if wr.imm is not None else 0
         transfer = Transfer(Kind.REQUEST, qp.qp_num, qp.remote_qpn, entry.msn, wr.opcode, data,
@@ -80,7 +132,6 @@ class Requester:
         hca.fabric.send(now, hca.port, qp.remote_port, len(data), transfer, tag=wr.wr_id,
                         first_extra=first, last_extra=last, ready_ps=ready)
         entry.transmitted = True
-        return True
 
     # -- responses -------------------------------------------------------------------------------
 
@@ -106,6 +157,7 @@ class Requester:
             for later in qp.sq[index:]:
                 later.transmitted = False
             qp.next_tx = index
+            qp.reading.clear()                       # requests still reading are resent too
             qp.rnr_until = t_ps + p.rnr_timer_ps
             self.hca.fabric.schedule(qp.rnr_until, self.hca.port, self._resume, qp)
             return

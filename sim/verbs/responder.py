@@ -28,13 +28,15 @@ __all__ = ["Responder"]
 
 
 class _Incoming:
-    __slots__ = ("message", "base", "recv", "t_done")
+    __slots__ = ("message", "base", "recv", "t_done", "writing", "done")
 
     def __init__(self, message, base, recv, t_done):
         self.message = message
         self.base = base
         self.recv = recv
-        self.t_done = t_done
+        self.t_done = t_done        # latest time a DMA write of it became visible
+        self.writing = 0            # DMA writes whose visibility is not known yet
+        self.done = None            # the receive completion, waiting for those writes
 
 
 class Responder:
@@ -54,8 +56,9 @@ class Responder:
         t_free = None
         if packet.payload_bytes:
             data = transfer.data[packet.offset:packet.offset + packet.payload_bytes]
-            t_free = self.hca.dma.write(t_ps, incoming.base + packet.offset, data)
-            incoming.t_done = max(incoming.t_done, t_free)
+            incoming.writing += 1
+            t_free = self.hca.dma.start_write(t_ps, incoming.base + packet.offset, data,
+                                              lambda t: self._written(incoming, t))
         if packet.last:
             self._finish(t_ps, qp, packet, transfer, incoming)
         return t_free
@@ -102,13 +105,28 @@ class Responder:
         ack = Transfer(Kind.ACK, qp.qp_num, transfer.src_qpn, transfer.msn)
         hca.fabric.send(t_ps, hca.port, packet.message.src, 0, ack,
                         first_extra=hca.params.aeth_bytes, urgent=True)
-        recv = incoming.recv
-        if recv is not None:
-            opcode = (WCOpcode.RECV if transfer.opcode is Opcode.SEND
-                      else WCOpcode.RECV_RDMA_WITH_IMM)
-            t_visible = max(incoming.t_done, t_ps + hca.params.cqe_ps)
-            hca.complete(qp.recv_cq, recv.wr_id, Status.SUCCESS, opcode, len(transfer.data),
-                         qp, t_visible, imm=transfer.imm)
+        if incoming.recv is not None:
+            incoming.done = (qp, transfer, t_ps + hca.params.cqe_ps)
+            if incoming.writing == 0:
+                self._complete(incoming)
+
+    def _written(self, incoming, t_visible):
+        """A DMA write of ``incoming`` is visible at ``t_visible`` (at once for a synchronous
+        DMA; from a fabric event for an asynchronous one)."""
+        incoming.t_done = max(incoming.t_done, t_visible)
+        incoming.writing -= 1
+        if incoming.writing == 0 and incoming.done is not None:
+            self._complete(incoming)
+
+    def _complete(self, incoming):
+        """The receive completion: ``cqe_ps`` after the last packet, not before the data."""
+        qp, transfer, t_cqe = incoming.done
+        incoming.done = None
+        opcode = (WCOpcode.RECV if transfer.opcode is Opcode.SEND
+                  else WCOpcode.RECV_RDMA_WITH_IMM)
+        self.hca.complete(qp.recv_cq, incoming.recv.wr_id, Status.SUCCESS, opcode,
+                          len(transfer.data), qp, max(incoming.t_done, t_cqe),
+                          imm=transfer.imm)
 
     def _nak(self, t_ps, dst_port, transfer, syndrome):
         hca = self.hca

@@ -46,6 +46,7 @@ class Status(enum.Enum):
     SUCCESS = "success"
     LOC_LEN_ERR = "local length error"
     LOC_PROT_ERR = "local protection error"
+    LOC_QP_OP_ERR = "local QP operation error"
     WR_FLUSH_ERR = "flushed (queue pair in error)"
     REM_INV_REQ_ERR = "remote invalid request"
     REM_ACCESS_ERR = "remote access error"
