@@ -28,10 +28,9 @@ def test_section_renders_every_run_and_says_whether_each_goal_is_met(tmp_path):
             "two/2": _run(170.0, 32, 2), "four/4": _run(200.0, 64, 4)}
     saved = {"traffic": speed.TRAFFIC, "idle_windows": 10, "window_ps": 112_000, "cores": 2,
              "runs": runs, "equal": {"2 x 2x8": [], "4 x 2x8": None},
-             "goals": [{"what": w, "ratio": runs[a]["cycles_per_s" if k == "cycles" else
-                                                   "chip_cycles_per_s"] /
-                        runs[b]["cycles_per_s" if k == "cycles" else "chip_cycles_per_s"],
-                        "goal": g, "met": None} for w, a, b, k, g in speed.GOALS if a in runs],
+             "goals": [{"what": w, "ratio": runs[a][speed.MEASURES[k][0]] /
+                        runs[b][speed.MEASURES[k][1]], "goal": g, "met": None}
+                       for w, a, b, k, g in speed.GOALS if a in runs],
              "bare_exchange_us": 50.0, "projected_cycles_per_s_one_rank_per_core": 998}
     for g in saved["goals"]:
         g["met"] = g["ratio"] >= g["goal"]
@@ -42,4 +41,5 @@ def test_section_renders_every_run_and_says_whether_each_goal_is_met(tmp_path):
         assert f"| {name} |" in body
     assert "2 ranks over 1 process, cycles/s: 1.70 (goal 1.7: met)" in body
     assert "4 ranks over one 16-chip sub-cluster, chip-cycles/s: 0.80 (goal 0.85: not met)" in body
+    assert "under traffic over one 16-chip sub-cluster idle, chip-cycles/s: 0.40" in body
     assert "the same bytes and times" in body

@@ -60,12 +60,21 @@ TRAFFIC = {"seed": 5, "mpi_size": 1024, "tca_size": 256}
 #: name -> (sub-clusters, ranks; 0 = one process without MPI)
 RUNS = {"sub": (1, 0), "two/1": (2, 0), "two/2": (2, 2), "four/2": (4, 2), "four/4": (4, 4)}
 QUICK_RUNS = ("sub", "two/1", "two/2")
-#: (what, numerator run, denominator run, measure, goal)
+#: (what, numerator run, denominator run, measure, goal).  The sub-cluster alone has no MPI
+#: traffic (no peer across), so its traffic phase is all TCA and dearer per cycle than the
+#: machine's, which is mostly MPI with the chips idle: the 64-node rows are also compared with
+#: the sub-cluster idle, the stricter reference.
 GOALS = (("2 x 2x8: 2 ranks over 1 process, cycles/s", "two/2", "two/1", "cycles", 1.7),
          ("64 nodes on 2 ranks over one 16-chip sub-cluster, chip-cycles/s", "four/2", "sub",
           "chip_cycles", 0.85),
          ("64 nodes on 4 ranks over one 16-chip sub-cluster, chip-cycles/s", "four/4", "sub",
-          "chip_cycles", 0.85))
+          "chip_cycles", 0.85),
+         ("64 nodes on 4 ranks under traffic over one 16-chip sub-cluster idle, chip-cycles/s",
+          "four/4", "sub", "chip_cycles_vs_idle", 0.85))
+#: measure -> (numerator's key, denominator's key)
+MEASURES = {"cycles": ("cycles_per_s", "cycles_per_s"),
+            "chip_cycles": ("chip_cycles_per_s", "chip_cycles_per_s"),
+            "chip_cycles_vs_idle": ("chip_cycles_per_s", "idle_chip_cycles_per_s")}
 IDLE_WINDOWS, QUICK_IDLE_WINDOWS = 200, 50
 EXCHANGES = 2000                        # bare all-to-alls timed for the projection
 
@@ -162,8 +171,8 @@ def measure(names, idle_windows, log=print):
     goals = []
     for what, num, den, kind, goal in GOALS:
         if num in runs and den in runs:
-            key = "cycles_per_s" if kind == "cycles" else "chip_cycles_per_s"
-            ratio = runs[num][key] / runs[den][key]
+            top, bottom = MEASURES[kind]
+            ratio = runs[num][top] / runs[den][bottom]
             goals.append({"what": what, "ratio": round(ratio, 3), "goal": goal,
                           "met": ratio >= goal})
     exchange_s = exchange_cost()
