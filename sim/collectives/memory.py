@@ -141,6 +141,16 @@ class Memories:
         """The little-endian 4-byte word at ``place``."""
         return int.from_bytes(self.read(place, 4), "little")
 
+    def assert_equal(self, place, want, what):
+        """Raise ``AssertionError`` (``what``, the node, window and the differing offsets)
+        unless the bytes at ``place`` are ``want``."""
+        got = self.read(place, len(want))
+        if got != bytes(want):
+            bad = [i for i, (a, b) in enumerate(zip(got, want)) if a != b]
+            raise AssertionError(f"{what}: node {place.node} {place.window} differs at "
+                                 f"{len(bad)} bytes, offsets {place.offset + bad[0]:#x} .. "
+                                 f"{place.offset + bad[-1]:#x}")
+
     # -- waiting for a completion write ----------------------------------------------------------
 
     def _hook(self, node):

@@ -432,6 +432,14 @@ class Cluster:
         """Return every node's counters, ``[{port: {reason: count}}]`` (nodes read at once)."""
         return await gather(drv.counters() for drv in self.drivers)
 
+    async def assert_no_drops(self, reasons):
+        """Read every chip's counters; raise ``AssertionError`` naming the chip, port and reason
+        of the first of ``reasons`` that counted a drop."""
+        for node, ports in enumerate(await self.counters()):
+            for port, c in ports.items():
+                for reason in reasons:
+                    assert c[reason] == 0, f"chip {node} port {port}: {reason} = {c[reason]}"
+
     async def clear_counters(self):
         """Zero every chip's counters."""
         await gather(drv.clear_counters() for drv in self.drivers)

@@ -100,17 +100,10 @@ class TB:
 
     def check(self, what):
         for (node, window), want in self.shadow.items():
-            got = self.mem.read(Place(node, window, 0), len(want))
-            if got != bytes(want):
-                bad = [i for i, (a, b) in enumerate(zip(got, want)) if a != b]
-                raise AssertionError(f"{what}: node {node} {window} differs at {len(bad)} "
-                                     f"bytes, offsets {bad[0]:#x} .. {bad[-1]:#x}")
+            self.mem.assert_equal(Place(node, window, 0), want, what)
 
     async def counters_clean(self):
-        for node, ports in enumerate(await self.cluster.counters()):
-            for port, c in ports.items():
-                for reason in DROPS:
-                    assert c[reason] == 0, f"chip {node} port {port}: {reason} = {c[reason]}"
+        await self.cluster.assert_no_drops(DROPS)
 
     async def dma(self, window, size, rounds):
         """Round trips (ns) of ``rounds`` ping-pongs of ``size`` bytes in ``window``; checked."""

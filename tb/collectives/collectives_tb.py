@@ -107,17 +107,10 @@ class TB:
             self.expect(place, FLAG.to_bytes(4, "little"))
         for window, shadows in self.shadow.items():
             for node, want in enumerate(shadows):
-                got = self.mem.read(Place(node, window, 0), len(want))
-                if got != bytes(want):
-                    bad = [i for i, (a, b) in enumerate(zip(got, want)) if a != b]
-                    raise AssertionError(f"{what}: node {node} {window} differs at {len(bad)} "
-                                         f"bytes, offsets {bad[0]:#x} .. {bad[-1]:#x}")
+                self.mem.assert_equal(Place(node, window, 0), want, what)
 
     async def counters_clean(self):
-        for node, ports in enumerate(await self.cluster.counters()):
-            for port, c in ports.items():
-                for reason in DROPS:
-                    assert c[reason] == 0, f"chip {node} port {port}: {reason} = {c[reason]}"
+        await self.cluster.assert_no_drops(DROPS)
 
 
 async def run_bcast(tb, size, root, buf):
