@@ -64,19 +64,24 @@ def _note_once(text):
         print(f"note: {text}", file=sys.stderr, flush=True)
 
 
+_import_lock = threading.Lock()
+
+
 def _call_in_script(path, name, *args, **kwargs):
-    """Call function ``name`` of the script ``path``, imported by path once per process."""
+    """Call function ``name`` of the script ``path``, imported by path once per process (under
+    a lock: the local pool's threads must not see it half executed)."""
     key = "_peach2_script_" + hashlib.sha1(path.encode()).hexdigest()[:12]
-    module = sys.modules.get(key)
-    if module is None:
-        spec = importlib.util.spec_from_file_location(key, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[key] = module
-        try:
-            spec.loader.exec_module(module)
-        except BaseException:
-            del sys.modules[key]
-            raise
+    with _import_lock:
+        module = sys.modules.get(key)
+        if module is None:
+            spec = importlib.util.spec_from_file_location(key, path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[key] = module
+            try:
+                spec.loader.exec_module(module)
+            except BaseException:
+                del sys.modules[key]
+                raise
     return getattr(module, name)(*args, **kwargs)
 
 

@@ -128,6 +128,7 @@ def test_under_mpiexec_the_worker_ranks_run_the_points_in_order(tmp_path, ranks)
     done = _mpiexec(ranks, sys.executable, _script(tmp_path), out, json.dumps(items))
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(out.read_text())
+    assert "results" in report, report
     assert [r["y"] for r in report["results"]] == [x * x for x in items]
     assert sorted(report["seen"]) == items
     pids = {r["pid"] for r in report["results"]}
