@@ -43,7 +43,8 @@ shortened of the run that measured them). `peach2 bench [SECTION ...] [--quick]`
 adapters, router, dma, cluster, gpu, collectives, calibration, machine; the same as
 `python tb/bench/benchmarks.py`, which runs `tb/cluster/bench_cluster.py`,
 `tb/cluster/bench_gpu.py`, `tb/collectives/bench_collectives.py`,
-`tb/calibration/bench_calibration.py` and `python -m peach2.sim.bench.machine.speed` for theirs) measures only the sections it names, saves
+`tb/calibration/bench_calibration.py` and `python -m peach2.sim.bench.machine.speed` for
+theirs) measures only the sections it names, saves
 their files and rebuilds this document from all saved files; `peach2 bench --doc-only` only
 rebuilds it ([bench](sim/bench.md)). A section without a saved file keeps its text as committed
 and names its own run. A run's stamp gives the command as it was run then.

@@ -5,7 +5,7 @@ goals as ratios, the equality of one machine on 1 process and on N ranks, the wi
 share and the projection for one rank per core, and a bar plot of chip-cycles per second.
 """
 
-from .speed import GOALS, RUNS, SHAPE, table
+from .speed import RUNS, SHAPE, table
 
 __all__ = ["PLOT", "section", "plot"]
 
@@ -75,8 +75,10 @@ def section(saved, img, draw=True):
         "on a cluster (a network adds microseconds per exchange, well under a window's "
         "milliseconds).",
         "",
-        "The goals need the cores to themselves (the load column says how far that held): "
-        + "; ".join(f"{what}, at least {goal}" for what, _, _, _, goal in GOALS) + ".",
+        "Each ratio compares runs made one after the other; it holds only if nothing else "
+        "took the cores meanwhile (the load column says how far that held). Two ranks pay "
+        "off only with a free core each: a rank that reaches a window edge first waits there "
+        "(Open MPI polls), so any other job on the machine slows every rank.",
         "",
         f"![simulation speed](img/{PLOT})",
     ]
