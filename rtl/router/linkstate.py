@@ -22,7 +22,7 @@ link layer leaves DL_Up, expects the application to reset what it holds for that
 ``dlup_exit`` guidance); this is that reset, limited to the port's own TX path.
 """
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -40,6 +40,7 @@ LTSSM_L0 = 0x0F
 #: cycle into the gate).  Not applied before the port's first link loss after a reset
 #: (:class:`LinkState`, ``fresh``).
 HOLD = 128
+assert HOLD & (HOLD - 1) == 0, "LinkState folds ``fresh`` into the top bit of ``quiet``"
 
 
 class LinkState(wiring.Component):
@@ -73,8 +74,8 @@ class LinkState(wiring.Component):
     (or any time later) is a loss: from then on the port waits ``HOLD`` cycles as before.
 
     Cycle by cycle after a reset with the link in L0 throughout: cycle 0 ``link_up`` (reset 0)
-    and the registered ``empty`` (reset 0) are 0; cycle 1 both are 1; ``dropping`` is 0 from
-    cycle 2.  A TLP reaching the port's crossbar output in cycle 1 is still discarded whole
+    and the registered ``empty`` (reset 0) are 0 (``quiet`` is set to ``HOLD``); cycle 1 both
+    are 1; ``dropping`` is 0 from cycle 2.  A TLP reaching the port's crossbar output in cycle 1 is still discarded whole
     (:class:`LinkGate` keeps discarding a packet it began discarding).
     """
 
@@ -95,19 +96,25 @@ class LinkState(wiring.Component):
             m.d.sync += [self.ltssm_r[p].eq(self.ltssm[p]),
                          self.link_up[p].eq(self.ltssm[p] == LTSSM_L0)]
             # ``quiet`` counts the cycles the port has had nothing left (registered inputs).
+            # ``fresh``: the link has not been lost since the reset, so no hold is needed.  It
+            # is folded into ``quiet`` (HOLD is a power of two): where ``quiet`` restarts it
+            # restarts at HOLD while ``fresh`` (only its top bit differs), so from cycle 1 after
+            # the reset (cycle 0 has ``link_up`` 0) ``fresh`` implies ``quiet == HOLD`` and the
+            # release logic is the one without ``fresh``: 2 LUT levels as before.  (``quiet``
+            # keeps reset value 0: a flip-flop with reset value 1 costs an inverter level.)
             quiet = Signal(range(HOLD + 1), name=f"quiet_{p}")
             empty = Signal(name=f"empty_{p}")
-            # ``fresh``: the link has not been lost since the reset (no hold needed).
             fresh = Signal(init=1, name=f"fresh_{p}")
+            restart = Mux(fresh, HOLD, 0)
             m.d.sync += empty.eq(~self.queued[p] & ~self.busy[p])
             with m.If(self.link_up[p] & (self.ltssm[p] != LTSSM_L0)):
-                m.d.sync += fresh.eq(0)
+                m.d.sync += fresh.eq(0)             # the link is lost
             with m.If(~self.link_up[p]):
-                m.d.sync += [self.dropping[p].eq(1), quiet.eq(0)]
+                m.d.sync += [self.dropping[p].eq(1), quiet.eq(restart)]
             with m.Elif(self.dropping[p]):
                 with m.If(~empty):
-                    m.d.sync += quiet.eq(0)
-                with m.Elif(fresh | (quiet == HOLD)):
+                    m.d.sync += quiet.eq(restart)
+                with m.Elif(quiet == HOLD):
                     m.d.sync += self.dropping[p].eq(0)
                 with m.Else():
                     m.d.sync += quiet.eq(quiet + 1)
