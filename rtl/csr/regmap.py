@@ -220,8 +220,9 @@ def _chip_registers(n_routes, buffer_beats, s_is_rc):
                                              "it is still being flushed"),
                  ), notes="`link_up` and `ltssm` are the hard IP's status one cycle late. "
                           "`dropping` rises with the link's loss and falls once the link is up "
-                          "again and no TLP queued before is left in the chip "
-                          "([errors.md](errors.md), \"Reset and link loss\")."),
+                          "again and no TLP queued before is left in the chip; after a reset, "
+                          "until the link's first loss, as soon as the link is up and nothing is "
+                          "held for the port ([errors.md](errors.md), \"Reset and link loss\")."),
         Register("PCIE_ID", 0x030, Access.RO, "bus/device/function of the chip on port N",
                  width=16, fields=(Field("function", 0, 3, "function number"),
                                    Field("device", 3, 5, "device number"),

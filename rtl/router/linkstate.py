@@ -6,6 +6,10 @@ What the chip does when a port's link leaves L0 (``docs/errors.md``, "Reset and 
   ``dropping``: set while the link is down, cleared only once the link is up again *and*
   nothing the chip held for the port before is left (no packet bound for it in any packet
   buffer, its gate between packets, its crossbar output empty) for ``HOLD`` cycles in a row.
+  Until a port's link is first lost after a reset (``fresh``), the hold is skipped: after reset
+  every port is ``dropping``, and it clears as soon as its link is seen up and nothing is held
+  for it (two cycles after the reset is released when the link is in L0 throughout), since
+  nothing can have been queued for a link before it was ever lost (see :class:`LinkState`).
 - While ``dropping``, the ingresses drop every routed TLP whose route leaves through that port
   (COUNT[arrival port][LINK_DOWN]; the packet buffer discards it at its input), the DMA ends a
   channel whose write would leave there (DST_LINK_DOWN), and the port's :class:`LinkGate`
@@ -18,7 +22,7 @@ link layer leaves DL_Up, expects the application to reset what it holds for that
 ``dlup_exit`` guidance); this is that reset, limited to the port's own TX path.
 """
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -33,8 +37,10 @@ LTSSM_L0 = 0x0F
 #: Cycles the "nothing left for the port" condition must hold after the link is back before the
 #: port is used again.  The packet buffers are tracked exactly; the hold covers what is not
 #: (the DMA's output queue and the UR generator's, at most a few TLPs that flow at one beat per
-#: cycle into the gate).
+#: cycle into the gate).  Not applied before the port's first link loss after a reset
+#: (:class:`LinkState`, ``fresh``).
 HOLD = 128
+assert HOLD & (HOLD - 1) == 0, "LinkState folds ``fresh`` into the top bit of ``quiet``"
 
 
 class LinkState(wiring.Component):
@@ -54,6 +60,23 @@ class LinkState(wiring.Component):
         Registered: the LTSSM state is L0 (PORT_STATUS.link_up).
     dropping : Out(4)
         Registered: the router drops traffic toward the port (PORT_STATUS.dropping).
+
+    Per port a register ``fresh`` (reset 1) says the link has not been lost since the reset: it
+    is cleared in the cycle the link is seen leaving L0 (``link_up`` 1, the LTSSM input not L0),
+    never set again until the next reset.  While ``fresh``, ``dropping`` falls in the first
+    cycle the link is up and the port is empty, without the ``HOLD`` cycles: the hold is for
+    what was queued toward a link before its loss (the uncounted DMA and UR queues), and before
+    the first loss there is no such thing.  The reset left nothing queued, and what the chip
+    queues for the port after it is traffic of this link: the packet buffers' part is counted
+    in ``queued``; the DMA ends a channel whose write is routed to a dropping port, its reads
+    and the register completions go to N, and a UR completion answers a request that arrived
+    on the port itself over this link.  A link that goes down before ``dropping`` first falls
+    (or any time later) is a loss: from then on the port waits ``HOLD`` cycles as before.
+
+    Cycle by cycle after a reset with the link in L0 throughout: cycle 0 ``link_up`` (reset 0)
+    and the registered ``empty`` (reset 0) are 0 (``quiet`` is set to ``HOLD``); cycle 1 both
+    are 1; ``dropping`` is 0 from cycle 2.  A TLP reaching the port's crossbar output in cycle 1 is still discarded whole
+    (:class:`LinkGate` keeps discarding a packet it began discarding).
     """
 
     def __init__(self):
@@ -73,14 +96,24 @@ class LinkState(wiring.Component):
             m.d.sync += [self.ltssm_r[p].eq(self.ltssm[p]),
                          self.link_up[p].eq(self.ltssm[p] == LTSSM_L0)]
             # ``quiet`` counts the cycles the port has had nothing left (registered inputs).
+            # ``fresh``: the link has not been lost since the reset, so no hold is needed.  It
+            # is folded into ``quiet`` (HOLD is a power of two): where ``quiet`` restarts it
+            # restarts at HOLD while ``fresh`` (only its top bit differs), so from cycle 1 after
+            # the reset (cycle 0 has ``link_up`` 0) ``fresh`` implies ``quiet == HOLD`` and the
+            # release logic is the one without ``fresh``: 2 LUT levels as before.  (``quiet``
+            # keeps reset value 0: a flip-flop with reset value 1 costs an inverter level.)
             quiet = Signal(range(HOLD + 1), name=f"quiet_{p}")
             empty = Signal(name=f"empty_{p}")
+            fresh = Signal(init=1, name=f"fresh_{p}")
+            restart = Mux(fresh, HOLD, 0)
             m.d.sync += empty.eq(~self.queued[p] & ~self.busy[p])
+            with m.If(self.link_up[p] & (self.ltssm[p] != LTSSM_L0)):
+                m.d.sync += fresh.eq(0)             # the link is lost
             with m.If(~self.link_up[p]):
-                m.d.sync += [self.dropping[p].eq(1), quiet.eq(0)]
+                m.d.sync += [self.dropping[p].eq(1), quiet.eq(restart)]
             with m.Elif(self.dropping[p]):
                 with m.If(~empty):
-                    m.d.sync += quiet.eq(0)
+                    m.d.sync += quiet.eq(restart)
                 with m.Elif(quiet == HOLD):
                     m.d.sync += self.dropping[p].eq(0)
                 with m.Else():

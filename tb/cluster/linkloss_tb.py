@@ -1,5 +1,6 @@
 """cocotb tests of link loss and chip reset under traffic on a ring of 4 (``docs/errors.md``,
-"Reset and link loss").
+"Reset and link loss"), and of a register read right after a chip reset
+(``read_after_chip_reset``, any topology: node 0 is reset).
 
 Both tests run the same scenario around one event, ``cable`` (the cable node 0 E - node 1 W
 goes down and comes back) or ``reset`` (chip 1 is held in reset, its two cables down, then
@@ -24,7 +25,7 @@ import random
 
 import cocotb
 from cluster_tb import TB
-from cocotb.triggers import ClockCycles
+from cocotb.triggers import ClockCycles, SimTimeoutError, with_timeout
 from cocotb.utils import get_sim_time
 from cocotbext.pcie.core.tlp import CplStatus
 
@@ -236,3 +237,46 @@ async def cable_down_ring4(dut):
 async def chip_reset_ring4(dut):
     """Chip 1 of a ring of 4 reset in the middle of PIO and DMA traffic, then programmed again."""
     await scenario(dut, "reset")
+
+
+#: A register read right after a chip reset must be answered within this (ns): a read's round
+#: trip through the calibrated hard-IP pipelines takes a few hundred ns.
+READ_BOUND_NS = 4000
+
+
+@cocotb.test()
+async def read_after_chip_reset(dut):
+    """Chip 0 reset through ``c0_reset`` (its host's link stays up), its host reads a register
+    at once after the release: answered with the right data within READ_BOUND_NS; then the
+    chip is programmed again (``Cluster.program``, which reads CONTROL back) and its host's
+    stores into its own window arrive."""
+    tb = TB(dut)
+    await tb.start()
+    cl = tb.cluster
+    drv, clk = cl.drivers[0], dut.clk
+    ident = await drv.read_reg("ID")
+    assert (await drv.read_fields("CONTROL"))["pio_enable"] == 1
+    dut.c0_reset.value = 1
+    await ClockCycles(clk, 100)
+    dut.c0_reset.value = 0
+    await ClockCycles(clk, 2)
+    t0 = get_sim_time("ns")
+    try:
+        got = await with_timeout(drv.read_reg("ID"), READ_BOUND_NS, "ns")
+    except SimTimeoutError:
+        raise AssertionError(f"a register read sent right after chip 0's reset was not "
+                             f"answered within {READ_BOUND_NS} ns") from None
+    dut._log.info("register read right after the chip reset answered in %.0f ns",
+                  get_sim_time("ns") - t0)
+    assert got == ident, hex(got)
+    assert await drv.read_reg("CONTROL") == 0           # the reset cleared the enables
+    st = await drv.read_fields("PORT_STATUS", 0)
+    assert st["link_up"] == 1 and st["dropping"] == 0, st
+    await with_timeout(cl.program(0), READ_BOUND_NS * 10, "ns")
+    rng = random.Random(SEED + 23)
+    data = rng.randbytes(64)
+    await cl.pio_write(0, 0, 0x100, data)
+    await drv.read_reg("ID")                            # the store has reached the host
+    await ClockCycles(clk, 200)
+    assert bytes(cl.memory(0)[1][0x100:0x140]) == data
+    assert (await drv.counters("N"))["LINK_FLUSHED"] == 0

@@ -1,6 +1,8 @@
 """Link loss and chip reset under traffic on a ring of 4 (``linkloss_tb``, docs/errors.md
 "Reset and link loss").  Same HDL top and Verilator build as
-``test_cluster.py::test_ring4_all_to_all``."""
+``test_cluster.py::test_ring4_all_to_all``.  And a register read right after a chip reset, on
+the one-chip HDL top (the smallest the cluster harness builds; Icarus by default, as
+``test_cluster.py::test_single_node_all_to_all``)."""
 
 from pathlib import Path
 
@@ -26,3 +28,11 @@ def test_linkloss_ring4(testcase):
                params={"topology": "ring:4", "pipeline_ns": HARDIP_PIPELINE_NS,
                        "idle": 0.1, "backpressure": 0.1},
                seed=19, simulator="verilator")
+
+
+def test_read_after_chip_reset():
+    """Chip 0 reset through ``c0_reset``, a register read at once: answered; then programmed
+    again and used."""
+    from cluster_run import run
+    run("cluster-single-read-after-reset", "single", "read_after_chip_reset",
+        test_module="linkloss_tb", seed=65)

@@ -1,5 +1,6 @@
-"""A port's link lost and back with writes toward it still queued (``linkdown_tb``,
-docs/errors.md "Reset and link loss").  Same chip build as ``test_router.py``'s."""
+"""A port's link lost and back with writes toward it still queued, and a register read right
+after a reset with the links in L0 (``linkdown_tb``, docs/errors.md "Reset and link loss").
+Same chip build as ``test_router.py``'s."""
 
 from pathlib import Path
 
@@ -13,3 +14,9 @@ def test_link_down_flushes_queued():
     run_cocotb(component=PEACH2(), toplevel="peach2", test_module="linkdown_tb",
                name="router-linkdown-flush", test_dir=HERE, testcase="flush_queued", seed=43,
                simulator="verilator")
+
+
+def test_read_after_reset():
+    run_cocotb(component=PEACH2(), toplevel="peach2", test_module="linkdown_tb",
+               name="router-linkdown-read-after-reset", test_dir=HERE,
+               testcase="read_after_reset", seed=44, simulator="verilator")
