@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import sys
 
-__all__ = ["find_mpiexec", "mpiexec_command", "under_mpiexec"]
+__all__ = ["find_mpiexec", "mpiexec_command", "under_mpiexec", "launcher_rank", "launcher_size"]
 
 
 def find_mpiexec():
@@ -53,3 +53,21 @@ def under_mpiexec():
     """True when this process was started by an ``mpiexec`` (Open MPI, MPICH or PMIx)."""
     return any(name in os.environ for name in
                ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "PMI_RANK"))
+
+
+def launcher_rank():
+    """This process's rank as its ``mpiexec`` set it in the environment (0 outside one); read
+    without initialising MPI, so a parent process can name its simulator's rank."""
+    for name in ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"):
+        if name in os.environ:
+            return int(os.environ[name])
+    return 0
+
+
+def launcher_size():
+    """The number of ranks the ``mpiexec`` of this process started (1 outside one), read from
+    the environment without initialising MPI."""
+    for name in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE"):
+        if name in os.environ:
+            return int(os.environ[name])
+    return 1

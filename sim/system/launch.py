@@ -15,12 +15,11 @@ initialises MPI itself).  Build the rank's top once first (:func:`prebuild`, or
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 from pathlib import Path
 
-from peach2.sim.machine.launch import mpiexec_command, under_mpiexec
+from peach2.sim.machine.launch import launcher_rank, launcher_size, mpiexec_command, under_mpiexec
 from peach2.sim.run import ROOT, SIM_BUILD, emit_verilog, run_cocotb
 
 from .plan import MachinePlan
@@ -28,20 +27,6 @@ from .plan import MachinePlan
 __all__ = ["run", "prebuild", "ranks_command", "main"]
 
 MODULE = "peach2.sim.system.launch"
-
-
-def _rank():
-    for name in ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"):
-        if name in os.environ:
-            return int(os.environ[name])
-    return 0
-
-
-def _ranks():
-    for name in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE"):
-        if name in os.environ:
-            return int(os.environ[name])
-    return 1
 
 
 def copies_per_rank(subclusters, ranks):
@@ -54,7 +39,8 @@ def copies_per_rank(subclusters, ranks):
 
 
 def _name(plan, mpi):
-    return f"machine-{plan.shape}x{plan.subclusters}-" + (f"rank{_rank()}" if mpi else "one")
+    where = f"rank{launcher_rank()}" if mpi else "one"
+    return f"machine-{plan.shape}x{plan.subclusters}-{where}"
 
 
 def prebuild(plan, copies):
@@ -81,7 +67,7 @@ def run(shape, subclusters, *, mpi=False, seed=1, out=None, hca_dma="endpoint", 
     if hca_dma not in ("endpoint", "node"):
         raise ValueError(f"hca_dma must be 'endpoint' or 'node', not {hca_dma!r}")
     plan = MachinePlan(shape, subclusters)
-    copies = copies_per_rank(subclusters, _ranks()) if mpi else subclusters
+    copies = copies_per_rank(subclusters, launcher_size()) if mpi else subclusters
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(out) if out else Path(tmp) / "machine.json"
         params = {"shape": shape, "subclusters": subclusters, "mpi": mpi,
@@ -122,7 +108,7 @@ def main(argv=None):
     plan = MachinePlan(args.shape, args.subclusters)
     mpi = under_mpiexec()
     if args.build_only:
-        print(prebuild(plan, copies_per_rank(args.subclusters, _ranks()) if mpi
+        print(prebuild(plan, copies_per_rank(args.subclusters, launcher_size()) if mpi
                        else args.subclusters))
         return 0
     result = run(args.shape, args.subclusters, mpi=mpi, seed=args.seed, out=args.out,

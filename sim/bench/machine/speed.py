@@ -46,7 +46,7 @@ from pathlib import Path
 
 from peach2.sim.machine.launch import find_mpiexec, mpiexec_command
 from peach2.sim.system import MachinePlan
-from peach2.sim.system.launch import MODULE, prebuild
+from peach2.sim.system.launch import MODULE, copies_per_rank, prebuild
 from peach2.sim.system.plan import CLOCK_PS, WINDOW_PS
 
 from ..results import run_info, save, started
@@ -155,7 +155,7 @@ def measure(names, idle_windows, log=print):
     """Build the tops, then run ``names`` one after the other; return the saved dict."""
     for name in names:
         subclusters, ranks = RUNS[name]
-        copies = subclusters // ranks if ranks else subclusters
+        copies = copies_per_rank(subclusters, ranks) if ranks else subclusters
         log(f"building {copies} x {SHAPE} for {name} ...")
         prebuild(MachinePlan(SHAPE, subclusters), copies)
     runs = {}
