@@ -25,7 +25,8 @@ Per cable ``j`` (the order of :func:`peach2.routes.cable_plan`): input
 stalls per direction (``a`` is the plan's first node).
 
 The ``peach2`` module is converted once per chip options (the runner's netlist cache) and
-compiled by Verilator as a hierarchical block, once for all instances.
+compiled by Verilator once for all instances and all tops (a library, or with waves a
+hierarchical block of the top).
 """
 
 from pathlib import Path
@@ -35,7 +36,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from peach2.router.linkstate import LTSSM_L0
-from peach2.sim.run import emit_verilog
+from peach2.sim.run import SIM_BUILD, build_library, emit_verilog
 from peach2.top import PEACH2
 
 from .cable import Cable
@@ -86,6 +87,8 @@ class ClusterTop(wiring.Component):
         if not isinstance(threads, int) or threads < 1:
             raise ValueError(f"threads must be a positive integer, not {threads!r}")
         self.threads = threads
+        #: Where :meth:`extra_sources` keeps the Verilator libraries of the chip and cable.
+        self.library_root = SIM_BUILD / "_verilator"
         seen = set()
         for a, pa, b, pb in plan:
             for node, port in ((a, pa), (b, pb)):
@@ -167,35 +170,49 @@ class ClusterTop(wiring.Component):
 
     # -- simulation build ------------------------------------------------------------------------
 
-    def extra_sources(self, build_dir, simulator):
-        """Write the chip netlist and the clock wrapper into ``build_dir``; return their paths."""
+    def extra_sources(self, build_dir, simulator, waves=False):
+        """Write the chip netlist and the clock wrapper into ``build_dir``; return the sources.
+
+        On Verilator without waves the chip and the cable are libraries compiled once for
+        every top that uses them (:func:`peach2.sim.run.verilator.build_library`): the
+        sources are their wrappers and archives.  With waves they are compiled into the top
+        as hierarchical blocks, so the trace reaches inside them.
+        """
         build_dir = Path(build_dir)
-        chip = emit_verilog(self._chip, "peach2", build_dir / f"peach2-{simulator}.v",
-                            simulator=simulator)
-        sources = [chip]
+        blocks = [(self._chip, "peach2")]
         if self.plan:
-            sources.append(emit_verilog(self._cable, "peach2_cable",
-                                        build_dir / f"cable-{simulator}.v", simulator=simulator))
+            blocks.append((self._cable, "peach2_cable"))
         else:
             self._cable._MustUse__silence = True
+        sources, hier = [], []
+        for design, module in blocks:
+            netlist = emit_verilog(design, module, build_dir / f"{module}-{simulator}.v",
+                                   simulator=simulator)
+            if simulator == "verilator" and not waves:
+                sources += build_library(source=netlist, module=module,
+                                         build_args=("-CFLAGS", "-O2"),
+                                         root=self.library_root)
+            else:
+                sources.append(netlist)
+                hier.append(f'hier_block -module "{module}"\n')
         wrapper = build_dir / "cluster_tb.v"
         text = self._wrapper_text()
         if not wrapper.exists() or wrapper.read_text() != text:
             wrapper.write_text(text)
         sources.append(wrapper)
-        if simulator == "verilator":
+        if simulator == "verilator" and hier:
             vlt = build_dir / "hier.vlt"
-            vlt.write_text('`verilator_config\nhier_block -module "peach2"\n'
-                           + ('hier_block -module "peach2_cable"\n' if self.plan else ""))
+            vlt.write_text("`verilator_config\n" + "".join(hier))
             sources.append(vlt)
         return sources
 
     @property
     def verilator_args(self):
         """Verilator arguments the top needs: the wrapper's clock is a delay (``--timing``),
-        the chip is compiled once for every instance (``--hierarchical``), ``--threads``, and
-        the C++ optimised with ``-O2`` instead of ``verilated.mk``'s ``-Os``: on a 4-chip ring
-        it took 24% less CPU per idle cycle and 16% less under all-to-all traffic."""
+        blocks not given as libraries are compiled once for every instance
+        (``--hierarchical``), ``--threads``, and the C++ optimised with ``-O2`` instead of
+        ``verilated.mk``'s ``-Os``: on a 4-chip ring it took 24% less CPU per idle cycle and
+        16% less under all-to-all traffic."""
         threads = ("--threads", str(self.threads)) if self.threads > 1 else ()
         return ("--timing", "--hierarchical", *threads, "-CFLAGS", "-O2")
 

@@ -21,10 +21,18 @@ from .runner import (
 )
 from .signals import bit_value, resolve_unknown
 from .ticker import EdgeTicker
-from .verilator import MIN_VERSION, Runner, build, fst_build_args, require_verilator, verilator_env
+from .verilator import (
+    MIN_VERSION,
+    Runner,
+    build,
+    build_library,
+    fst_build_args,
+    require_verilator,
+    verilator_env,
+)
 
 __all__ = ["PARAMS_ENV", "SEED_ENV", "run_inputs", "HandshakeProbe", "ROOT", "BUILD", "SIM_BUILD",
            "WAVES", "WAVES_ENV", "SIMULATORS", "SIM_ENV", "require_iverilog", "pick_simulator",
            "emit_verilog", "waves_requested", "write_gtkw", "run_cocotb", "bit_value",
            "resolve_unknown", "EdgeTicker", "MIN_VERSION", "require_verilator", "verilator_env",
-           "fst_build_args", "build", "Runner"]
+           "fst_build_args", "build", "build_library", "Runner"]

@@ -363,7 +363,7 @@ def run_cocotb(*, component, toplevel, test_module, name, test_dir, testcase=Non
     sources = [source, *extra_sources]
     # A component may bring more Verilog (a chip netlist, a clock wrapper) and its own top.
     if hasattr(component, "extra_sources"):
-        sources += component.extra_sources(build_dir, simulator)
+        sources += component.extra_sources(build_dir, simulator, waves=waves)
     hdl_toplevel = getattr(component, "sim_toplevel", toplevel)
     build_args = [*getattr(component, "verilator_args", ()), *build_args]
 

@@ -19,6 +19,14 @@ Builds are slow (tens of seconds to minutes), so :func:`build` keeps one per des
 and Verilator version under ``build/sim/_verilator/<top>-<hash>``, made once under a file lock
 (parallel ``pytest -n auto`` workers wait for the first) and run by every test of that design.
 
+A chip used many times over (the sub-cluster tops instantiate ``peach2`` once per node, every
+topology the same netlist) is verilated and compiled once by :func:`build_library` into
+``build/sim/_verilator/lib-<module>-<hash>``: a static library and the SystemVerilog wrapper
+that stands for the module in the next builds (Verilator's ``--lib-create``, the mechanism its
+``--hierarchical`` blocks use inside one build).  A top built from wrappers passes their
+archives among its sources; :func:`build` hands them to the linker.  Six sub-cluster tops
+compiled the same chip six times (150-330 s each on 2 cores); now each costs its top alone.
+
 cocotb's runner makes every signal of the design VPI-visible (``--public-flat-rw``), which
 makes the model about six times larger and slower.  :class:`Runner` makes only the top
 module's signals visible (a ``public_flat_rw`` rule in a ``.vlt`` file): the testbenches touch
@@ -33,7 +41,10 @@ import subprocess
 from pathlib import Path
 
 __all__ = ["MIN_VERSION", "require_verilator", "verilator_env", "fst_build_args", "build",
-           "Runner"]
+           "build_library", "Runner"]
+
+#: Suffixes of sources :func:`build` hands to the linker instead of Verilator's parser.
+LINK_SUFFIXES = (".a", ".so", ".o")
 
 #: Oldest Verilator cocotb 2.1 runs on.
 MIN_VERSION = (5, 36)
@@ -194,22 +205,8 @@ def Runner():
     return _runner_class()()
 
 
-def build(*, sources, toplevel, build_args=(), waves=False, timescale=("1ns", "1ps"),
-          root):
-    """Build ``sources`` with Verilator for cocotb, or reuse the build; return its folder.
-
-    The folder is ``root/<toplevel>-<hash>``, the hash covering the sources' text, the
-    arguments, waves and the Verilator version, so any change builds anew.  A lock file makes
-    concurrent callers wait for one build.
-    """
-    from importlib.metadata import version
-    if waves:
-        build_args = [*build_args, *fst_build_args(root)]
-    h = hashlib.sha256(version("verilator").encode())
-    for src in sources:
-        h.update(Path(src).read_bytes())
-    h.update(repr((toplevel, tuple(build_args), bool(waves), timescale)).encode())
-    folder = Path(root) / f"{toplevel}-{h.hexdigest()[:20]}"
+def _locked_build(folder, work):
+    """Run ``work()`` once for ``folder`` under its lock; later callers find ``build.done``."""
     folder.mkdir(parents=True, exist_ok=True)
     done = folder / "build.done"
     with open(folder / "build.lock", "w") as lock:
@@ -219,12 +216,7 @@ def build(*, sources, toplevel, build_args=(), waves=False, timescale=("1ns", "1
             saved = {k: os.environ.get(k) for k in env}
             os.environ.update(env)
             try:
-                runner = Runner()
-                runner.build(sources=[str(s) for s in sources], hdl_toplevel=toplevel,
-                             build_dir=folder, timescale=timescale, waves=waves,
-                             build_args=list(WARNING_FLAGS) + list(build_args)
-                             + (["--trace-fst"] if waves else []),
-                             always=True, log_file=folder / "build.log")
+                work()
             finally:
                 for k, v in saved.items():
                     if v is None:
@@ -233,3 +225,75 @@ def build(*, sources, toplevel, build_args=(), waves=False, timescale=("1ns", "1
                         os.environ[k] = v
             done.write_text("ok\n")
     return folder
+
+
+def _key(*parts):
+    from importlib.metadata import version
+    h = hashlib.sha256(version("verilator").encode())
+    for part in parts:
+        h.update(part if isinstance(part, bytes) else repr(part).encode())
+    return h.hexdigest()[:20]
+
+
+def build_library(*, source, module, build_args=(), root):
+    """Verilate and compile ``module`` of Verilog file ``source`` once as a library.
+
+    Returns ``(wrapper, archive)``: the SystemVerilog module ``module`` that stands for the
+    design in another build (a source of it) and the static library it calls (pass it among
+    that build's sources too, :func:`build` links it).  The folder
+    ``root/lib-<module>-<hash>`` is keyed like :func:`build`'s; a lock makes concurrent
+    callers wait for one build.  Only the library's ports are visible: no waveform or VPI
+    access reaches inside it (build the design whole for that).
+
+    Raises
+    ------
+    RuntimeError
+        If Verilator or the C++ build fails (the message names ``build.log``).
+    """
+    folder = Path(root) / f"lib-{module}-{_key(Path(source).read_bytes(), module, tuple(build_args))}"
+    log = folder / "build.log"
+    prefix = f"V{module}"
+
+    def work():
+        cmds = [["verilator", "--cc", "--lib-create", module, "--prefix", prefix,
+                 "--top-module", module, "-Mdir", str(folder), *WARNING_FLAGS, *build_args,
+                 str(source)],
+                ["make", "-C", str(folder), "-f", f"{prefix}.mk",
+                 f"-j{max(1, len(os.sched_getaffinity(0)))}"]]
+        with open(log, "w") as out:
+            for cmd in cmds:
+                if subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT).returncode:
+                    raise RuntimeError(f"Verilator library build of {module} failed: {log}")
+
+    _locked_build(folder, work)
+    return folder / f"{module}.sv", folder / f"lib{module}.a"
+
+
+def build(*, sources, toplevel, build_args=(), waves=False, timescale=("1ns", "1ps"),
+          root):
+    """Build ``sources`` with Verilator for cocotb, or reuse the build; return its folder.
+
+    The folder is ``root/<toplevel>-<hash>``, the hash covering the sources' text, the
+    arguments, waves and the Verilator version, so any change builds anew.  A lock file makes
+    concurrent callers wait for one build.  Sources ending in ``.a``, ``.so`` or ``.o``
+    (:func:`build_library`'s archives) go to the linker; their folder names carry their own
+    key, so the hash covers their paths.
+    """
+    if waves:
+        build_args = [*build_args, *fst_build_args(root)]
+    sources = [Path(s) for s in sources]
+    linked = [s for s in sources if s.suffix in LINK_SUFFIXES]
+    parsed = [s for s in sources if s.suffix not in LINK_SUFFIXES]
+    folder = Path(root) / "{}-{}".format(toplevel, _key(
+        *(s.read_bytes() for s in parsed), tuple(str(s) for s in linked),
+        (toplevel, tuple(build_args), bool(waves), timescale)))
+
+    def work():
+        runner = Runner()
+        runner.build(sources=[str(s) for s in parsed], hdl_toplevel=toplevel,
+                     build_dir=folder, timescale=timescale, waves=waves,
+                     build_args=list(WARNING_FLAGS) + list(build_args)
+                     + (["--trace-fst"] if waves else []) + [str(s) for s in linked],
+                     always=True, log_file=folder / "build.log")
+
+    return _locked_build(folder, work)

@@ -34,7 +34,7 @@ class WrappedCounter(Counter):
     sim_toplevel = "edges_wrap"
     verilator_args = ("--timing",)
 
-    def extra_sources(self, build_dir, simulator):
+    def extra_sources(self, build_dir, simulator, waves=False):
         path = Path(build_dir) / "edges_wrap.v"
         path.write_text("`timescale 1ns/1ps\n"
                         "module edges_wrap (input wire rst, output wire [7:0] count);\n"
