@@ -330,8 +330,8 @@ def run_cocotb(*, component, toplevel, test_module, name, test_dir, testcase=Non
         ``build/waves/<name>.fst``.
     test_dir : path
         Folder holding ``test_module``.
-    testcase : str, optional
-        Run only this cocotb test.
+    testcase : str or list of str, optional
+        Run only these cocotb tests; exactly these must run (a renamed test fails the run).
     params : dict, optional
         JSON-serialisable parameters handed to the cocotb test in ``PEACH2_PARAMS``.
     seed : int, optional
@@ -403,6 +403,7 @@ def run_cocotb(*, component, toplevel, test_module, name, test_dir, testcase=Non
     if waves:
         where += f"; waves: {WAVES / (name + '.fst')}"
     results = build_dir / "results.xml"
+    results.unlink(missing_ok=True)     # a run that dies before writing must not read the last
     try:
         runner.test(test_module=test_module, hdl_toplevel=hdl_toplevel, build_dir=sim_dir,
                     test_dir=test_dir, testcase=testcase, seed=seed, plusargs=plusargs,
@@ -416,4 +417,17 @@ def run_cocotb(*, component, toplevel, test_module, name, test_dir, testcase=Non
     tests, failed = get_results(results)
     assert tests > 0, f"no cocotb test ran ({where})"
     assert failed == 0, f"{failed} of {tests} cocotb tests failed ({where})"
+    if testcase is not None:
+        # cocotb 2.1 makes a pattern of the names and only warns when one matches nothing.
+        wanted = [testcase] if isinstance(testcase, str) else list(testcase)
+        ran = ran_tests(results)
+        assert sorted(ran) == sorted(wanted), (
+            f"cocotb ran {sorted(ran)}, not the requested {sorted(wanted)} ({where})")
     return build_dir
+
+
+def ran_tests(results):
+    """Names of the cocotb tests that ran (not skipped) according to ``results`` (JUnit XML)."""
+    from xml.etree import ElementTree
+    return [case.get("name") for case in ElementTree.parse(results).getroot().iter("testcase")
+            if case.find("skipped") is None]

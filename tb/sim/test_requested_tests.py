@@ -1,0 +1,46 @@
+"""``run_cocotb(testcase=...)`` fails unless exactly the requested cocotb tests ran.
+
+cocotb 2.1 turns the names into a pattern and only warns when one matches nothing, so a renamed
+test would silently drop out of a run (and a prefix would pull in others).
+"""
+
+from pathlib import Path
+
+import pytest
+from amaranth.hdl import Module
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from peach2.sim.run import run_cocotb
+
+HERE = Path(__file__).parent
+
+
+class Totals(wiring.Component):
+    """What ``library_tb`` expects: two running sums."""
+    a: In(8)
+    b: In(8)
+    total_a: Out(16)
+    total_b: Out(16)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.sync += [self.total_a.eq(self.total_a + self.a), self.total_b.eq(self.total_b + self.b)]
+        return m
+
+
+def run(testcase):
+    return run_cocotb(component=Totals(), toplevel="totals", test_module="library_tb",
+                      name="requested-tests", test_dir=HERE, testcase=testcase,
+                      simulator="icarus")
+
+
+def test_exact_name_runs():
+    run("two_instances")
+    run(["two_instances"])
+
+
+@pytest.mark.parametrize("testcase", ["renamed_away", "two_instance", ["two_instances", "gone"]])
+def test_missing_test_fails(testcase):
+    with pytest.raises(AssertionError, match="not the requested|no cocotb test ran"):
+        run(testcase)
