@@ -35,13 +35,12 @@ from peach2.routes import Topology, default_address_map
 from peach2.sim.collectives import FLAG, Collective, Memories, Place, run
 from peach2.sim.collectives.plan import Program, Step
 from peach2.sim.driver import memcpy
+from peach2.sim.harness import DROP_REASONS as DROPS
 from peach2.sim.harness import Cluster
 from peach2.sim.pcie import GPU_READ_BANDWIDTH, GPU_READ_LATENCY_NS
 from peach2.sim.run import run_inputs
 
 PARAMS, SEED = run_inputs()
-DROPS = ("UNROUTABLE", "WINDOW_CLOSED", "UNSUPPORTED", "READ_REJECTED", "MALFORMED",
-         "POISONED", "RX_ERR", "UNEXPECTED_CPL", "UR_SENT")
 
 
 def dma_pingpong(mem, window, size, out, back, flag):

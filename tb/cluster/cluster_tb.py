@@ -38,14 +38,13 @@ from cocotb.triggers import ClockCycles, Timer
 from cocotb.utils import get_sim_time
 
 from peach2.routes import Topology, default_address_map, match_route
+from peach2.sim.harness import DROP_REASONS as DROPS
 from peach2.sim.harness import Cluster
 from peach2.sim.pcie import PER_HOP_NS, PIO_NEIGHBOUR_NS, store_tlps
 from peach2.sim.reference import dma as dma_model
 from peach2.sim.run import run_inputs
 
 PARAMS, SEED = run_inputs()
-DROPS = ("UNROUTABLE", "WINDOW_CLOSED", "UNSUPPORTED", "READ_REJECTED", "MALFORMED",
-         "POISONED", "RX_ERR", "UNEXPECTED_CPL", "UR_SENT")
 PORT_NAMES = "NEWS"
 
 

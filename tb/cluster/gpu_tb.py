@@ -25,12 +25,11 @@ from cocotb.utils import get_sim_time
 
 from peach2.routes import Topology, default_address_map
 from peach2.sim.driver import Chain
+from peach2.sim.harness import DROP_REASONS as DROPS
 from peach2.sim.harness import Cluster
 from peach2.sim.run import run_inputs
 
 PARAMS, SEED = run_inputs()
-DROPS = ("UNROUTABLE", "WINDOW_CLOSED", "UNSUPPORTED", "READ_REJECTED", "MALFORMED",
-         "POISONED", "RX_ERR", "UNEXPECTED_CPL", "UR_SENT")
 GPU_SIZE = 1 << 20
 
 

@@ -45,12 +45,11 @@ from peach2.sim.collectives import (
     run,
 )
 from peach2.sim.driver import DmaFault
+from peach2.sim.harness import DROP_REASONS as DROPS
 from peach2.sim.harness import Cluster
 from peach2.sim.run import run_inputs
 
 PARAMS, SEED = run_inputs()
-DROPS = ("UNROUTABLE", "WINDOW_CLOSED", "UNSUPPORTED", "READ_REJECTED", "MALFORMED",
-         "POISONED", "RX_ERR", "UNEXPECTED_CPL", "UR_SENT")
 
 
 class TB:

@@ -35,13 +35,12 @@ from cocotb.triggers import ClockCycles
 from cocotb.utils import get_sim_time
 
 from peach2.routes import Topology, default_address_map
+from peach2.sim.harness import DROP_REASONS as DROPS
 from peach2.sim.harness import Cluster
 from peach2.sim.pcie import store_tlps
 from peach2.sim.run import run_inputs
 
 PARAMS, SEED = run_inputs()
-DROPS = ("UNROUTABLE", "WINDOW_CLOSED", "UNSUPPORTED", "READ_REJECTED", "MALFORMED",
-         "POISONED", "RX_ERR", "UNEXPECTED_CPL", "UR_SENT")
 CLOCK_NS = 4
 
 
