@@ -18,7 +18,7 @@ from .avalon import (
     tlp_to_avalon_beats,
     unpack_word,
 )
-from .device import HardIPDevice, HardIPFunction, quiet_pcie_loggers
+from .device import IDLE_WAIT_NS, HardIPDevice, HardIPFunction, Stuck, quiet_pcie_loggers
 from .model import HardIPModel, edge_shows_update
 from .rx import RxStream
 from .tx_checker import TxChecker, Violation, tlp_problems
@@ -27,4 +27,4 @@ __all__ = ["AvalonBeat", "FramingError", "DAMAGE", "damage", "payload_offset",
            "tlp_to_avalon_beats", "avalon_beats_to_tlp", "unpack_word", "stream_layout",
            "describe", "M32", "MEM_REQ", "IO_REQ", "CPL", "HardIPDevice", "HardIPFunction",
            "quiet_pcie_loggers", "HardIPModel", "edge_shows_update", "RxStream", "Violation",
-           "TxChecker", "tlp_problems"]
+           "TxChecker", "tlp_problems", "IDLE_WAIT_NS", "Stuck"]

@@ -15,7 +15,7 @@ import logging
 from collections import deque
 
 import cocotb
-from cocotb.triggers import Event, Timer
+from cocotb.triggers import Event, SimTimeoutError, Timer, with_timeout
 from cocotb.utils import get_sim_steps, get_sim_time
 from cocotbext.pcie.core import Device, Endpoint
 from cocotbext.pcie.core.caps import MsiCapability
@@ -24,7 +24,33 @@ from cocotbext.pcie.core.utils import PcieId
 
 from .avalon import CPL, IO_REQ, MEM_REQ, describe
 
-__all__ = ["HardIPDevice", "HardIPFunction", "quiet_pcie_loggers"]
+__all__ = ["HardIPDevice", "HardIPFunction", "quiet_pcie_loggers", "IDLE_WAIT_NS", "Stuck",
+           "wait_drained"]
+
+#: How long :meth:`HardIPDevice.tx_idle` and ``HardIPModel.rx_idle`` wait without one TLP
+#: moving before they raise :class:`Stuck` (simulated ns): a stall fails the test that waits,
+#: naming the queue, instead of hanging until the test's wall-clock limit.
+IDLE_WAIT_NS = 1_000_000
+
+
+class Stuck(AssertionError):
+    """A queue of the hard-IP model did not move for ``IDLE_WAIT_NS`` (or the caller's bound)."""
+
+
+async def wait_drained(depth, event, timeout_ns, what):
+    """Wait until ``depth()`` is 0, woken by ``event``; raise :class:`Stuck` naming ``what``
+    when it has not fallen for ``timeout_ns`` of simulated time (so a long queue that drains
+    steadily is never cut short)."""
+    last = depth()
+    while depth():
+        event.clear()
+        try:
+            await with_timeout(event.wait(), timeout_ns, "ns")
+        except SimTimeoutError:
+            if depth() >= last:
+                raise Stuck(f"{what}: {depth()} TLPs have not moved for {timeout_ns} ns "
+                            f"(at {get_sim_time('ns'):.0f} ns)") from None
+        last = min(last, depth())
 
 
 def quiet_pcie_loggers(level=logging.WARNING):
@@ -86,6 +112,8 @@ class HardIPDevice(Device):
             quiet_pcie_loggers()
         self.accept_all, self.tx_pipeline_ns = accept_all, tx_pipeline_ns
         self.unexpected_cpl = 0
+        #: What :class:`Stuck` calls this model's TX queue.
+        self.tx_name = "hard IP model"
 
         # link side: Gen2 x8, our RX credits (patched before the port sends its InitFC DLLPs)
         port = self.upstream_port
@@ -140,11 +168,11 @@ class HardIPDevice(Device):
         """TLPs accepted from the DUT and not yet handed to the link."""
         return len(self._tx_buf)
 
-    async def tx_idle(self):
-        """Wait until every TLP accepted from the DUT has been handed to the link."""
-        while self._tx_buf:
-            self._tx_idle_evt.clear()
-            await self._tx_idle_evt.wait()
+    async def tx_idle(self, timeout_ns=IDLE_WAIT_NS):
+        """Wait until every TLP accepted from the DUT has been handed to the link; raise
+        :class:`Stuck` if none leaves for ``timeout_ns`` (the link's credits never return)."""
+        await wait_drained(lambda: len(self._tx_buf), self._tx_idle_evt, timeout_ns,
+                           f"{self.tx_name}: TLPs from the chip waiting for the link")
 
     # ---------------------------------------------------------------- link -> model
     async def upstream_recv(self, tlp):

@@ -50,7 +50,7 @@ from cocotb.utils import get_sim_steps, get_sim_time
 from peach2.sim.run import EdgeTicker, bit_value
 
 from .avalon import describe
-from .device import HardIPDevice
+from .device import IDLE_WAIT_NS, HardIPDevice, wait_drained
 from .rx import RxStream
 from .tx_checker import TxChecker, Violation, tlp_problems
 
@@ -205,6 +205,7 @@ class HardIPModel(HardIPDevice):
         self._wake = Event()
         self._last_edge = self._period = None
         self.prefix, self.strict = prefix, strict
+        self.tx_name = f"hard IP {prefix.rstrip('_') or 'model'}"
         self.tx_buffer_tlps, self.cred_update_cycles = tx_buffer_tlps, cred_update_cycles
 
         self.tx_tlps = 0
@@ -283,11 +284,12 @@ class HardIPModel(HardIPDevice):
         """TLPs waiting for (or being streamed to) the DUT."""
         return self._rx.depth + self._rx_in_pipe
 
-    async def rx_idle(self):
-        """Wait until every queued TLP has been presented to the DUT."""
-        while self.rx_queue_depth:
-            self._rx.idle_event.clear()
-            await self._rx.idle_event.wait()
+    async def rx_idle(self, timeout_ns=IDLE_WAIT_NS):
+        """Wait until every queued TLP has been presented to the DUT; raise
+        :class:`~peach2.sim.hardip.device.Stuck` if none is taken for ``timeout_ns`` (the chip
+        holds ``rx_st_ready`` low)."""
+        await wait_drained(lambda: self.rx_queue_depth, self._rx.idle_event, timeout_ns,
+                           f"hard IP {self.prefix.rstrip('_') or 'model'}: TLPs queued toward the chip")
 
     def inject(self, tlp, bardec=0):
         """Queue ``tlp`` toward the DUT as if it came from the link (no BAR lookup).

@@ -32,7 +32,7 @@ from .router import (
     wait_quiet,
     wait_until,
 )
-from .soak import DROP_REASONS, Soak
+from .soak import DROP_REASONS, Soak, SoakStalled
 
 __all__ = ["ChipHarness", "PORTS", "CSR_BAR", "TCA_BAR", "TCA_SIZE", "LTSSM_L0", "Cluster",
            "CsrHarness", "SimBar", "pauses", "expected_byte_count", "expected_lower_address",
@@ -40,4 +40,4 @@ __all__ = ["ChipHarness", "PORTS", "CSR_BAR", "TCA_BAR", "TCA_SIZE", "LTSSM_L0",
            "DmaHarness", "src_arena", "ctrl_offset", "cable_index", "set_cable", "reset_chip",
            "wait_port_ready", "REASONS", "HOST_ID", "NODE_SIZE", "MASK64", "setup", "mwr", "mrd",
            "wait_quiet", "seq_of", "requests_sent", "check_delivered", "wait_until",
-           "program_nodes", "node_write", "decide", "Soak", "DROP_REASONS"]
+           "program_nodes", "node_write", "decide", "Soak", "SoakStalled", "DROP_REASONS"]

@@ -36,7 +36,13 @@ from peach2.sim.hardip import describe
 from peach2.sim.reference import Scoreboard
 from peach2.sim.reference import dma as dma_model
 
-__all__ = ["Soak", "DROP_REASONS"]
+__all__ = ["Soak", "SoakStalled", "DROP_REASONS"]
+
+
+class SoakStalled(AssertionError):
+    """No write arrived for the soak's ``fail_ns`` of simulated time (the message holds the
+    hosts' and cables' state)."""
+
 
 #: Counter reasons that must stay 0 on every port in a clean run: every reason of
 #: ``peach2.params.REASON_TABLE`` but the two traffic counts, so a reason added there is
@@ -228,11 +234,13 @@ class Soak:
 
     # -- the run ---------------------------------------------------------------------------------
 
-    async def run(self, tlps, *, drain_ns=200_000, progress_every=None, stall_ns=50_000):
+    async def run(self, tlps, *, drain_ns=200_000, progress_every=None, stall_ns=50_000,
+                  fail_ns=2_000_000):
         """Run every source until ``tlps`` writes have been checked, stop issuing, wait for
         every issued byte (at most ``drain_ns`` without progress), compare every window.
         When no write arrives for ``stall_ns`` while sources run, the hosts' and cables'
-        state is logged (once per stall).
+        state is logged (once per stall); after ``fail_ns`` without one, :class:`SoakStalled`
+        is raised with that state.
 
         Returns a dict of figures (``tlps``, ``bytes``, ``faults``, ``sim_ns``, ``wall_s``...;
         ``received``: memory writes each host received, ``n_tx_tlps``: each chip's
@@ -251,7 +259,7 @@ class Soak:
                   for c in range(N_DMA_CHANNELS)]
         step = progress_every or max(1000, tlps // 20)
         mark = step
-        watch = _Stall(self, stall_ns)
+        watch = _Stall(self, stall_ns, fail_ns)
         while sb.tlps < tlps and sb.clean:
             await Timer(4000, "ns")
             for task in tasks:
@@ -302,16 +310,21 @@ class Soak:
 
 
 class _Stall:
-    """Logs :meth:`Soak.hosts_state` once when no write has arrived for ``ns``."""
+    """Logs :meth:`Soak.hosts_state` once when no write has arrived for ``ns``, and raises
+    :class:`SoakStalled` with it when none has arrived for ``fail_ns``: a stall fails the run
+    in simulated time instead of hanging until the test's wall-clock limit."""
 
-    def __init__(self, soak, ns):
-        self.soak, self.ns = soak, ns
+    def __init__(self, soak, ns, fail_ns):
+        self.soak, self.ns, self.fail_ns = soak, ns, fail_ns
         self.last, self.since, self.logged = -1, get_sim_time("ns"), False
 
     def check(self):
         now, n = get_sim_time("ns"), self.soak.scoreboard.tlps
         if n != self.last:
             self.last, self.since, self.logged = n, now, False
+        elif now - self.since >= self.fail_ns:
+            raise SoakStalled(f"no write arrived for {now - self.since:.0f} ns "
+                              f"({n} checked):\n{self.soak.hosts_state()}")
         elif now - self.since >= self.ns and not self.logged:
             self.logged = True
             self.soak.log(f"no write arrived for {now - self.since:.0f} ns:\n"

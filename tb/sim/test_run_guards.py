@@ -1,7 +1,10 @@
-"""``run_cocotb(testcase=...)`` fails unless exactly the requested cocotb tests ran.
+"""The simulation platform fails when it should (issue 33's "a suite that fails when it should").
 
-cocotb 2.1 turns the names into a pattern and only warns when one matches nothing, so a renamed
-test would silently drop out of a run (and a prefix would pull in others).
+- ``run_cocotb(testcase=...)`` fails unless exactly the requested cocotb tests ran: cocotb 2.1
+  turns the names into a pattern and only warns when one matches nothing, so a renamed test
+  would silently drop out of a run (and a prefix would pull in others);
+- the waits of the hard-IP model and ``Driver.dma_wait`` end in simulated time, naming what is
+  stuck, instead of hanging until the wall-clock limit.
 """
 
 from pathlib import Path
@@ -31,7 +34,7 @@ class Totals(wiring.Component):
 
 def run(testcase):
     return run_cocotb(component=Totals(), toplevel="totals", test_module="library_tb",
-                      name="requested-tests", test_dir=HERE, testcase=testcase,
+                      name="run-guards", test_dir=HERE, testcase=testcase,
                       simulator="icarus")
 
 
@@ -44,3 +47,9 @@ def test_exact_name_runs():
 def test_missing_test_fails(testcase):
     with pytest.raises(AssertionError, match="not the requested|no cocotb test ran"):
         run(testcase)
+
+
+def test_bounded_waits():
+    """The platform's waits (hard-IP queues, ``dma_wait``) end in simulated time."""
+    run_cocotb(component=Totals(), toplevel="totals", test_module="bounds_tb",
+               name="bounded-waits", test_dir=HERE, simulator="icarus")
