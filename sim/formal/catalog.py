@@ -1,0 +1,34 @@
+"""Every property ``peach2 prove`` knows, by block (``docs/verification.md``)."""
+
+from .blocks.slice import SliceHarness
+from .contract import RULES
+from .spec import Property
+
+__all__ = ["BLOCKS", "properties_of"]
+
+
+def _block(block, harness, specs, **kwargs):
+    """``specs``: ``(name, mode, depth, slow, why)`` per property of ``harness``."""
+    return [Property(block, name, harness, mode, depth, harness.PROPERTIES[name],
+                     kwargs=kwargs, slow=slow, why=why)
+            for name, mode, depth, slow, why in specs]
+
+
+def _contract(depth, mode="prove", slow=False, why=""):
+    return [(rule, mode, depth, slow, why) for rule in RULES]
+
+
+#: Block name -> its properties, in the order they run.
+BLOCKS = {
+    "slice": _block("slice", SliceHarness, [
+        *_contract(3), ("order", "prove", 3, False, ""), ("bound", "prove", 3, False, "")]),
+}
+
+
+def properties_of(blocks=None):
+    """The properties of ``blocks`` (names of :data:`BLOCKS`; default: every block)."""
+    names = list(BLOCKS) if not blocks else blocks
+    unknown = [b for b in names if b not in BLOCKS]
+    if unknown:
+        raise KeyError(unknown[0])
+    return [p for b in names for p in BLOCKS[b]]
