@@ -1,5 +1,7 @@
 """Every property ``peach2 prove`` knows, by block (``docs/verification.md``)."""
 
+from .blocks.egress import EgressHarness
+from .blocks.ingress import IngressHarness
 from .blocks.slice import SliceHarness
 from .contract import RULES
 from .spec import Property
@@ -22,6 +24,13 @@ def _contract(depth, mode="prove", slow=False, why=""):
 BLOCKS = {
     "slice": _block("slice", SliceHarness, [
         *_contract(3), ("order", "prove", 3, False, ""), ("bound", "prove", 3, False, "")]),
+    "egress": _block("egress", EgressHarness, [("translate", "prove", 1, False, "")]),
+    "ingress_e": _block("ingress_e", IngressHarness, [
+        ("route", "prove", 6, False, ""), ("forward", "prove", 6, False, ""),
+        *_contract(4)], port="E", n_routes=2),
+    "ingress_n": _block("ingress_n", IngressHarness, [
+        ("route", "prove", 6, False, ""), ("forward", "prove", 6, False, ""),
+        *_contract(4)], port="N", n_routes=2),
 }
 
 

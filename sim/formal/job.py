@@ -92,7 +92,8 @@ def _failed_assertion(work):
     """``file:line step N`` of the first failed assertion SymbiYosys reports."""
     log = work / "logfile.txt"
     text = log.read_text() if log.exists() else ""
-    found = re.search(r"failed assertion \S+ at (\S+?)(?::\d+\.\d+-\d+\.\d+)? step (\d+)", text)
+    found = re.search(r"failed assertion \S+ at (\S+?)(?::\d+\.\d+-\d+\.\d+)?(?: step (\d+))?$",
+                      text, re.MULTILINE)
     if found is None:
         return "an assertion failed"
     where = found.group(1)
@@ -100,7 +101,7 @@ def _failed_assertion(work):
         where = str(Path(where).resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
         pass
-    return f"assertion at {where}, cycle {found.group(2)}"
+    return f"assertion at {where}" + (f", cycle {found.group(2)}" if found.group(2) else "")
 
 
 def _vcd_signals(vcd):
