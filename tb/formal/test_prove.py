@@ -47,7 +47,7 @@ def test_broken_property_fails_with_waveform(block, name, mutant, depth, tmp_pat
     assert result.status == "failed", result.line()
     assert result.trace == tmp_path / block / f"{name}.vcd" and result.trace.stat().st_size
     gtkw = result.gtkw.read_text()
-    assert str(result.trace.resolve()) in gtkw and "top.dut." in gtkw
+    assert str(result.trace.resolve()) in gtkw and "top." in gtkw
     assert "assertion at" in result.where
 
 
@@ -58,7 +58,7 @@ def test_linkstate_before_the_reset_fix_fails(tmp_path):
     if old is None:
         pytest.skip(f"git history without {BEFORE_FIX}")
     prop = dataclasses.replace(_one("linkstate", "answered"), mode="bmc", depth=6,
-                               kwargs={"cls": old})
+                               kwargs={"block_class": old})
     result = run_property(prop, tmp_path)
     assert result.status == "failed", result.line()
     assert result.trace.exists()
