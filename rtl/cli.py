@@ -27,7 +27,7 @@ from pathlib import Path
 from amaranth.hdl import Shape
 from amaranth.lib.wiring import In
 
-from . import __version__, cli_bench
+from . import __version__, cli_bench, cli_prove
 from . import cli_options as opt
 from .csr import render
 
@@ -447,6 +447,7 @@ def _parser():
                           "folders are made, and said on standard error)")
     rts.set_defaults(func=_routes, check=_check_routes_args, parser=rts)
     sub.add_parser("bench", help=cli_bench.HELP, add_help=False)  # options: tb/bench/benchmarks.py's
+    sub.add_parser("prove", help=cli_prove.HELP, add_help=False)  # options: peach2.sim.formal's
     return parser
 
 
@@ -467,6 +468,8 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["bench"]:
         return cli_bench.main(argv[1:])
+    if argv[:1] == ["prove"]:
+        return cli_prove.main(argv[1:])
     args = parser.parse_args(argv)
     if getattr(args, "check", None) is not None:
         args.check(args.parser, args)

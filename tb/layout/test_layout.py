@@ -16,8 +16,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 MAX_MODULES = 12
 #: The sub-packages of ``peach2.sim``, each allowed to import only those before it.
-LAYERS = ("run", "reference", "hardip", "pcie", "hdl", "driver", "harness", "collectives",
-          "infiniband", "verbs", "node", "mpi", "machine", "system", "bench")
+LAYERS = ("run", "formal", "reference", "hardip", "pcie", "hdl", "driver", "harness",
+          "collectives", "infiniband", "verbs", "node", "mpi", "machine", "system", "bench")
 
 
 def _module(path):

@@ -1,0 +1,57 @@
+"""Every property ``peach2 prove`` knows, by block (``docs/verification.md``)."""
+
+from .blocks.egress import EgressHarness
+from .blocks.ingress import IngressHarness
+from .blocks.linkstate import LinkGateHarness, LinkStateHarness
+from .blocks.slice import SliceHarness
+from .contract import RULES
+from .spec import Property
+
+__all__ = ["BLOCKS", "properties_of"]
+
+
+def _block(block, harness, specs, **kwargs):
+    """``specs``: ``(name, mode, depth, slow, why)`` per property of ``harness``."""
+    return [Property(block, name, harness, mode, depth, harness.PROPERTIES[name],
+                     kwargs=kwargs, slow=slow, why=why)
+            for name, mode, depth, slow, why in specs]
+
+
+def _contract(depth, mode="prove", slow=False, why=""):
+    return [(rule, mode, depth, slow, why) for rule in RULES]
+
+
+_WHY_INGRESS = ("the ingress drops packets, so the beats it holds do not lead from the "
+                "output observer's state to the input's, and the invariants of stage B's drop "
+                "state that would close the induction are not written yet")
+_WHY_GATE = ("a packet cut by dropping leaves the input observer inside a packet and the "
+             "output observer restarted, an invariant not written yet")
+
+#: Block name -> its properties, in the order they run.
+BLOCKS = {
+    "slice": _block("slice", SliceHarness, [
+        *_contract(3), ("order", "prove", 3, False, ""), ("bound", "prove", 3, False, "")]),
+    "egress": _block("egress", EgressHarness, [("translate", "prove", 1, False, "")]),
+    "linkstate": _block("linkstate", LinkStateHarness, [("answered", "prove", 3, False, "")]),
+    "gate": _block("gate", LinkGateHarness, [
+        ("hold", "prove", 3, False, ""), ("frame", "bmc", 12, False, _WHY_GATE),
+        ("err", "prove", 3, False, ""), ("dw_en", "prove", 3, False, ""),
+        ("length", "bmc", 12, False, _WHY_GATE)]),
+    "ingress_e": _block("ingress_e", IngressHarness, [
+        ("route", "prove", 6, False, ""), ("forward", "prove", 6, False, ""),
+        ("hold", "prove", 4, False, ""), *_contract(10, "bmc", why=_WHY_INGRESS)[1:]],
+        port="E", n_routes=2),
+    "ingress_n": _block("ingress_n", IngressHarness, [
+        ("route", "prove", 6, False, ""), ("forward", "prove", 6, False, ""),
+        ("hold", "prove", 4, False, ""), *_contract(10, "bmc", True, _WHY_INGRESS)[1:]],
+        port="N", n_routes=2),
+}
+
+
+def properties_of(blocks=None):
+    """The properties of ``blocks`` (names of :data:`BLOCKS`; default: every block)."""
+    names = list(BLOCKS) if not blocks else blocks
+    unknown = [b for b in names if b not in BLOCKS]
+    if unknown:
+        raise KeyError(unknown[0])
+    return [p for b in names for p in BLOCKS[b]]
