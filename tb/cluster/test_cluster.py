@@ -46,7 +46,8 @@ def test_calibrated_pio_latency():
 
 def test_ring4_shortest_routes_deadlock():
     """Ring of 4, everyone streams two hops east: shortest-path routes (all east) make a cycle
-    of channel dependencies and the ring stops; the stuck links are named."""
+    of channel dependencies and the ring stops; the links stuck waiting for credits must be
+    exactly that cycle as `peach2 routes` finds it (RouteSet.cycle_names)."""
     run("cluster-ring4-deadlock", "ring:4", "farthest_one_way", seed=63, routes="shortest",
         expect="deadlock", bytes=64 * 1024)
 
