@@ -4,14 +4,16 @@ Every test runs on Verilator, which builds the chip once for all of them (docs/t
 "Where each test runs, and why"; ``pytest --sim icarus`` runs them on Icarus).
 """
 
+import json
 from pathlib import Path
 
 import pytest
 
-from peach2.sim.run import run_cocotb
+from peach2.sim.run import SIM_BUILD, run_cocotb
 from peach2.top import PEACH2
 
 HERE = Path(__file__).parent
+ROOT = HERE.parents[1]
 SIMULATOR = "verilator"
 
 
@@ -34,11 +36,32 @@ def test_routing_against_model_soak():
     run("router-routing-soak", "routing_against_model", seed=32, per_port=2500)
 
 
+def documented_latency(text):
+    """``{(from, to, bytes): cycles}`` of docs/benchmarks.md's router latency table."""
+    section = text[text.index("<!-- router:begin -->"):text.index("<!-- router:end -->")]
+    rows = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and "->" in cells[0]:
+            src, dst = (c.strip() for c in cells[0].split("->"))
+            rows[(src, dst, int(cells[1]))] = int(cells[2])
+    return rows
+
+
 def test_latency_benchmark_runs():
-    """The latency benchmark (figures in docs/benchmarks.md) runs and every TLP gets through."""
+    """The latency benchmark runs, every TLP gets through, and each path takes exactly the
+    cycles docs/benchmarks.md states (at most 12 through a chip): a change to the router's
+    pipeline fails here until the figures are measured again (``peach2 bench router``)."""
+    result = SIM_BUILD / "router-bench-latency" / "latency.json"
+    result.unlink(missing_ok=True)
     run_cocotb(component=PEACH2(), toplevel="peach2", test_module="bench_tb",
                name="router-bench-latency", test_dir=HERE, testcase="latency", seed=33,
-               simulator=SIMULATOR)
+               simulator=SIMULATOR, params={"result_file": str(result)})
+    measured = {(r["from"], r["to"], r["bytes"]): r["cycles"]
+                for r in json.loads(result.read_text())}
+    documented = documented_latency((ROOT / "docs" / "benchmarks.md").read_text())
+    assert measured == documented, f"measured {measured}, docs/benchmarks.md {documented}"
+    assert max(measured.values()) <= 12, measured
 
 
 def test_all_ports_busy():
