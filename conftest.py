@@ -1,5 +1,6 @@
 """pytest glue: fail fast without the simulator, ``--waves`` to record waveforms, ``--sim`` to
-run every test on one simulator (``icarus`` or ``verilator``; default: each test's own choice).
+run every test on one simulator (``icarus`` or ``verilator``; default: each test's own choice),
+``--fresh-seeds`` to draw new seeds instead of the fixed ones.
 
 At the repository root, not in ``tb/``: pytest reads the options of a conftest under
 ``testpaths`` only when given a path, so ``python -m pytest --sim verilator`` failed
@@ -19,7 +20,7 @@ import os
 
 import pytest
 
-from peach2.sim.run import SIM_ENV, SIMULATORS, WAVES_ENV, require_iverilog
+from peach2.sim.run import FRESH_SEEDS_ENV, SIM_ENV, SIMULATORS, WAVES_ENV, require_iverilog
 
 
 def pytest_addoption(parser):
@@ -28,6 +29,9 @@ def pytest_addoption(parser):
     parser.addoption("--sim", choices=SIMULATORS, default=None,
                      help="run every simulation on this simulator (sets PEACH2_SIM; default: "
                           "each test runs where it is fastest)")
+    parser.addoption("--fresh-seeds", action="store_true",
+                     help="every cocotb run draws a new seed instead of its fixed one (printed "
+                          "and logged in build/sim/fresh_seeds.log; a failure names it)")
 
 
 def pytest_configure(config):
@@ -35,6 +39,8 @@ def pytest_configure(config):
         os.environ[WAVES_ENV] = "1"
     if config.getoption("--sim"):
         os.environ[SIM_ENV] = config.getoption("--sim")
+    if config.getoption("--fresh-seeds"):
+        os.environ[FRESH_SEEDS_ENV] = "1"
 
 
 #: Default cap of one test in seconds; pyproject.toml's ``timeout`` says the same (checked by

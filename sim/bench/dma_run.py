@@ -115,21 +115,16 @@ def _follow(path, k, board, stop, every=1.0):
             return
 
 
-def _extra_sources(test_dir, simulator):
-    """With Verilator, ``tb/dma/test_dma.py``'s probe rules too: the DMA soak's build is this
-    one (one build per design serves both)."""
-    return [Path(test_dir) / "dma_probe.vlt"] if simulator == "verilator" else []
-
-
 def _build(test_dir, simulator, name):
     """Convert the netlist (cached by the runner) and, for Verilator, make the shared build
     (``peach2.sim.run.verilator.build``, the one :func:`run_cocotb` then finds), before the pool."""
     chips = Chips(2)
-    source = emit_verilog(chips, "chips2", SIM_BUILD / f"{name}-0" / (
+    folder = SIM_BUILD / f"{name}-0"
+    source = emit_verilog(chips, "chips2", folder / (
         "chips2.v" if simulator == "icarus" else "chips2-vl.v"), simulator=simulator)
     if simulator == "verilator":
         from peach2.sim.run import verilator
-        verilator.build(sources=[source, *_extra_sources(test_dir, simulator)],
+        verilator.build(sources=[source, *chips.extra_sources(folder, simulator)],
                         toplevel="chips2", build_args=list(getattr(chips, "verilator_args", ())),
                         root=SIM_BUILD / "_verilator")
 
@@ -151,12 +146,11 @@ def _job(k, group, points, *, test_dir, name, simulator, params, board=None):
         follower = threading.Thread(target=_follow, args=(progress_file, k, board, stop),
                                     daemon=True)
         follower.start()
-    extra = _extra_sources(test_dir, simulator)
     cpu0 = _children_cpu() + time.process_time()
     try:
         run_cocotb(component=Chips(2), toplevel="chips2", test_module="dma_perf_tb",
                    name=f"{name}-{k}", test_dir=test_dir, testcase="figures", seed=1,
-                   simulator=simulator, extra_sources=extra,
+                   simulator=simulator,
                    params={**params, "points": [points[i] for i in group],
                            "result_file": str(result_file),
                            "progress_file": str(progress_file)})

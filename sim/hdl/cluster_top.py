@@ -36,7 +36,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from peach2.router.linkstate import LTSSM_L0
-from peach2.sim.run import SIM_BUILD, build_library, emit_verilog
+from peach2.sim.run import SIM_BUILD, module_sources
 from peach2.top import PEACH2
 
 from .cable import Cable
@@ -186,14 +186,10 @@ class ClusterTop(wiring.Component):
             self._cable._MustUse__silence = True
         sources, hier = [], []
         for design, module in blocks:
-            netlist = emit_verilog(design, module, build_dir / f"{module}-{simulator}.v",
-                                   simulator=simulator)
-            if simulator == "verilator" and not waves:
-                sources += build_library(source=netlist, module=module,
-                                         build_args=("-CFLAGS", "-O2"),
-                                         root=self.library_root)
-            else:
-                sources.append(netlist)
+            made, compiled_in = module_sources(design, module, build_dir, simulator,
+                                               waves=waves, root=self.library_root)
+            sources += made
+            if compiled_in:
                 hier.append(f'hier_block -module "{module}"\n')
         wrapper = build_dir / "cluster_tb.v"
         text = self._wrapper_text()

@@ -6,6 +6,7 @@ from .env import PARAMS_ENV, SEED_ENV, run_inputs
 from .probe import HandshakeProbe
 from .runner import (
     BUILD,
+    FRESH_SEEDS_ENV,
     ROOT,
     SIM_BUILD,
     SIM_ENV,
@@ -13,6 +14,7 @@ from .runner import (
     WAVES,
     WAVES_ENV,
     emit_verilog,
+    fresh_seed,
     pick_simulator,
     require_iverilog,
     run_cocotb,
@@ -27,12 +29,13 @@ from .verilator import (
     build,
     build_library,
     fst_build_args,
+    module_sources,
     require_verilator,
     verilator_env,
 )
 
 __all__ = ["PARAMS_ENV", "SEED_ENV", "run_inputs", "HandshakeProbe", "ROOT", "BUILD", "SIM_BUILD",
-           "WAVES", "WAVES_ENV", "SIMULATORS", "SIM_ENV", "require_iverilog", "pick_simulator",
+           "WAVES", "WAVES_ENV", "FRESH_SEEDS_ENV", "fresh_seed", "SIMULATORS", "SIM_ENV", "require_iverilog", "pick_simulator",
            "emit_verilog", "waves_requested", "write_gtkw", "run_cocotb", "bit_value",
            "resolve_unknown", "EdgeTicker", "MIN_VERSION", "require_verilator", "verilator_env",
-           "fst_build_args", "build", "build_library", "Runner"]
+           "fst_build_args", "build", "build_library", "module_sources", "Runner"]

@@ -38,6 +38,8 @@ SIM_BUILD = BUILD / "sim"
 WAVES = BUILD / "waves"
 WAVES_ENV = "PEACH2_WAVES"
 SIM_ENV = "PEACH2_SIM"
+#: Set (``pytest --fresh-seeds``): every run draws a new seed instead of its fixed one.
+FRESH_SEEDS_ENV = "PEACH2_FRESH_SEEDS"
 SIMULATORS = ("icarus", "verilator")
 
 
@@ -314,7 +316,7 @@ def _top_ports(component):
 
 def run_cocotb(*, component, toplevel, test_module, name, test_dir, testcase=None,
                params=None, seed=None, waves=None, simulator=None, build_args=(),
-               extra_sources=()):
+               extra_sources=(), library=False):
     """Build ``component`` as Verilog module ``toplevel`` and run cocotb ``test_module`` on it.
 
     Parameters
@@ -335,13 +337,19 @@ def run_cocotb(*, component, toplevel, test_module, name, test_dir, testcase=Non
     params : dict, optional
         JSON-serialisable parameters handed to the cocotb test in ``PEACH2_PARAMS``.
     seed : int, optional
-        Random seed; ``PEACH2_SEED`` and cocotb's seed.  Logged by the test for replay.
+        Random seed; ``PEACH2_SEED`` and cocotb's seed.  Logged by the test for replay.  With
+        ``PEACH2_FRESH_SEEDS`` set (``pytest --fresh-seeds``) a new one is drawn instead
+        (:func:`fresh_seed`), and a failure names it: pass it as ``seed`` to replay.
     simulator : "icarus" or "verilator", optional
         Where this test runs best; ``PEACH2_SIM`` overrides it (:func:`pick_simulator`).
     build_args : sequence of str
         Extra Verilator arguments (e.g. ``--timing``); ignored by Icarus.
     extra_sources : sequence of path
         More Verilog files for the build (e.g. a hand-written clock wrapper).
+    library : bool
+        On Verilator without waves, run the design as the library every other top of the
+        same design links (:func:`~peach2.sim.run.verilator.module_sources`: compiled once,
+        only its ports visible, so no ``.vlt`` rule may open its inside).
 
     Raises
     ------
@@ -357,10 +365,17 @@ def run_cocotb(*, component, toplevel, test_module, name, test_dir, testcase=Non
     waves = waves_requested(waves)
     build_dir = SIM_BUILD / name
     build_dir.mkdir(parents=True, exist_ok=True)
-    source = emit_verilog(component, toplevel,
-                          build_dir / f"{toplevel}{'' if simulator == 'icarus' else '-vl'}.v",
-                          simulator=simulator)
-    sources = [source, *extra_sources]
+    if library:
+        from .verilator import module_sources
+        if any(Path(s).suffix == ".vlt" for s in extra_sources):
+            raise ValueError(f"{name}: a library shows only its ports; a .vlt rule cannot "
+                             f"open its inside (run it with library=False)")
+        sources, _ = module_sources(component, toplevel, build_dir, simulator, waves=waves)
+        sources += extra_sources
+    else:
+        sources = [emit_verilog(component, toplevel,
+                                build_dir / f"{toplevel}{'' if simulator == 'icarus' else '-vl'}.v",
+                                simulator=simulator), *extra_sources]
     # A component may bring more Verilog (a chip netlist, a clock wrapper) and its own top.
     if hasattr(component, "extra_sources"):
         sources += component.extra_sources(build_dir, simulator, waves=waves)
@@ -376,6 +391,8 @@ def run_cocotb(*, component, toplevel, test_module, name, test_dir, testcase=Non
             plusargs.append(f"+dumpfile_path={fst}")
         write_gtkw(wave_dir / f"{name}.gtkw", fst, hdl_toplevel, _top_ports(component))
 
+    if os.environ.get(FRESH_SEEDS_ENV):
+        seed = fresh_seed(name)
     env = {
         "PEACH2_PARAMS": json.dumps(params or {}),
         "PEACH2_SEED": str(seed if seed is not None else 0),
@@ -399,7 +416,7 @@ def run_cocotb(*, component, toplevel, test_module, name, test_dir, testcase=Non
         runner = verilator.Runner()
         if waves:
             test_args = ["--trace-file", str(WAVES / f"{name}.fst")]
-    where = f"{simulator}, log: {build_dir / 'sim.log'}"
+    where = f"{simulator}, seed {seed if seed is not None else 0}, log: {build_dir / 'sim.log'}"
     if waves:
         where += f"; waves: {WAVES / (name + '.fst')}"
     results = build_dir / "results.xml"
@@ -424,6 +441,19 @@ def run_cocotb(*, component, toplevel, test_module, name, test_dir, testcase=Non
         assert sorted(ran) == sorted(wanted), (
             f"cocotb ran {sorted(ran)}, not the requested {sorted(wanted)} ({where})")
     return build_dir
+
+
+def fresh_seed(name):
+    """Draw a new seed for run ``name`` from the operating system's entropy and log it (the
+    pytest output and ``build/sim/fresh_seeds.log``) so a failure replays with it."""
+    import random
+    import time
+    seed = random.SystemRandom().randrange(1, 1 << 31)
+    SIM_BUILD.mkdir(parents=True, exist_ok=True)
+    with open(SIM_BUILD / "fresh_seeds.log", "a") as log:
+        log.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {name} seed={seed}\n")
+    print(f"{name}: fresh seed {seed}", flush=True)
+    return seed
 
 
 def ran_tests(results):

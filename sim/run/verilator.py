@@ -41,7 +41,7 @@ import subprocess
 from pathlib import Path
 
 __all__ = ["MIN_VERSION", "require_verilator", "verilator_env", "fst_build_args", "build",
-           "build_library", "Runner"]
+           "build_library", "module_sources", "Runner"]
 
 #: Suffixes of sources :func:`build` hands to the linker instead of Verilator's parser.
 LINK_SUFFIXES = (".a", ".so", ".o")
@@ -267,6 +267,27 @@ def build_library(*, source, module, build_args=(), root):
 
     _locked_build(folder, work)
     return folder / f"{module}.sv", folder / f"lib{module}.a"
+
+
+def module_sources(design, module, build_dir, simulator, *, library=True, waves=False,
+                   root=None):
+    """Sources defining Verilog module ``module`` as Amaranth ``design`` for a top that
+    instantiates it; return ``(sources, compiled_in)``.
+
+    The netlist is written into ``build_dir`` (the runner's netlist cache makes it once per
+    design).  On Verilator with ``library`` and without waves the sources are instead the
+    wrapper and archive of its library (:func:`build_library` under ``root``, default
+    ``build/sim/_verilator``), compiled once for every build; ``compiled_in`` tells whether
+    the netlist itself is among the sources (the top then compiles it, e.g. as a
+    hierarchical block).
+    """
+    from .runner import SIM_BUILD, emit_verilog
+    netlist = emit_verilog(design, module, Path(build_dir) / f"{module}-{simulator}.v",
+                           simulator=simulator)
+    if simulator == "verilator" and library and not waves:
+        return list(build_library(source=netlist, module=module, build_args=("-CFLAGS", "-O2"),
+                                  root=root or SIM_BUILD / "_verilator")), False
+    return [netlist], True
 
 
 def build(*, sources, toplevel, build_args=(), waves=False, timescale=("1ns", "1ps"),

@@ -174,7 +174,7 @@ def pio_latency():
     result_file = _scratch("bench-system-latency")
     run_cocotb(component=Chips(2), toplevel="two_chips", test_module="system_tb",
                name="bench-system-latency", test_dir=TB / "system", testcase="pio_latency",
-               seed=41, params={"result_file": str(result_file)})
+               seed=41, params={"result_file": str(result_file)}, simulator="verilator")
     return json.loads(result_file.read_text())
 
 

@@ -13,10 +13,11 @@ HERE = Path(__file__).parent
 def test_link_down_flushes_queued():
     run_cocotb(component=PEACH2(), toplevel="peach2", test_module="linkdown_tb",
                name="router-linkdown-flush", test_dir=HERE, testcase="flush_queued", seed=43,
-               simulator="verilator")
+               simulator="verilator", library=True)
 
 
 def test_read_after_reset():
     run_cocotb(component=PEACH2(), toplevel="peach2", test_module="linkdown_tb",
                name="router-linkdown-read-after-reset", test_dir=HERE,
-               testcase="read_after_reset", seed=44, simulator="verilator")
+               testcase="read_after_reset", seed=44, simulator="verilator",
+               library=True)

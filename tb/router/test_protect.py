@@ -14,7 +14,8 @@ HERE = Path(__file__).parent
 
 def run(name, testcase, seed=41, **params):
     run_cocotb(component=PEACH2(), toplevel="peach2", test_module="protect_tb", name=name,
-               test_dir=HERE, testcase=testcase, params=params, seed=seed, simulator="verilator")
+               test_dir=HERE, testcase=testcase, params=params, seed=seed, simulator="verilator",
+               library=True)
 
 
 def test_window_rules():

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from peach2.sim.run import SIM_BUILD, run_cocotb
+from peach2.sim.run import SIM_BUILD, fresh_seed, run_cocotb
 from peach2.top import PEACH2
 
 HERE = Path(__file__).parent
@@ -20,7 +20,8 @@ SIMULATOR = "verilator"
 def run(name, testcase, seed=31, module="routing_tb", **params):
     """Run ``testcase`` of cocotb module ``module`` (``routing_tb`` or ``bad_input_tb``)."""
     run_cocotb(component=PEACH2(), toplevel="peach2", test_module=module, name=name,
-               test_dir=HERE, testcase=testcase, params=params, seed=seed, simulator=SIMULATOR)
+               test_dir=HERE, testcase=testcase, params=params, seed=seed, simulator=SIMULATOR,
+               library=True)
 
 
 def test_registers_and_pio():
@@ -34,6 +35,16 @@ def test_routing_against_model():
 @pytest.mark.slow
 def test_routing_against_model_soak():
     run("router-routing-soak", "routing_against_model", seed=32, per_port=2500)
+
+
+@pytest.mark.slow
+def test_routing_and_bad_input_fresh_seeds():
+    """New stimulus every run (the seeds are printed and kept in build/sim/fresh_seeds.log; a
+    failure names its seed): the default suite replays fixed seeds forever."""
+    run("router-routing-fresh", "routing_against_model", seed=fresh_seed("router-routing-fresh"),
+        per_port=1000)
+    run("router-bad_input-fresh", "bad_input", module="bad_input_tb",
+        seed=fresh_seed("router-bad_input-fresh"))
 
 
 def documented_latency(text):
@@ -56,7 +67,7 @@ def test_latency_benchmark_runs():
     result.unlink(missing_ok=True)
     run_cocotb(component=PEACH2(), toplevel="peach2", test_module="bench_tb",
                name="router-bench-latency", test_dir=HERE, testcase="latency", seed=33,
-               simulator=SIMULATOR, params={"result_file": str(result)})
+               simulator=SIMULATOR, params={"result_file": str(result)}, library=True)
     measured = {(r["from"], r["to"], r["bytes"]): r["cycles"]
                 for r in json.loads(result.read_text())}
     documented = documented_latency((ROOT / "docs" / "benchmarks.md").read_text())
@@ -68,7 +79,7 @@ def test_all_ports_busy():
     """N->E, E->W, W->S, S->N at once: every TLP delivered, host memory byte-exact."""
     run_cocotb(component=PEACH2(), toplevel="peach2", test_module="bench_tb",
                name="router-bench-all_ports", test_dir=HERE, testcase="all_ports_busy",
-               params={"count": 150}, seed=34, simulator=SIMULATOR)
+               params={"count": 150}, seed=34, simulator=SIMULATOR, library=True)
 
 
 def test_bad_input():

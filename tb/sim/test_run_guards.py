@@ -14,7 +14,7 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from peach2.sim.run import run_cocotb
+from peach2.sim.run import FRESH_SEEDS_ENV, SIM_BUILD, run_cocotb
 
 HERE = Path(__file__).parent
 
@@ -53,3 +53,15 @@ def test_bounded_waits():
     """The platform's waits (hard-IP queues, ``dma_wait``) end in simulated time."""
     run_cocotb(component=Totals(), toplevel="totals", test_module="bounds_tb",
                name="bounded-waits", test_dir=HERE, simulator="icarus")
+
+
+def test_fresh_seeds(monkeypatch):
+    """``--fresh-seeds`` (``PEACH2_FRESH_SEEDS``): each run draws a new seed and logs it."""
+    monkeypatch.setenv(FRESH_SEEDS_ENV, "1")
+    log = SIM_BUILD / "fresh_seeds.log"
+    before = log.read_text().splitlines() if log.exists() else []
+    run("two_instances")
+    run("two_instances")
+    new = [line for line in log.read_text().splitlines()[len(before):] if " run-guards " in line]
+    seeds = [int(line.rsplit("seed=", 1)[1]) for line in new]
+    assert len(seeds) == 2 and seeds[0] != seeds[1], new

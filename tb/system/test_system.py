@@ -1,7 +1,7 @@
 """Two PEACH2 chips with a host each, cabled chip to chip: PIO stores both ways, latency (cocotb).
 
-One build runs every cocotb test of ``system_tb`` (converting two chips to Verilog is most of the
-wall time, so the tests share it).  The latency benchmark writes JSON when given a result file::
+One build runs every cocotb test of ``system_tb``, on Verilator: the top is two instances of the
+chip's library, compiled once for every top of the chip (docs/testing.md).  The latency benchmark writes JSON when given a result file::
 
     from test_system import run
     run("system-latency", testcase="pio_latency", result_file="latency.json")
@@ -20,7 +20,8 @@ HERE = Path(__file__).parent
 def run(name, testcase=None, seed=41, **params):
     """Build the two-chip top and run ``system_tb`` (all tests, or ``testcase``)."""
     return run_cocotb(component=Chips(2), toplevel="two_chips", test_module="system_tb",
-                      name=name, test_dir=HERE, testcase=testcase, params=params, seed=seed)
+                      name=name, test_dir=HERE, testcase=testcase, params=params, seed=seed,
+                      simulator="verilator")
 
 
 def test_two_chips():
