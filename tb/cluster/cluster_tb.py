@@ -331,9 +331,15 @@ async def pio_latency(dut):
     dut._log.info("PIO latency by hops: %s; per extra hop %s ns",
                   {h: round(v, 1) for h, v in mean.items()},
                   None if slope is None else round(slope, 1))
-    if PARAMS.get("check_calibration"):     # the fit (1 hop) and its check (per hop)
-        assert abs(mean[1] - PIO_NEIGHBOUR_NS) <= 0.15 * PIO_NEIGHBOUR_NS, mean
-        assert PER_HOP_NS[0] <= slope <= PER_HOP_NS[1], slope
+    if PARAMS.get("check_calibration"):
+        # The fit: HARDIP_PIPELINE_NS was chosen so that one hop takes 002's 782 ns; this only
+        # says the fit still holds (3%: a cycle of rounding and the host model's jitter).
+        assert abs(mean[1] - PIO_NEIGHBOUR_NS) <= 0.03 * PIO_NEIGHBOUR_NS, (
+            f"the calibration no longer fits: 1 hop takes {mean[1]:.0f} ns, fitted to "
+            f"{PIO_NEIGHBOUR_NS:.0f} (peach2.sim.pcie.calibration)")
+        # The validation: nothing was fitted to the time per extra hop; 000 section 5.4.
+        assert PER_HOP_NS[0] <= slope <= PER_HOP_NS[1], (
+            f"{slope:.0f} ns per extra hop, 000 section 5.4 measured {PER_HOP_NS} ns")
     if PARAMS.get("result_file"):
         with open(PARAMS["result_file"], "w") as f:
             json.dump({"topology": PARAMS.get("topology"), "by_hops": mean,
