@@ -6,7 +6,8 @@
 the section's text as it stands in the document (so a section whose figures predate the saved
 files, or that was never measured here, is never deleted), else a line saying how to measure
 it.  Every rendered section starts with its run's stamp (command, commit, date, seconds, machine
-load, what ``--quick`` shortened).  The DMA and sub-cluster sections are rendered by
+load, what ``--quick`` shortened) and, when the gateware or a model behind its figures changed
+since that run, a line saying so (:mod:`peach2.sim.bench.staleness`).  The DMA and sub-cluster sections are rendered by
 :mod:`peach2.sim.bench.dma_doc` and :mod:`peach2.sim.bench.cluster_doc`.
 
 Plots (``docs/img/``, :data:`IMAGES`) are redrawn only for the sections a run measured (and
@@ -22,6 +23,7 @@ from . import calibration_doc, collectives_doc, dma_doc, gpu_doc
 from .cluster_doc import section as cluster_section
 from .machine import doc as machine_doc
 from .results import ROOT, SECTIONS, load, save_plot, stamp
+from .staleness import mark
 
 __all__ = ["DOC", "IMG", "PLOT", "IMAGES", "rebuild", "stamp", "plot_adapters"]
 
@@ -241,7 +243,7 @@ def rebuild(doc=DOC, measured=()):
                 text = (f"## {name}\n\nNot measured yet: `peach2 bench {name}` measures it "
                         f"and saves `docs/results/{name}.json`.")
         begin, end = _markers(name)
-        parts.append(f"{begin}\n{text}\n{end}\n")
+        parts.append(f"{begin}\n{mark(name, text)}\n{end}\n")
     doc.write_text("\n".join(parts))
     kept = [n for n in SECTIONS if n not in rendered]
     shown = doc.relative_to(ROOT) if doc.is_relative_to(ROOT) else doc

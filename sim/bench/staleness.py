@@ -1,0 +1,106 @@
+"""Which sections of ``docs/benchmarks.md`` no longer describe the design: figures go stale
+when the gateware or a model behind them changes after the run that measured them.
+
+Each section names the sources its figures come from (:data:`DEPENDS`: the gateware, the
+models, its testbench); :func:`mark` puts under the section's run stamp a line saying which of
+them changed since the commit the stamp names (``git diff`` against the working tree; pure
+renames, such as the ``sim/`` restructuring, do not count), and removes the line once the
+section is measured again.  :func:`peach2.sim.bench.doc.rebuild` marks every section, so the
+document says what is stale instead of going stale silently; ``tb/bench/test_staleness.py``
+fails when a mark is missing or out of date.
+"""
+
+import re
+import subprocess
+
+from .results import ROOT
+
+__all__ = ["DEPENDS", "GATEWARE", "changed_since", "note", "mark"]
+
+#: The gateware the simulations run (not the CLI, synthesis or route tools around it).
+GATEWARE = ("rtl/router", "rtl/dma", "rtl/tlp", "rtl/csr", "rtl/top.py", "rtl/params.py",
+            "rtl/signatures.py")
+_LINKS = ("sim/hardip", "sim/pcie", "sim/run")
+#: Per section: the sources its figures depend on.
+DEPENDS = {
+    "adapters": ("rtl/tlp", "sim/hdl/loopback_top.py", *_LINKS, "tb/tlp", "tb/bench/benchmarks.py"),
+    "router": (*GATEWARE, *_LINKS, "sim/harness/router.py", "tb/router/bench_tb.py"),
+    "dma": (*GATEWARE, *_LINKS, "sim/hdl/chips_top.py", "sim/driver", "sim/harness",
+            "sim/reference", "sim/bench/dma_plan.py", "sim/bench/dma_run.py", "tb/dma/dma_perf_tb.py"),
+    "cluster": (*GATEWARE, *_LINKS, "sim/hdl", "sim/driver", "sim/harness", "tb/cluster"),
+    "gpu": (*GATEWARE, *_LINKS, "sim/hdl", "sim/driver", "sim/harness", "tb/cluster/gpu_tb.py",
+            "tb/cluster/bench_gpu.py"),
+    "collectives": (*GATEWARE, *_LINKS, "sim/hdl", "sim/driver", "sim/harness",
+                    "sim/collectives", "tb/collectives"),
+    "calibration": (*GATEWARE, *_LINKS, "sim/hdl", "sim/driver", "sim/harness", "sim/infiniband",
+                    "sim/verbs", "sim/node", "sim/mpi", "tb/calibration"),
+    "machine": (*GATEWARE, "sim"),
+}
+_COMMIT = re.compile(r"\bat ([0-9a-f]{7,40})(\+changes)?\b")
+_MARKS = ("**Stale:**", "**Staleness unknown:**")
+
+
+def changed_since(commit, paths):
+    """Files of ``paths`` that differ between ``commit`` and the working tree (pure renames
+    left out), or ``None`` when ``commit`` is not in this clone or git cannot say."""
+    try:
+        out = subprocess.run(["git", "-C", str(ROOT), "diff", "--name-status", "-M", commit,
+                              "--", *paths], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode:
+        return None
+    files = []
+    for line in out.stdout.splitlines():
+        status, *names = line.split("\t")
+        if status != "R100":
+            files.append(names[-1])
+    return files
+
+
+def note(name, text):
+    """The mark for section ``name`` whose text (its stamps) is ``text``: "" when nothing
+    behind it changed since every commit its stamps name."""
+    commits = list(dict.fromkeys(m.group(1) for m in _COMMIT.finditer(text)))
+    if not commits:
+        return ""
+    stale, unknown = {}, []
+    for commit in commits:
+        files = changed_since(commit, DEPENDS[name])
+        if files is None:
+            unknown.append(commit)
+        elif files:
+            stale[commit] = files
+    if unknown:
+        return (f"**Staleness unknown:** commit {', '.join(unknown)} is not in this clone, so "
+                f"whether its sources changed cannot be said.")
+    if not stale:
+        return ""
+    commit, files = next(iter(stale.items()))
+    folders = sorted({f if f.count("/") < 2 else f.rsplit("/", 1)[0] for f in files})
+    shown = ", ".join(f"`{f}`" for f in folders[:6]) + (", ..." if len(folders) > 6 else "")
+    return (f"**Stale:** {len(files)} files behind these figures changed since {commit} "
+            f"({shown}); `peach2 bench {name}` measures them again.")
+
+
+def _unmarked(text):
+    """``text`` without its mark and the blank line :func:`mark` put before it."""
+    out = []
+    for line in text.split("\n"):
+        if line.startswith(_MARKS):
+            if out and out[-1] == "":
+                out.pop()
+            continue
+        out.append(line)
+    return "\n".join(out)
+
+
+def mark(name, text):
+    """``text`` of section ``name`` with its stale mark brought up to date (after the first
+    run stamp, else after the heading)."""
+    lines = _unmarked(text).split("\n")
+    line = note(name, "\n".join(s for s in lines if "Measured by" in s))
+    if not line:
+        return "\n".join(lines)
+    at = next((i for i, s in enumerate(lines) if "Measured by" in s), 0)
+    return "\n".join(lines[:at + 1] + ["", line] + lines[at + 1:])

@@ -1,0 +1,53 @@
+"""docs/benchmarks.md marks every section whose gateware or models changed since its run
+(``peach2.sim.bench.staleness``), so figures never go stale silently."""
+
+import subprocess
+
+import pytest
+
+from peach2.sim.bench import doc, staleness
+from peach2.sim.bench.results import ROOT, SECTIONS
+
+
+def _head():
+    out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short=7", "HEAD"],
+                         capture_output=True, text=True)
+    if out.returncode:
+        pytest.skip("not a git checkout: staleness cannot be computed")
+    return out.stdout.strip()
+
+
+@pytest.mark.parametrize("name", SECTIONS)
+def test_document_marks_stale_sections(name):
+    _head()
+    text = doc.kept_text(doc.DOC.read_text(), name)
+    assert text is not None, f"section {name} is missing from docs/benchmarks.md"
+    stamps = "\n".join(line for line in text.split("\n") if "Measured by" in line)
+    expected = staleness.note(name, stamps)
+    if expected.startswith("**Staleness unknown"):
+        pytest.skip(f"{name}: its run's commit is not in this clone (shallow?)")
+    assert ("**Stale:**" in text) == bool(expected), (
+        f"section {name}: {'not marked, but ' + expected if expected else 'marked stale, but nothing behind it changed'}"
+        f" (rebuild the document: peach2 bench --doc-only)")
+
+
+def test_mark_follows_the_sources():
+    head = _head()
+    fresh = f"## T\n\nMeasured by `x` at {head} on today.\n\nBody."
+    assert staleness.mark("router", fresh) == fresh
+    # the reset fix (rtl/router/linkstate.py) came after 6551fc4
+    old = fresh.replace(head, "6551fc4")
+    marked = staleness.mark("router", old)
+    assert "**Stale:**" in marked and "since 6551fc4" in marked and "`rtl/router`" in marked
+    assert staleness.mark("router", marked) == marked                 # idempotent
+    assert staleness.mark("router", marked.replace("6551fc4", head)) == fresh   # measured again
+    assert staleness.mark("router", fresh.replace(head, "0000000")).startswith(
+        "## T\n\nMeasured by") and "Staleness unknown" in staleness.mark(
+        "router", fresh.replace(head, "0000000"))
+
+
+def test_only_stamps_name_commits():
+    """Hex-looking numbers in a section's prose are not taken for commits."""
+    head = _head()
+    text = f"## T\n\nMeasured by `x` at {head}.\n\nA transfer at 1048576 bytes, at deadbeef."
+    assert staleness.mark("router", text) == text
