@@ -12,14 +12,19 @@ from peach2.top import PEACH2
 HERE = Path(__file__).parent
 
 
-def run(name, testcase, seed=41, **params):
+def run(name, testcase, seed=41, simulator="verilator", **params):
     run_cocotb(component=PEACH2(), toplevel="peach2", test_module="protect_tb", name=name,
-               test_dir=HERE, testcase=testcase, params=params, seed=seed, simulator="verilator",
+               test_dir=HERE, testcase=testcase, params=params, seed=seed, simulator=simulator,
                library=True)
 
 
 def test_window_rules():
     run("router-protect-rules", "window_rules")
+
+
+def test_window_rules_on_icarus():
+    """The same rules on four-state Icarus, where an X in the protection logic would show."""
+    run("router-protect-rules-icarus", "window_rules", simulator="icarus")
 
 
 def test_stamp_sources():
