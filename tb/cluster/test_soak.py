@@ -30,10 +30,11 @@ LONG_TLPS = 1_000_000
 LONG_SEED = 71
 
 
-def run_soak(name, tlps, seed, **params):
-    """Run ``soak_tb`` on the ring of 4 of the cluster tests; return its figures (a dict)."""
+def run_soak(name, tlps, seed, topology="ring:4", simulator="verilator", **params):
+    """Run ``soak_tb`` on the cluster top of ``topology`` (the ring of 4 of the cluster tests
+    by default); return its figures (a dict)."""
     from cluster_run import TEST_CABLE  # the cables of test_ring4_all_to_all (one build)
-    topo = Topology.parse("ring:4")
+    topo = Topology(1, {}) if topology == "single" else Topology.parse(topology)
     cycles = pipeline_cycles(HARDIP_PIPELINE_NS)
     cable = {"tx_pipeline": cycles, "rx_pipeline": cycles, **TEST_CABLE}
     top = ClusterTop(topo.n_nodes, cable_plan(topo), cable=cable, threads=1)
@@ -42,10 +43,10 @@ def run_soak(name, tlps, seed, **params):
     result.unlink(missing_ok=True)
     run_cocotb(component=top, toplevel="cluster", test_module="soak_tb", name=name,
                test_dir=HERE, testcase="soak",
-               params={"topology": "ring:4", "pipeline_ns": HARDIP_PIPELINE_NS, "tlps": tlps,
+               params={"topology": topology, "pipeline_ns": HARDIP_PIPELINE_NS, "tlps": tlps,
                        "idle": 0.1, "backpressure": 0.1, "result_file": str(result),
                        **params},
-               seed=seed, simulator="verilator")
+               seed=seed, simulator=simulator)
     return json.loads(result.read_text())
 
 
@@ -53,6 +54,14 @@ def test_soak_ring4():
     """Reduced soak: a few thousand checked writes, every source busy, pauses on every host."""
     r = run_soak("cluster-ring4-soak", 4000, seed=70)
     assert r["stores"] > 0 and r["dma_jobs"] > 0 and r["descriptors"] > r["dma_jobs"]
+
+
+def test_soak_one_node_on_icarus():
+    """A reduced soak on four-state Icarus (X-propagation, which two-state Verilator cannot
+    show): one chip, its host's stores and its four DMA channels into its own memory."""
+    r = run_soak("cluster-single-soak-icarus", 300, seed=72, topology="single",
+                 simulator="icarus")
+    assert r["stores"] > 0 and r["dma_jobs"] > 0 and r["tlps"] >= 300
 
 
 @pytest.mark.slow
