@@ -1,5 +1,6 @@
 """Every property ``peach2 prove`` knows, by block (``docs/verification.md``)."""
 
+from .blocks.crossbar import CrossbarHarness
 from .blocks.egress import EgressHarness
 from .blocks.ingress import IngressHarness
 from .blocks.linkstate import LinkGateHarness, LinkStateHarness
@@ -31,6 +32,10 @@ _WHY_GATE = ("a packet cut by dropping leaves the input observer inside a packet
 BLOCKS = {
     "slice": _block("slice", SliceHarness, [
         *_contract(3), ("order", "prove", 3, False, ""), ("bound", "prove", 3, False, "")]),
+    "crossbar": _block("crossbar", CrossbarHarness, [
+        ("grant", "prove", 3, False, ""), ("packet", "prove", 3, False, ""),
+        ("order", "prove", 3, False, ""), ("bound", "prove", 3, False, "")],
+        n_in=3, n_out=3),
     "egress": _block("egress", EgressHarness, [("translate", "prove", 1, False, "")]),
     "linkstate": _block("linkstate", LinkStateHarness, [("answered", "prove", 3, False, "")]),
     "gate": _block("gate", LinkGateHarness, [
