@@ -1,5 +1,6 @@
 """Every property ``peach2 prove`` knows, by block (``docs/verification.md``)."""
 
+from .blocks.buffer import BufferHarness
 from .blocks.crossbar import CrossbarHarness
 from .blocks.egress import EgressHarness
 from .blocks.ingress import IngressHarness
@@ -25,6 +26,10 @@ def _contract(depth, mode="prove", slow=False, why=""):
 _WHY_INGRESS = ("the ingress drops packets, so the beats it holds do not lead from the "
                 "output observer's state to the input's, and the invariants of stage B's drop "
                 "state that would close the induction are not written yet")
+_WHY_RAM = ("the FIFOs keep their entries in a block-RAM memory, which no lemma can name "
+            "(Amaranth cannot put a memory row in a design), so the induction cannot tie the "
+            "stored beats and first flags to the tracker; the same properties are proved with "
+            "single-register FIFOs (block buffer)")
 _WHY_GATE = ("a packet cut by dropping leaves the input observer inside a packet and the "
              "output observer restarted, an invariant not written yet")
 
@@ -32,6 +37,13 @@ _WHY_GATE = ("a packet cut by dropping leaves the input observer inside a packet
 BLOCKS = {
     "slice": _block("slice", SliceHarness, [
         *_contract(3), ("order", "prove", 3, False, ""), ("bound", "prove", 3, False, "")]),
+    "buffer": _block("buffer", BufferHarness, [
+        (name, "prove", 4, False, "") for name in BufferHarness.PROPERTIES]),
+    "buffer_ram": _block("buffer_ram", BufferHarness, [
+        ("overflow", "prove", 4, True, ""), ("underflow", "bmc", 12, True, _WHY_RAM),
+        ("level", "bmc", 12, True, _WHY_RAM), ("order", "bmc", 12, True, _WHY_RAM),
+        ("heads", "bmc", 12, True, _WHY_RAM), ("queued", "prove", 4, True, "")],
+        depth=4, max_packets=2),
     "crossbar": _block("crossbar", CrossbarHarness, [
         ("grant", "prove", 3, False, ""), ("packet", "prove", 3, False, ""),
         ("order", "prove", 3, False, ""), ("bound", "prove", 3, False, "")],

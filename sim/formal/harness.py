@@ -58,6 +58,14 @@ class Harness(Elaboratable):
             raise LookupError(f"{len(found)} signals named {name!r} in the block")
         return found[0]
 
+    def submodule(self, path):
+        """The elaboratable of the block's sub-block ``path`` (a tuple of submodule names), to
+        read its ports (e.g. a FIFO's ``w_en``, driven by the block around it)."""
+        fragment = self._fragment
+        for step in path:
+            fragment = next(f for f, n, _ in fragment.subfragments if n == step)
+        return fragment.origins[0]
+
     def claim(self, m, prop, test):
         """Assert ``test`` when this run proves ``prop``."""
         if prop not in self.PROPERTIES:

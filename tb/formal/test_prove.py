@@ -41,6 +41,7 @@ def _one(block, name):
     ("egress", "translate", "no_offset", 1),    # a reference that forgets the offset
     ("ingress_e", "route", "strict", 6),        # a reference with < at the upper bound
     ("crossbar", "packet", "no_lock", 6),       # a crossbar that never locks to a packet
+    ("buffer", "queued", "late_count", 6),      # a queued reference one cycle early
 ])
 def test_broken_property_fails_with_waveform(block, name, mutant, depth, tmp_path):
     prop = dataclasses.replace(_one(block, name), mode="bmc", depth=depth)

@@ -133,7 +133,7 @@ class CrossbarHarness(Harness):
             mine = [[(valid & (beat.data[:2] == src), beat) for valid, beat in slots[j]]
                     for j in range(n_out)]
             for j in range(n_out):
-                for test in _tracker_lemmas(tracker, mine[j]):
+                for test in tracker.sparse_lemmas(mine[j]):
                     self.lemma(m, (out != j) | test)
 
 
@@ -155,16 +155,3 @@ def _continues(state, beat):
     outside a packet, and inside one the same source."""
     in_pkt, src = state
     return (beat.first == ~in_pkt) & (~in_pkt | (beat.data[:2] == src))
-
-
-def _tracker_lemmas(tracker, slots):
-    """The tracker's invariants over ``slots`` (``(valid, beat)``, oldest first) where the valid
-    ones need not be contiguous: the ``n``-th valid slot is the ``n``-th beat inside."""
-    tests = [tracker.inside == sum(v.as_unsigned() for v, _ in slots),
-             ~tracker.armed | (tracker.ahead < tracker.inside)]
-    before = Const(0, 2)
-    for valid, beat in slots:
-        here = tracker.armed & valid & (tracker.ahead == before)
-        tests.append(~here | (Value.cast(beat) == Value.cast(tracker.value)))
-        before = before + valid
-    return tests
