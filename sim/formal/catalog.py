@@ -2,6 +2,7 @@
 
 from .blocks.buffer import BufferHarness
 from .blocks.crossbar import CrossbarHarness
+from .blocks.dma import DmaHarness
 from .blocks.egress import EgressHarness
 from .blocks.ingress import IngressHarness
 from .blocks.linkstate import LinkGateHarness, LinkStateHarness
@@ -48,6 +49,9 @@ BLOCKS = {
         ("grant", "prove", 3, False, ""), ("packet", "prove", 3, False, ""),
         ("order", "prove", 3, False, ""), ("bound", "prove", 3, False, "")],
         n_in=3, n_out=3),
+    "dma": _block("dma", DmaHarness, [
+        ("tags", "prove", 2, False, ""), ("credits", "prove", 2, False, ""),
+        ("wrap", "prove", 2, False, "")], n_tags=4, rows=64),
     "egress": _block("egress", EgressHarness, [("translate", "prove", 1, False, "")]),
     "linkstate": _block("linkstate", LinkStateHarness, [("answered", "prove", 3, False, "")]),
     "gate": _block("gate", LinkGateHarness, [
