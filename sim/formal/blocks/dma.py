@@ -26,9 +26,9 @@ class DmaHarness(Harness):
     exactly those booked (``release``), at any time.
 
     The harness keeps, per tag, whether a read holds it and that read's credits and rows (its
-    reference of the outstanding reads).  ``mutant="one_more_tag"`` has the writer model give a
-    tag back one read early (a release with nothing outstanding, the tag-reuse shape): ``tags``
-    then fails.
+    reference of the outstanding reads).  ``mutant="blind_tag"`` shows the planner one read
+    fewer outstanding than the booking counts (a tag count off by one, the shape of LitePCIe's
+    tag reuse): ``tags`` then fails.
     """
 
     PROPERTIES = {
@@ -52,7 +52,12 @@ class DmaHarness(Harness):
         TB = (NT - 1).bit_length()
         bk = self.add_block(m, "booking", Booking(n_tags=NT, rows=ROWS), platform)
         pl = self.add_block(m, "planner", Planner(n_tags=NT, rows=ROWS), platform)
-        wiring.connect(m, bk.room, pl.room)
+        for name in ("free_rows", "room_hdr", "room_dat", "hdr_free", "dat_free", "rd_busy"):
+            m.d.comb += getattr(pl.room, name).eq(getattr(bk.room, name))
+        seen = bk.room.outstanding
+        if self.mutant == "blind_tag":
+            seen = Mux(seen == 0, 0, seen - 1)
+        m.d.comb += pl.room.outstanding.eq(seen)
         m.d.comb += bk.issue.eq(pl.issue)
         ext_tags = self.constant(m, 1, "ext_tags")
         cpl_space = self.constant(m, 20, "cpl_space")
@@ -80,8 +85,7 @@ class DmaHarness(Harness):
         rows = [Signal(len(iss.rows), name=f"rows_{t}") for t in range(NT)]
         m.d.comb += [rel.en.eq(self.anyseq(m, 1, "rel_en")), rel.hdr.eq(_select(hdrs, head)),
                      rel.dat.eq(_select(dats, head)), rel.rows.eq(_select(rows, head))]
-        if self.mutant != "one_more_tag":
-            m.d.comb += Assume(~rel.en | held.bit_select(head, 1))
+        m.d.comb += Assume(~rel.en | held.bit_select(head, 1))
         cleared = Mux(rel.en, held & ~(1 << head), held)
         m.d.sync += held.eq(Mux(iss.en, cleared | (1 << new), cleared))
         for t in range(NT):
