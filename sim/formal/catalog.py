@@ -80,7 +80,7 @@ BLOCKS = {
 #: ``dma``, whose proofs take minutes); every other one is marked slow (``-m slow``,
 #: ``peach2 prove --quick`` skips them).
 QUICK = {"slice.order", "egress.translate", "linkstate.answered", "gate.hold", "gate.frame",
-         "ingress_e.hold", "crossbar.packet", "crossbar.order", "buffer.underflow",
+         "ingress_e.hold", "crossbar.order",
          "buffer.order", "buffer.queued", "receiver.accept"}
 BLOCKS = {block: [replace(p, slow=p.label not in QUICK) for p in props]
           for block, props in BLOCKS.items()}
