@@ -72,9 +72,8 @@ def test_linkstate_before_the_reset_fix_fails(tmp_path):
 
 def test_receiver_with_timeout_release_accepts_a_released_read(tmp_path):
     """Known gap: when the writer frees a read on its timeout (not after ``done``), a
-    completion of that read already inside the receiver's pipeline is still accepted, up to
-    two cycles after the release (the read's rows are free then; the next read's own data
-    overwrites them)."""
+    completion of that read already inside the receiver's pipeline is still accepted after the
+    release (the read's rows are free then; the next read's own data overwrites them)."""
     prop = dataclasses.replace(_one("receiver", "accept"), mode="bmc", depth=8,
                                kwargs={"n_tags": 4, "rows": 64, "timeout": True})
     result = run_property(prop, tmp_path)

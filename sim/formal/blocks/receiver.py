@@ -21,7 +21,7 @@ class ReceiverHarness(Harness):
     once the receiver reports it ``done`` (all its data in, or failed).  A read the writer
     gives up on by its timeout is not covered: ``timeout=True`` lets the writer model free the
     oldest read at any time, and the property then fails (a completion already inside the
-    pipeline is accepted up to two cycles after its read was freed).
+    pipeline is accepted after its read was freed).
 
     ``mutant="stale_window"`` gives the receiver the window of outstanding reads one release
     late (``head_seq`` and ``outstanding`` a cycle old): a completion then lands on a read
