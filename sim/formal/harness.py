@@ -45,18 +45,28 @@ class Harness(Elaboratable):
         fragment = Fragment.get(block, platform)
         m.submodules[name] = fragment
         self._fragment = fragment
+        self._fragments = {**getattr(self, "_fragments", {}), name: fragment}
         return block
 
-    def internal(self, name, path=()):
+    def internal(self, name, path=(), block=None):
         """The signal named ``name`` driven inside the block (in the sub-block ``path``, a tuple
-        of submodule names, if given).  Raise LookupError when there is none."""
-        fragment = self._fragment
+        of submodule names, if given; in the block added as ``block`` when a harness adds
+        several, else the last one added).  Raise LookupError when there is none."""
+        fragment = self._fragment if block is None else self._fragments[block]
         for step in path:
             fragment = next(f for f, n, _ in fragment.subfragments if n == step)
-        found = [s for s in _driven(fragment) if s.name == name]
+        found = list({id(s): s for s in _driven(fragment) if s.name == name}.values())
         if len(found) != 1:
             raise LookupError(f"{len(found)} signals named {name!r} in the block")
         return found[0]
+
+    def submodule(self, path):
+        """The elaboratable of the block's sub-block ``path`` (a tuple of submodule names), to
+        read its ports (e.g. a FIFO's ``w_en``, driven by the block around it)."""
+        fragment = self._fragment
+        for step in path:
+            fragment = next(f for f, n, _ in fragment.subfragments if n == step)
+        return fragment.origins[0]
 
     def claim(self, m, prop, test):
         """Assert ``test`` when this run proves ``prop``."""

@@ -60,3 +60,16 @@ class BeatTracker:
             tests.append(~(self.armed & (self.ahead == k)) | (valid & (
                 Value.cast(payload) == Value.cast(self.value))))
         return tests
+
+    def sparse_lemmas(self, slots):
+        """Like :meth:`lemmas` for ``slots`` whose valid ones need not be contiguous (a
+        register slice followed by a FIFO, or the beats of one source among others): the
+        ``n``-th valid slot, oldest first, holds the ``n``-th beat inside."""
+        tests = [self.inside == sum(v.as_unsigned() for v, _ in slots),
+                 ~self.armed | (self.ahead < self.inside)]
+        before = 0
+        for valid, payload in slots:
+            here = self.armed & valid & (self.ahead == before)
+            tests.append(~here | (Value.cast(payload) == Value.cast(self.value)))
+            before = before + valid.as_unsigned()
+        return tests

@@ -97,5 +97,22 @@ class LinkGateHarness(Harness):
         was_busy = Signal(name="was_busy")
         m.d.sync += [was_dropping.eq(dropping), was_busy.eq(dut.busy)]
         m.d.comb += Assume(~(was_dropping & ~dropping & was_busy))
-        StreamContract(i, "in").assume(m)
-        StreamContract(o, "out", restart=dropping).assert_into(self, m)
+        before = StreamContract(i, "in")
+        before.assume(m)
+        after = StreamContract(o, "out", restart=dropping)
+        after.assert_into(self, m)
+        if self.mutant is None:
+            # Lemmas: the gate's packet state is the input's; a packet passed whole so far
+            # (dropping not high in the last cycle: it cannot fall inside a packet) has left
+            # the output observer where the input one is; outside a packet, or inside one
+            # being discarded, the output observer is outside a packet.
+            in_pkt, held = self.internal("in_pkt"), self.internal("held")
+            self.lemma(m, in_pkt == before.state[0])
+            self.lemma(m, ~(in_pkt & ~held & ~was_dropping)
+                       | _same(after.state, before.state))
+            self.lemma(m, (in_pkt & ~held) | ~after.state[0])
+
+
+def _same(a, b):
+    """Two stream observers' states ``(in_pkt, beat, want)`` agree."""
+    return (a[0] == b[0]) & (a[1] == b[1]) & (a[2] == b[2])
