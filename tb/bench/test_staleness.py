@@ -33,6 +33,10 @@ def test_document_marks_stale_sections(name):
 
 def test_mark_follows_the_sources():
     head = _head()
+    known = subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", "6551fc4^{commit}"],
+                           capture_output=True)
+    if known.returncode:
+        pytest.skip("commit 6551fc4 is not in this clone (shallow?)")
     fresh = f"## T\n\nMeasured by `x` at {head} on today.\n\nBody."
     assert staleness.mark("router", fresh) == fresh
     # the reset fix (rtl/router/linkstate.py) came after 6551fc4
