@@ -27,6 +27,11 @@ that stands for the module in the next builds (Verilator's ``--lib-create``, the
 archives among its sources; :func:`build` hands them to the linker.  Six sub-cluster tops
 compiled the same chip six times (150-330 s each on 2 cores); now each costs its top alone.
 
+Verilator's runtime objects (``verilated.o``, ``verilated_vpi.o``...) are the same for every
+build with the same flags; :func:`share_runtime` copies them from
+``build/sim/_verilator/_runtime-<hash>`` into a new build before ``make`` and stores them after
+the first, which halves a small top's build.
+
 cocotb's runner makes every signal of the design VPI-visible (``--public-flat-rw``), which
 makes the model about six times larger and slower.  :class:`Runner` makes only the top
 module's signals visible (a ``public_flat_rw`` rule in a ``.vlt`` file): the testbenches touch
@@ -38,6 +43,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 __all__ = ["MIN_VERSION", "require_verilator", "verilator_env", "fst_build_args", "build",
@@ -195,7 +201,12 @@ def _runner_class():
             vlt.write_text("`verilator_config\n"
                            f'public_flat_rw -module "{self.hdl_toplevel}" -var "*"\n')
             first.insert(-1 - len(self._sources) - len(self._verilog_sources), str(vlt))
-            return [first] + cmds[1:]
+            # Verilator's runtime objects, the same for every top built with the same flags,
+            # are taken from the shared store before make and put there after it.
+            share = [sys.executable, "-m", "peach2.sim.run.verilator"]
+            folder = str(Path(self.build_dir).parent)
+            return ([first, [*share, "restore", str(self.build_dir), folder]] + cmds[1:]
+                    + [[*share, "store", str(self.build_dir), folder]])
 
     return _Runner
 
@@ -318,3 +329,78 @@ def build(*, sources, toplevel, build_args=(), waves=False, timescale=("1ns", "1
                      always=True, log_file=folder / "build.log")
 
     return _locked_build(folder, work)
+
+
+#: Lines of a build's ``V<top>_classes.mk`` that name its own model, not how the runtime is built.
+_MODEL_LISTS = ("VM_CLASSES_", "VM_SUPPORT_")
+
+
+def _runtime_key(build_dir):
+    """A hash of what Verilator's runtime objects (``VM_GLOBAL_*``: ``verilated.o``,
+    ``verilated_vpi.o``...) are compiled from in ``build_dir``: the Verilator version, the make
+    fixes, ``V<top>_classes.mk`` without the model's own class lists (timing, tracing, coverage,
+    the runtime files), and ``V<top>.mk``'s profiling, SystemC and user C flags."""
+    from importlib.metadata import version
+    build_dir = Path(build_dir)
+    keep, skip = [version("verilator"), _MAKE_FIXES], False
+    for line in (build_dir / "Vtop_classes.mk").read_text().splitlines():
+        if line.startswith(_MODEL_LISTS):
+            skip = True
+        elif not line.startswith("  "):
+            skip = False
+        if not skip and not line.startswith("#"):
+            keep.append(line)
+    flags = False
+    for line in (build_dir / "Vtop.mk").read_text().splitlines():
+        if line.startswith(("VM_PROFC", "VM_SC ", "VM_USER_CFLAGS")):
+            keep.append(line)
+            flags = line.startswith("VM_USER_CFLAGS")
+        elif flags and line.startswith("  "):
+            keep.append(line)
+        else:
+            flags = False
+    return hashlib.sha256("\n".join(keep).encode()).hexdigest()[:20]
+
+
+def _runtime_objects(build_dir):
+    """``(name.o, name.d)`` file names of the runtime objects ``build_dir`` builds."""
+    names, take = [], False
+    for line in (Path(build_dir) / "Vtop_classes.mk").read_text().splitlines():
+        if line.startswith("VM_GLOBAL_"):
+            take = True
+        elif take and line.startswith("  ") and line.strip() != "\\":
+            names.append(line.strip().rstrip("\\").strip())
+        else:
+            take = False
+    return [(f"{n}.o", f"{n}.d") for n in names if n]
+
+
+def share_runtime(action, build_dir, root):
+    """``restore``: copy the runtime objects of ``build_dir``'s flags from the store
+    ``root/_runtime-<key>`` into ``build_dir`` (newer than its makefiles, so make keeps them);
+    ``store``: put ``build_dir``'s there if the store has none.  Compiling them is about 26 s
+    of every build's 40; a top whose flags are new compiles them and stores them."""
+    import shutil
+    import tempfile
+    build_dir = Path(build_dir)
+    store = Path(root) / f"_runtime-{_runtime_key(build_dir)}"
+    files = [f for pair in _runtime_objects(build_dir) for f in pair]
+    if action == "restore":
+        if (store / "complete").exists():
+            for name in files:
+                shutil.copyfile(store / name, build_dir / name)
+        return
+    if (store / "complete").exists() or not all((build_dir / f).exists() for f in files):
+        return
+    tmp = Path(tempfile.mkdtemp(prefix=store.name + ".", dir=root))
+    for name in files:
+        shutil.copyfile(build_dir / name, tmp / name)
+    (tmp / "complete").write_text("ok\n")
+    try:
+        os.rename(tmp, store)
+    except OSError:                     # another build stored them first
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":              # the build's restore and store steps (_Runner)
+    share_runtime(*sys.argv[1:4])

@@ -80,6 +80,10 @@ def test_library_built_once():
                name="library-pair2-verilator", test_dir=HERE, simulator="verilator")
     assert second.libraries == first.libraries
     assert log.stat().st_mtime_ns == stamp
+    # Verilator's runtime objects of the same flags come from the store, not compiled again.
+    top2 = max(log.parents[1].glob("lib_pair2-*"), key=lambda d: d.stat().st_mtime)
+    assert "verilated.cpp" not in (top2 / "build.log").read_text()
+    assert (top2 / "verilated.o").exists()
 
 
 def test_broken_library_source(tmp_path):
