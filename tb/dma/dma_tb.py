@@ -507,7 +507,8 @@ async def prefetch_race(dut):
     probe.stop()
     trip = probe.times["cpl"][0] - probe.times["rd"][0]
     mid = trip // 8
-    ks = range(max(1, mid - 12), mid + 5)
+    below, above = PARAMS.get("k_span", (12, 4))       # K around the round trip's middle
+    ks = range(max(1, mid - below), mid + above + 1)
     dut._log.info("fetch round trip %d ns; K from %d to %d", trip, ks[0], ks[-1])
     for k in ks:
         for extra in (0, 4):

@@ -58,8 +58,17 @@ def test_dma_one_chip():
 
 
 def test_dma_prefetch_race():
-    """The next descriptor's fetch landing on every cycle around the close of the current one."""
-    run("dma-prefetch_race", 1, ["prefetch_race"], seed=13, simulator="icarus", probe=True)
+    """The next descriptor's fetch landing on every cycle from 48 ns before to 24 ns after the
+    close of the current one (the full sweep, 136 ns, is ``test_dma_prefetch_race_full``)."""
+    run("dma-prefetch_race", 1, ["prefetch_race"], seed=13, simulator="icarus", probe=True,
+        k_span=[6, 3])
+
+
+@pytest.mark.slow
+def test_dma_prefetch_race_full():
+    """The next descriptor's fetch landing on every cycle around the close of the current one:
+    K from 12 below to 4 above the round trip's middle."""
+    run("dma-prefetch_race-full", 1, ["prefetch_race"], seed=13, simulator="icarus", probe=True)
 
 
 def test_dma_block_fetch():
