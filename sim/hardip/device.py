@@ -112,8 +112,8 @@ class HardIPDevice(Device):
             quiet_pcie_loggers()
         self.accept_all, self.tx_pipeline_ns = accept_all, tx_pipeline_ns
         self.unexpected_cpl = 0
-        #: What :class:`Stuck` calls this model's TX queue.
-        self.tx_name = "hard IP model"
+        #: What :class:`Stuck` calls this model.
+        self.label = "hard IP model"
 
         # link side: Gen2 x8, our RX credits (patched before the port sends its InitFC DLLPs)
         port = self.upstream_port
@@ -172,7 +172,7 @@ class HardIPDevice(Device):
         """Wait until every TLP accepted from the DUT has been handed to the link; raise
         :class:`Stuck` if none leaves for ``timeout_ns`` (the link's credits never return)."""
         await wait_drained(lambda: len(self._tx_buf), self._tx_idle_evt, timeout_ns,
-                           f"{self.tx_name}: TLPs from the chip waiting for the link")
+                           f"{self.label}: TLPs from the chip waiting for the link")
 
     # ---------------------------------------------------------------- link -> model
     async def upstream_recv(self, tlp):

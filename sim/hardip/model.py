@@ -205,7 +205,7 @@ class HardIPModel(HardIPDevice):
         self._wake = Event()
         self._last_edge = self._period = None
         self.prefix, self.strict = prefix, strict
-        self.tx_name = f"hard IP {prefix.rstrip('_') or 'model'}"
+        self.label = f"hard IP {prefix.rstrip('_') or 'model'}"
         self.tx_buffer_tlps, self.cred_update_cycles = tx_buffer_tlps, cred_update_cycles
 
         self.tx_tlps = 0
@@ -289,7 +289,7 @@ class HardIPModel(HardIPDevice):
         :class:`~peach2.sim.hardip.device.Stuck` if none is taken for ``timeout_ns`` (the chip
         holds ``rx_st_ready`` low)."""
         await wait_drained(lambda: self.rx_queue_depth, self._rx.idle_event, timeout_ns,
-                           f"hard IP {self.prefix.rstrip('_') or 'model'}: TLPs queued toward the chip")
+                           f"{self.label}: TLPs queued toward the chip")
 
     def inject(self, tlp, bardec=0):
         """Queue ``tlp`` toward the DUT as if it came from the link (no BAR lookup).

@@ -35,7 +35,8 @@ from .verilator import (
 )
 
 __all__ = ["PARAMS_ENV", "SEED_ENV", "run_inputs", "HandshakeProbe", "ROOT", "BUILD", "SIM_BUILD",
-           "WAVES", "WAVES_ENV", "FRESH_SEEDS_ENV", "fresh_seed", "SIMULATORS", "SIM_ENV", "require_iverilog", "pick_simulator",
+           "WAVES", "WAVES_ENV", "FRESH_SEEDS_ENV", "fresh_seed", "SIMULATORS", "SIM_ENV",
+           "require_iverilog", "pick_simulator",
            "emit_verilog", "waves_requested", "write_gtkw", "run_cocotb", "bit_value",
            "resolve_unknown", "EdgeTicker", "MIN_VERSION", "require_verilator", "verilator_env",
            "fst_build_args", "build", "build_library", "module_sources", "Runner"]

@@ -331,48 +331,45 @@ def build(*, sources, toplevel, build_args=(), waves=False, timescale=("1ns", "1
     return _locked_build(folder, work)
 
 
-#: Lines of a build's ``V<top>_classes.mk`` that name its own model, not how the runtime is built.
-_MODEL_LISTS = ("VM_CLASSES_", "VM_SUPPORT_")
+def _make_variables(path):
+    """``{name: [words]}`` of the ``NAME = ...`` / ``NAME += ...`` assignments of a makefile
+    Verilator wrote (continuation lines included; ``+=`` appends)."""
+    values, name = {}, None
+    for line in Path(path).read_text().splitlines():
+        if name is not None and line.startswith("  "):
+            values[name] += line.replace("\\", " ").split()
+            continue
+        name = None
+        for op in (" += ", " = "):
+            if op in line and not line.startswith(("#", "\t")):
+                name, rest = line.split(op, 1)
+                name = name.strip()
+                values.setdefault(name, [])
+                if op == " = ":
+                    values[name] = []
+                values[name] += rest.replace("\\", " ").split()
+                break
+    return values
 
 
 def _runtime_key(build_dir):
     """A hash of what Verilator's runtime objects (``VM_GLOBAL_*``: ``verilated.o``,
     ``verilated_vpi.o``...) are compiled from in ``build_dir``: the Verilator version, the make
-    fixes, ``V<top>_classes.mk`` without the model's own class lists (timing, tracing, coverage,
-    the runtime files), and ``V<top>.mk``'s profiling, SystemC and user C flags."""
-    from importlib.metadata import version
-    build_dir = Path(build_dir)
-    keep, skip = [version("verilator"), _MAKE_FIXES], False
-    for line in (build_dir / "Vtop_classes.mk").read_text().splitlines():
-        if line.startswith(_MODEL_LISTS):
-            skip = True
-        elif not line.startswith("  "):
-            skip = False
-        if not skip and not line.startswith("#"):
-            keep.append(line)
-    flags = False
-    for line in (build_dir / "Vtop.mk").read_text().splitlines():
-        if line.startswith(("VM_PROFC", "VM_SC ", "VM_USER_CFLAGS")):
-            keep.append(line)
-            flags = line.startswith("VM_USER_CFLAGS")
-        elif flags and line.startswith("  "):
-            keep.append(line)
-        else:
-            flags = False
-    return hashlib.sha256("\n".join(keep).encode()).hexdigest()[:20]
+    fixes, ``Vtop_classes.mk`` but the model's own class lists (timing, tracing, coverage, the
+    runtime files), and ``Vtop.mk``'s profiling, SystemC and user C flags."""
+    classes = _make_variables(Path(build_dir) / "Vtop_classes.mk")
+    top = _make_variables(Path(build_dir) / "Vtop.mk")
+    return _key(_MAKE_FIXES,
+                sorted((k, v) for k, v in classes.items()
+                       if not k.startswith(("VM_CLASSES_", "VM_SUPPORT_"))),
+                [(k, top.get(k)) for k in ("VM_PROFC", "VM_SC", "VM_USER_CFLAGS")])
 
 
 def _runtime_objects(build_dir):
     """``(name.o, name.d)`` file names of the runtime objects ``build_dir`` builds."""
-    names, take = [], False
-    for line in (Path(build_dir) / "Vtop_classes.mk").read_text().splitlines():
-        if line.startswith("VM_GLOBAL_"):
-            take = True
-        elif take and line.startswith("  ") and line.strip() != "\\":
-            names.append(line.strip().rstrip("\\").strip())
-        else:
-            take = False
-    return [(f"{n}.o", f"{n}.d") for n in names if n]
+    classes = _make_variables(Path(build_dir) / "Vtop_classes.mk")
+    names = classes.get("VM_GLOBAL_FAST", []) + classes.get("VM_GLOBAL_SLOW", [])
+    return [(f"{n}.o", f"{n}.d") for n in names]
 
 
 def share_runtime(action, build_dir, root):

@@ -26,6 +26,7 @@ import random
 
 import cocotb
 from cocotb.triggers import ClockCycles, Timer
+from dma_trace import TRACE_ENV
 
 from peach2.csr.regmap import DmaError
 from peach2.dma import descriptor
@@ -39,9 +40,8 @@ PARAMS, SEED = run_inputs()
 N_CH = 4
 
 
-#: Set to a file name, ``halo_planes`` records there the time of every beat of each chip's DMA
-#: streams ``o_rd``, ``o_wr`` and ``i_cpl`` (``tb/dma/dma_trace.py`` compares such traces).
-TRACE_ENV = "PEACH2_DMA_TRACE"
+# TRACE_ENV set to a file name: ``halo_planes`` records there the time of every beat of each
+# chip's DMA streams ``o_rd``, ``o_wr`` and ``i_cpl`` (``tb/dma/dma_trace.py`` compares them).
 
 
 def dma_trace_probe(dut, n_chips):

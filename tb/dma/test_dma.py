@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 import pytest
+from dma_trace import TRACE_ENV
 
 from peach2.sim.hdl import Chips
 from peach2.sim.run import pick_simulator, run_cocotb
@@ -24,8 +25,6 @@ HERE = Path(__file__).parent
 
 TWO_CHIPS = ["random_chains", "halo_planes"]
 ONE_CHIP = ["completions", "host_faults", "descriptor_faults", "abort_and_busy"]
-#: Set by ``tb/dma/dma_trace.py``: the DMA's handshakes inside each chip are recorded.
-TRACE_ENV = "PEACH2_DMA_TRACE"
 
 
 def run(name, n_chips, testcases, seed=1, simulator="verilator", module="dma_tb", probe=False,

@@ -91,15 +91,18 @@ class IngressHarness(Harness):
                     (st.first == hit) & (st.fwd_fixed == fixed) & (st.to_csr == to_csr)
                     & (st.routable == routable) & (st.fwd_open == (fixed | (routable & hit.any())))))
 
+    def _kinds(self, beat):
+        """``(hdr, has_data, is_cpl, is_mem, on_n)`` of a first beat's header, on this port."""
+        hdr = beat.hdr
+        typ = hdr.common.type.as_value()
+        is_cpl = (typ == Type.CPL.value) | (typ == Type.CPL_LOCKED.value)
+        return (hdr, hdr.common.fmt.as_value()[1], is_cpl, typ == Type.MEM.value,
+                Const(int(self.port == Port.N), 1))
+
     def _classify(self, beat):
         """``(fixed, to_csr, routable)`` of a first beat: forwarded to DMA or CSR whatever the
         table says, to CSR, or a routed write (the ``Ingress`` docstring table, in order)."""
-        hdr = beat.hdr
-        typ = hdr.common.type.as_value()
-        has_data = hdr.common.fmt.as_value()[1]
-        is_cpl = (typ == Type.CPL.value) | (typ == Type.CPL_LOCKED.value)
-        is_mem = typ == Type.MEM.value
-        on_n = Const(int(self.port == Port.N), 1)
+        hdr, has_data, is_cpl, is_mem, on_n = self._kinds(beat)
         fixed_dma = on_n & is_cpl
         rest = ~fixed_dma & ~hdr.common.ep & ~is_cpl
         to_csr = rest & on_n & is_mem & beat.bar[0]
@@ -108,12 +111,7 @@ class IngressHarness(Harness):
 
     def _decide(self, m, beat, config, name):
         """``(dest, down, forward)``: the documented route of a first beat ``beat``."""
-        hdr = beat.hdr
-        typ = hdr.common.type.as_value()
-        has_data = hdr.common.fmt.as_value()[1]
-        is_cpl = (typ == Type.CPL.value) | (typ == Type.CPL_LOCKED.value)
-        is_mem = typ == Type.MEM.value
-        on_n = Const(int(self.port == Port.N), 1)
+        hdr, has_data, is_cpl, is_mem, on_n = self._kinds(beat)
         first = Signal(self.n_routes, name=f"{name}_want_first")
         m.d.comb += first.eq(first_match(address_of(hdr), config.route, self.mutant))
         routed_port = Signal(len(OUTPUTS), name=f"{name}_want_port")
