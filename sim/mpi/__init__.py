@@ -10,18 +10,24 @@ deterministic; imports only the standard library, ``peach2.sim.infiniband`` and
 - :func:`preset` / :data:`PRESETS`: ``MV2GDR``, ``MV2GDR-QPI``, ``MV2GDR-QPI-Tuned``,
   ``MV2-staged``;
 - :class:`MPIError` (``code`` ``MPI_ERR_TRUNCATE``, ``MPI_ERR_RANK``, ``MPI_ERR_BUFFER``, ...),
-  :class:`Deadlock`.
+  :class:`Deadlock`;
+- :func:`bcast` (binomial tree), :func:`allgather` (recursive doubling): collectives for rank
+  programs (``yield from bcast(rank, buf, count, root)``), in their own context :data:`COLL`
+  apart from the user's point-to-point :data:`P2P` (sub-package ``collective``).
 
-``python -m peach2.sim.mpi.pingpong`` prints the calibration and the ping-pong table.
+``python -m peach2.sim.mpi.pingpong`` prints the calibration and the ping-pong table,
+``python -m peach2.sim.mpi.collective`` the collectives' times.
 """
 
 from .buffer import Buffer
+from .collective import allgather, bcast
 from .errors import (
                      ERR_BUFFER,
                      ERR_COUNT,
                      ERR_OTHER,
                      ERR_RANK,
                      ERR_REQUEST,
+                     ERR_ROOT,
                      ERR_TAG,
                      ERR_TRUNCATE,
                      Deadlock,
@@ -30,11 +36,11 @@ from .errors import (
 from .params import TAG_UB, MPIParams
 from .preset import PRESETS, Preset, preset
 from .rank import Rank
-from .request import ANY_SOURCE, ANY_TAG, Request, Status
+from .request import ANY_SOURCE, ANY_TAG, COLL, P2P, Request, Status
 from .wait import Wait
 from .world import World
 
 __all__ = ["World", "Rank", "Buffer", "Request", "Status", "Wait", "MPIParams", "Preset",
            "PRESETS", "preset", "MPIError", "Deadlock", "ANY_SOURCE", "ANY_TAG", "TAG_UB",
-           "ERR_BUFFER", "ERR_COUNT", "ERR_OTHER", "ERR_RANK", "ERR_REQUEST", "ERR_TAG",
-           "ERR_TRUNCATE"]
+           "P2P", "COLL", "bcast", "allgather", "ERR_BUFFER", "ERR_COUNT", "ERR_OTHER",
+           "ERR_RANK", "ERR_REQUEST", "ERR_ROOT", "ERR_TAG", "ERR_TRUNCATE"]

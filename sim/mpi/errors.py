@@ -7,12 +7,13 @@ the request in error, and waiting on it raises.  A truncated message is not cons
 queued for a receive that can hold it, so nothing is lost.
 """
 
-__all__ = ["MPIError", "Deadlock", "ERR_BUFFER", "ERR_COUNT", "ERR_RANK", "ERR_TAG",
+__all__ = ["MPIError", "Deadlock", "ERR_BUFFER", "ERR_COUNT", "ERR_RANK", "ERR_ROOT", "ERR_TAG",
            "ERR_TRUNCATE", "ERR_REQUEST", "ERR_OTHER"]
 
 ERR_BUFFER = "MPI_ERR_BUFFER"        # not a buffer of this rank (unknown, freed, unregistered)
 ERR_COUNT = "MPI_ERR_COUNT"          # count/offset outside the buffer
 ERR_RANK = "MPI_ERR_RANK"            # no such rank
+ERR_ROOT = "MPI_ERR_ROOT"            # a collective's root is no rank
 ERR_TAG = "MPI_ERR_TAG"              # tag outside 0..TAG_UB (or ANY_TAG on a send)
 ERR_TRUNCATE = "MPI_ERR_TRUNCATE"    # message longer than the receive buffer
 ERR_REQUEST = "MPI_ERR_REQUEST"      # not a request of this rank

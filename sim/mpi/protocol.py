@@ -134,7 +134,8 @@ class Protocol:
         x = req.count
         if req.peer == self.rank.rank:
             req.protocol = "self"
-            self.rank.arrived(Envelope(req.peer, req.tag, x, "self", "self", sreq=req))
+            self.rank.arrived(Envelope(req.peer, req.tag, x, "self", "self", sreq=req,
+                                       context=req.context))
             return
         qp = self.connection(req.peer)
         if x <= p.MV2_IBA_EAGER_THRESHOLD and (
@@ -147,7 +148,7 @@ class Protocol:
         p = self.params
         x = req.count
         now = self.fabric.now
-        imm = wire.imm(wire.EAGER, req.tag)
+        imm = wire.imm(wire.EAGER, req.tag, req.context)
         if req.device and p.gdr:
             req.protocol = "eager-gdr"          # the HCA reads the GPU by GPUDirect RDMA
             self._post(qp, SendWR(self._wr_id(lambda wc: self._sent(req)), Opcode.SEND,
@@ -184,7 +185,8 @@ class Protocol:
         x = req.count
         now = self.fabric.now
         self._new_id(self._sends, req)
-        self._post(qp, SendWR(self._wr_id(), Opcode.SEND, imm=wire.imm(wire.RTS, req.tag),
+        self._post(qp, SendWR(self._wr_id(), Opcode.SEND,
+                              imm=wire.imm(wire.RTS, req.tag, req.context),
                               inline_data=wire.rts(req.id, x)))
         req.protocol = "rndv"
         if not req.device or (p.gdr and x <= p.MV2_GPUDIRECT_LIMIT):
@@ -372,14 +374,17 @@ class Protocol:
         peer = self._peer_of[wc.qp_num]
         self._post_vbuf(self._qp[peer])              # keep the receive queue full
         kind, field = wire.split(wc.imm)
+        context = wire.context_of(wc.imm)
         if kind == wire.EAGER:
-            self.rank.arrived(Envelope(peer, field, wc.byte_len, "eager", "eager", vbuf=vbuf))
+            self.rank.arrived(Envelope(peer, field, wc.byte_len, "eager", "eager", vbuf=vbuf,
+                                       context=context))
             return
         payload = self.node.load(vbuf, wc.byte_len)
         self._release(vbuf)
         if kind == wire.RTS:
             sid, size = wire.parse_rts(payload)
-            self.rank.arrived(Envelope(peer, field, size, "rts", "rndv", sid=sid))
+            self.rank.arrived(Envelope(peer, field, size, "rts", "rndv", sid=sid,
+                                       context=context))
         elif kind == wire.CTS:
             self._on_cts(*wire.parse_cts(payload))
         else:

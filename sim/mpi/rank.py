@@ -10,7 +10,9 @@ The API follows MPI's non-blocking calls, so collectives can be written on it::
 Calls take the rank's CPU time (``MPIParams`` software costs) and return at once; a program
 blocks by yielding what :meth:`Rank.wait`, :meth:`Rank.waitall`, :meth:`Rank.send`,
 :meth:`Rank.recv` or :meth:`Rank.elapse` return (see :mod:`.wait`).  Messages match receives
-by (source, tag) in MPI's order (wildcards :data:`ANY_SOURCE`, :data:`ANY_TAG`); sizes are
+by (source, tag) in MPI's order (wildcards :data:`ANY_SOURCE`, :data:`ANY_TAG`) within one
+context: the user's calls use :data:`~.request.P2P`, the collectives of
+:mod:`peach2.sim.mpi.collective` pass ``context=COLL``, so neither matches the other; sizes are
 bytes.  Bad input raises :class:`~.errors.MPIError` naming the MPI error class.
 
 Progress is asynchronous: completions are handled when they appear, as if the rank sat in
@@ -31,7 +33,7 @@ from .errors import (
 )
 from .params import TAG_UB
 from .protocol import Protocol
-from .request import ANY_SOURCE, ANY_TAG, Request
+from .request import ANY_SOURCE, ANY_TAG, CONTEXTS, P2P, Request
 from .wait import Wait
 
 __all__ = ["Rank"]
@@ -114,29 +116,38 @@ class Rank:
 
     # -- point to point ------------------------------------------------------------------------
 
-    def isend(self, buf, dest, tag, count=None, offset=0):
-        """Start sending ``count`` bytes of ``buf`` from ``offset`` to ``dest``; return it."""
+    def isend(self, buf, dest, tag, count=None, offset=0, *, context=P2P):
+        """Start sending ``count`` bytes of ``buf`` from ``offset`` to ``dest``; return it.
+
+        ``context`` is :data:`~.request.P2P` for the user's messages; collectives send in
+        :data:`~.request.COLL`, where only their own receives match.
+        """
+        self._check_context(context)
         self._check_rank(dest, "dest", wildcard=False)
         self._check_tag(tag, wildcard=False)
-        req = Request("send", self, dest, tag, *self._range(buf, offset, count))
+        req = Request("send", self, dest, tag, *self._range(buf, offset, count), context)
         self._start(req, self.params.send_overhead_ps, self.protocol.start_send)
         return req
 
-    def irecv(self, buf, source, tag, count=None, offset=0):
-        """Post a receive of at most ``count`` bytes into ``buf`` at ``offset``; return it."""
+    def irecv(self, buf, source, tag, count=None, offset=0, *, context=P2P):
+        """Post a receive of at most ``count`` bytes into ``buf`` at ``offset``; return it.
+
+        It matches only messages sent in the same ``context`` (see :meth:`isend`).
+        """
+        self._check_context(context)
         self._check_rank(source, "source", wildcard=True)
         self._check_tag(tag, wildcard=True)
-        req = Request("recv", self, source, tag, *self._range(buf, offset, count))
+        req = Request("recv", self, source, tag, *self._range(buf, offset, count), context)
         self._start(req, self.params.recv_overhead_ps, self._post_recv)
         return req
 
-    def send(self, buf, dest, tag, count=None, offset=0):
+    def send(self, buf, dest, tag, count=None, offset=0, *, context=P2P):
         """Blocking send: ``yield rank.send(...)``."""
-        return self.wait(self.isend(buf, dest, tag, count, offset))
+        return self.wait(self.isend(buf, dest, tag, count, offset, context=context))
 
-    def recv(self, buf, source, tag, count=None, offset=0):
+    def recv(self, buf, source, tag, count=None, offset=0, *, context=P2P):
         """Blocking receive: ``status = yield rank.recv(...)``."""
-        return self.wait(self.irecv(buf, source, tag, count, offset))
+        return self.wait(self.irecv(buf, source, tag, count, offset, context=context))
 
     def wait(self, req):
         """Wait for ``req``: ``status = yield rank.wait(req)`` (raises the request's error)."""
@@ -178,7 +189,7 @@ class Rank:
         i = 0
         while i < len(self._posted):
             req = self._posted[i]
-            if env.matches(req.peer, req.tag):
+            if env.matches(req.peer, req.tag, req.context):
                 del self._posted[i]
                 if env.size > req.count:
                     self._truncated(req, env)       # that receive fails; the message stays
@@ -280,7 +291,7 @@ class Rank:
 
     def _post_recv(self, req):
         for i, env in enumerate(self._unexpected):
-            if env.matches(req.peer, req.tag):
+            if env.matches(req.peer, req.tag, req.context):
                 if env.size > req.count:
                     self._truncated(req, env)
                     return
@@ -329,6 +340,11 @@ class Rank:
                 or not 0 <= value < self.size:
             raise MPIError(ERR_RANK, f"rank {self.rank}: {name} = {value!r} is not a rank of "
                            f"this world (0..{self.size - 1})")
+
+    @staticmethod
+    def _check_context(value):
+        if isinstance(value, bool) or not isinstance(value, int) or value not in CONTEXTS:
+            raise ValueError(f"context must be one of {CONTEXTS} (P2P, COLL), not {value!r}")
 
     def _check_tag(self, value, wildcard):
         if wildcard and value == ANY_TAG:

@@ -1,11 +1,21 @@
-"""The records of point-to-point communication: requests, statuses and message envelopes."""
+"""The records of point-to-point communication: requests, statuses and message envelopes.
+
+A message matches a receive by (context, source, tag).  The context stands for the one
+communicator, ``MPI_COMM_WORLD``, and its two halves: MPI gives every communicator a separate
+context for its collectives (MPICH: ``context_id`` + ``MPIR_CONTEXT_INTRA_COLL``), so the point to
+point messages of a collective never match a user's receive, wildcards included, nor the reverse.
+"""
 
 from dataclasses import dataclass
 
-__all__ = ["Request", "Status", "Envelope", "ANY_SOURCE", "ANY_TAG"]
+__all__ = ["Request", "Status", "Envelope", "ANY_SOURCE", "ANY_TAG", "P2P", "COLL", "CONTEXTS"]
 
 ANY_SOURCE = -1
 ANY_TAG = -1
+
+P2P = 0                 # context of the user's point-to-point calls
+COLL = 1                # context of the collectives' messages (peach2.sim.mpi.collective)
+CONTEXTS = (P2P, COLL)
 
 
 @dataclass(frozen=True)
@@ -46,6 +56,8 @@ class Request:
         The user buffer; the data is ``count`` bytes from ``offset``.
     offset, count : int
         Byte range in ``buf``.
+    context : int
+        :data:`P2P` or :data:`COLL`.
     done : bool
         True once complete (successfully or in error).
     t_done : int or None
@@ -58,7 +70,7 @@ class Request:
         Protocol chosen for the message (see :class:`Status`).
     """
 
-    def __init__(self, kind, rank, peer, tag, buf, offset, count):
+    def __init__(self, kind, rank, peer, tag, buf, offset, count, context=P2P):
         self.kind = kind
         self.rank = rank
         self.peer = peer
@@ -66,6 +78,7 @@ class Request:
         self.buf = buf
         self.offset = offset
         self.count = count
+        self.context = context
         self.done = False
         self.t_done = None
         self.status = None
@@ -88,8 +101,9 @@ class Request:
         state = "done" if self.done else "pending"
         if self.error is not None:
             state = self.error.code
-        return (f"Request({self.kind}, rank {self.rank.rank}, peer {self.peer}, tag {self.tag}, "
-                f"{self.count} bytes, {state})")
+        where = " (collective)" if self.context == COLL else ""
+        return (f"Request({self.kind}, rank {self.rank.rank}, peer {self.peer}, tag {self.tag}"
+                f"{where}, {self.count} bytes, {state})")
 
     @property
     def addr(self):
@@ -109,6 +123,8 @@ class Envelope:
     -------
     src, tag, size : int
         Envelope and size in bytes.
+    context : int
+        :data:`P2P` or :data:`COLL`.
     kind : str
         ``"eager"`` (data in the eager buffer ``vbuf``), ``"rts"`` (a rendezvous request to
         send, sender request ``sid``) or ``"self"`` (a send to oneself, request ``sreq``).
@@ -116,9 +132,10 @@ class Envelope:
         The sender's protocol name (``"eager-gdr"``, ...).
     """
 
-    __slots__ = ("src", "tag", "size", "kind", "protocol", "vbuf", "sid", "sreq")
+    __slots__ = ("src", "tag", "size", "kind", "protocol", "vbuf", "sid", "sreq", "context")
 
-    def __init__(self, src, tag, size, kind, protocol, vbuf=None, sid=None, sreq=None):
+    def __init__(self, src, tag, size, kind, protocol, vbuf=None, sid=None, sreq=None,
+                 context=P2P):
         self.src = src
         self.tag = tag
         self.size = size
@@ -127,10 +144,15 @@ class Envelope:
         self.vbuf = vbuf
         self.sid = sid
         self.sreq = sreq
+        self.context = context
 
-    def matches(self, source, tag):
-        """True when a receive for ``(source, tag)`` (wildcards allowed) takes this message."""
-        return source in (ANY_SOURCE, self.src) and tag in (ANY_TAG, self.tag)
+    def matches(self, source, tag, context=P2P):
+        """True when a receive for ``(source, tag)`` (wildcards allowed) in ``context`` takes
+        this message."""
+        return (context == self.context and source in (ANY_SOURCE, self.src)
+                and tag in (ANY_TAG, self.tag))
 
     def __repr__(self):
-        return f"Envelope({self.kind} from {self.src}, tag {self.tag}, {self.size} bytes)"
+        where = " (collective)" if self.context == COLL else ""
+        return (f"Envelope({self.kind} from {self.src}, tag {self.tag}{where}, "
+                f"{self.size} bytes)")

@@ -45,6 +45,8 @@ __all__ = ["World"]
 class World:
     """``n_ranks`` nodes, their HCAs on one switch, one MPI rank each.
 
+    One rank is allowed (as ``mpirun -np 1``): its switch has a second, unused port.
+
     Members
     -------
     fabric : Fabric
@@ -68,7 +70,9 @@ class World:
         if isinstance(socket, bool) or not isinstance(socket, int) \
                 or not 0 <= socket < node_params.sockets:
             raise ValueError(f"socket must be 0..{node_params.sockets - 1}, not {socket!r}")
-        self.fabric = Fabric(n_ranks, ib_params)
+        if isinstance(n_ranks, bool) or not isinstance(n_ranks, int) or n_ranks < 1:
+            raise ValueError(f"a world needs at least 1 rank, not {n_ranks!r}")
+        self.fabric = Fabric(max(n_ranks, 2), ib_params)    # one rank: a port left unused
         self.params = params
         self.nodes = [Node(node_params) for _ in range(n_ranks)]
         self.ranks = []
