@@ -15,6 +15,7 @@ the latter).  They are written as FST to ``build/waves/<name>.fst`` beside a GTK
 ``gtkwave build/waves/<name>.gtkw``.  Everything lands under the ignored ``build/`` folder.
 """
 
+import fcntl
 import json
 import os
 import re
@@ -192,8 +193,9 @@ def _convert(component, name):
     under a hash of that key, the module name and :func:`_source_digest` (the sources, Amaranth
     and the Yosys it runs: :func:`netlist_cache_path`); converting a whole
     chip takes tens of seconds and most tests build the same few designs.  Writes are atomic
-    (parallel test workers, and threads of one process such as ``tb/bench/benchmarks.py``'s, may
-    convert the same design at once: each writes its own temporary file).
+    under a lock: parallel test workers, and threads of one process such as
+    ``tb/bench/benchmarks.py``'s, asking for the same design at once wait for one conversion
+    instead of each doing it.
     """
     cache = netlist_cache_path(component, name)
     if cache is None:
@@ -201,11 +203,16 @@ def _convert(component, name):
     if cache.exists():
         _silence_unused(component)
         return cache.read_text()
-    text = verilog.convert(component, name=name, emit_src=False)
     cache.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cache.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, cache)
+    with open(cache.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)        # one converts, the others wait and read it
+        if cache.exists():
+            _silence_unused(component)
+            return cache.read_text()
+        text = verilog.convert(component, name=name, emit_src=False)
+        tmp = cache.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(text)
+        os.replace(tmp, cache)
     return text
 
 

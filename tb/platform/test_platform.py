@@ -5,7 +5,9 @@ the configuration-bus sampler, compile the core's Verilog with Icarus, and run t
 a small design (the full core's report is a slow test).
 """
 
+import contextlib
 import fnmatch
+import io
 import re
 from pathlib import Path
 
@@ -21,7 +23,6 @@ from amaranth_boards.resources import UARTResource
 from peach2.cli import main
 from peach2.platform.board import PLACEHOLDER, board_resources
 from peach2.platform.hardip import ConfigSampler
-from peach2.platform.project import write_project
 from peach2.synth.fingerprint import from_document
 from peach2.synth.report import BEGIN, END, to_markdown, update_document
 from peach2.synth.synthesis import LEVEL_BUDGET, block_paths, synthesize
@@ -31,10 +32,15 @@ PORTS = "news"
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
-    """The default project (S a root port); ``test_cli_generate_platform`` covers S as EP."""
-    out = tmp_path_factory.mktemp("quartus")
-    files, chip = write_project(out)
-    return "rc", out, files, chip
+    """The project as ``peach2 generate --platform peach2 --s-role ep`` writes it (one
+    conversion of the whole chip for every test here): ``(s_role, folder, files, stdout,
+    stderr)``.  S as a root port (the default) is the core ``test_core_verilog_compiles_in_icarus``
+    converts; W is a root port here, so both hard-IP variants are in the project."""
+    out = tmp_path_factory.mktemp("quartus") / "q"
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        assert main(["generate", "--platform", "peach2", "-o", str(out), "--s-role", "ep"]) == 0
+    return "ep", out, sorted(out.iterdir()), stdout.getvalue(), stderr.getvalue()
 
 
 def _module_body(verilog, name):
@@ -44,7 +50,7 @@ def _module_body(verilog, name):
 
 
 def test_project_files(project):
-    _, out, files, _ = project
+    _, out, files, _, _ = project
     assert {f.name for f in files} >= {"peach2.qsf", "peach2.sdc", "peach2.v", "build_peach2.sh"}
     script = (out / "build_peach2.sh").read_text()
     for tool in ("QUARTUS_MAP", "QUARTUS_FIT", "QUARTUS_ASM", "QUARTUS_STA"):
@@ -52,7 +58,7 @@ def test_project_files(project):
 
 
 def test_qsf_device_pins_and_variants(project):
-    _, out, _, _ = project
+    _, out, _, _, _ = project
     qsf = (out / "peach2.qsf").read_text()
     assert "set_global_assignment -name DEVICE EP4SGX530KH40C2" in qsf
     assert 'set_global_assignment -name FAMILY "Stratix IV"' in qsf
@@ -82,7 +88,7 @@ def _sdc_commands(sdc):
 
 def test_sdc_clocks_at_pins_and_derived(project):
     """Reference clocks at their pins, every other clock derived; no clock put on a net."""
-    _, out, _, _ = project
+    _, out, _, _, _ = project
     commands = _sdc_commands((out / "peach2.sdc").read_text())
     created = [c for c in commands if c.startswith("create_clock")]
     assert all("[get_ports " in c for c in created) and len(created) == 5
@@ -112,7 +118,7 @@ def test_sdc_names_only_what_the_project_has(project):
     """Every object the SDC names exists: ports of the top, clocks it creates or derives under
     an instance of the top, and vendor-internal keepers under a hard-IP variant the QSF lists
     (<variant>_core, <variant>_serdes: the vendor generator's own names)."""
-    _, out, _, _ = project
+    _, out, _, _, _ = project
     verilog = (out / "peach2.v").read_text()
     header = re.search(r"^module peach2\((.*?)\);", verilog, re.S | re.M).group(1)
     ports = {p.strip() for p in header.split(",")}
@@ -145,10 +151,9 @@ def test_sdc_names_only_what_the_project_has(project):
 
 
 def test_four_hard_ip_instances(project):
-    s_role, out, _, chip = project
+    s_role, out, _, _, _ = project
     verilog = (out / "peach2.v").read_text()
     roles = {"n": "ep", "e": "ep", "w": "rc", "s": s_role}
-    assert chip.core.port_roles == roles
     module = {"ep": "peach2_hip_ep_plus", "rc": "peach2_hip_rp_plus"}
     for index, port in enumerate(PORTS):
         body = _module_body(verilog, f"peach2.hip_{port}")
@@ -232,20 +237,17 @@ def test_config_sampler():
     sim.run()
 
 
-@pytest.mark.parametrize("s_role", ["rc", "ep"])
-def test_core_verilog_compiles_in_icarus(tmp_path, capsys, s_role):
-    assert main(["generate", "-o", str(tmp_path), "--s-role", s_role]) == 0
+def test_core_verilog_compiles_in_icarus(tmp_path, capsys):
+    """The README's main job (S a root port); ``tb/cli`` converts and compiles S as EP."""
+    assert main(["generate", "-o", str(tmp_path)]) == 0
     assert "checked: Icarus Verilog compiles peach2.v" in capsys.readouterr().err
 
 
-def test_cli_generate_platform(tmp_path, capsys):
-    out = tmp_path / "q"
-    assert main(["generate", "--platform", "peach2", "-o", str(out), "--s-role", "ep"]) == 0
-    captured = capsys.readouterr()
-    text = captured.err             # every message on standard error, nothing on standard output
-    assert captured.out == ""
+def test_cli_generate_platform(project):
+    _, out, _, stdout, text = project
+    assert stdout == ""             # every message on standard error, nothing on standard output
     assert "EP4SGX530KH40C2" in text and "N EP, E EP, W RC, S EP" in text
-    steps = [re.sub(r"^\[\s*[\d.]+ s\] ", "", line) for line in captured.err.splitlines()
+    steps = [re.sub(r"^\[\s*[\d.]+ s\] ", "", line) for line in text.splitlines()
              if line.startswith("[")]
     assert [step.split(" ")[0] for step in steps] == ["elaborating", "converting", "writing"]
     assert "quartus_sh --flow compile peach2" in text and "sh build_peach2.sh" in text

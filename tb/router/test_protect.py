@@ -22,11 +22,6 @@ def test_window_rules():
     run("router-protect-rules", "window_rules")
 
 
-def test_window_rules_on_icarus():
-    """The same rules on four-state Icarus, where an X in the protection logic would show."""
-    run("router-protect-rules-icarus", "window_rules", simulator="icarus")
-
-
 def test_stamp_sources():
     run("router-protect-stamp", "stamp_sources")
 

@@ -79,3 +79,31 @@ def test_components_without_a_design_key_are_not_cached():
     class Plain(Tiny):
         design_key = None
     assert netlist_cache_path(Plain(), "plain") is None
+
+
+def test_one_conversion_when_many_ask_at_once(monkeypatch, tmp_path):
+    """Workers asking for the same uncached design at once wait for one conversion (the first
+    users of a chip used to convert it side by side) and all get its text."""
+    import threading
+    import time
+
+    from peach2.sim.run import runner
+
+    monkeypatch.setattr(runner, "SIM_BUILD", tmp_path)
+    calls = []
+
+    def slow_convert(component, name, emit_src):
+        calls.append(name)
+        time.sleep(0.2)
+        return f"module {name}(); endmodule\n"
+    monkeypatch.setattr(runner.verilog, "convert", slow_convert)
+    texts = []
+    threads = [threading.Thread(target=lambda: texts.append(runner._convert(Tiny(), "tiny")))
+               for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert calls == ["tiny"]
+    assert texts == ["module tiny(); endmodule\n"] * 4
+    assert netlist_cache_path(Tiny(), "tiny").read_text() == texts[0]
