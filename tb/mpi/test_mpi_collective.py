@@ -392,3 +392,41 @@ def test_times_table():
     assert row["bcast"] == pytest.approx(result["one_hop_us"])
     assert row["allgather"] > row["bcast"]
     print_table(result)
+
+
+# -- a communicator of some ranks ---------------------------------------------------------------
+
+@pytest.mark.parametrize("group, root", [([6, 2, 5], 0), ([6, 2, 5], 2), ([1, 3, 5, 7], 1)])
+def test_bcast_in_a_group(group, root):
+    """A communicator of some ranks, in its own order (the hybrid Broadcast's step across
+    sub-clusters): only its members' windows change, and the tree is the group's."""
+    world = world_for("gpu2", 8)
+    bufs, before = filled(world, "gpu2", OFFSET + 64 + TAIL, ("group", tuple(group), root))
+
+    def program(rank):
+        if rank.rank in group:
+            yield from bcast(rank, bufs[rank.rank], 64, root, OFFSET, group=group)
+        return rank.now
+
+    times = world.run(program)
+    source = before[group[root]][OFFSET:OFFSET + 64]
+    for r in range(8):
+        want = before[r][:OFFSET] + source + before[r][OFFSET + 64:] if r in group else before[r]
+        assert bufs[r].read() == want, r
+    hop, levels = one_hop("MV2GDR", 64, "gpu2"), math.log2(len(group))
+    # the group's own tree: log2 p hops for 4 members, between 1 and 2 for 3 (the root's
+    # second send waits for its first to complete, less than a hop)
+    assert math.floor(levels) * hop * 0.95 < max(times) < math.ceil(levels) * hop * 1.05
+
+
+def test_bcast_group_refused():
+    world = world_for("host", 4)
+    bufs, _ = filled(world, "host", 64, "refused")
+    r0 = world.rank(0)
+    for group in ([1, 2], [0, 0, 1], [0, 9]):
+        with pytest.raises(MPIError) as e:
+            bcast(r0, bufs[0], 8, 0, group=group)
+        assert e.value.code == "MPI_ERR_RANK"
+    with pytest.raises(MPIError) as e:
+        bcast(r0, bufs[0], 8, 2, group=[0, 1])
+    assert e.value.code == ERR_ROOT

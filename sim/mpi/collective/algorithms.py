@@ -21,7 +21,7 @@ IJHPCA 19(1), 2005.
 """
 
 from ..buffer import Buffer
-from ..errors import ERR_BUFFER, ERR_COUNT, ERR_OTHER, ERR_ROOT, MPIError
+from ..errors import ERR_BUFFER, ERR_COUNT, ERR_OTHER, ERR_RANK, ERR_ROOT, MPIError
 from ..request import COLL
 
 __all__ = ["bcast", "allgather", "BCAST_TAG", "ALLGATHER_TAG"]
@@ -32,9 +32,12 @@ BCAST_TAG = 2           # MPIR_BCAST_TAG
 ALLGATHER_TAG = 7       # MPIR_ALLGATHER_TAG
 
 
-def bcast(rank, buf, count, root, offset=0):
+def bcast(rank, buf, count, root, offset=0, group=None):
     """Broadcast ``count`` bytes of ``buf`` at ``offset`` from ``root`` to every rank
     (``MPI_Bcast`` of ``MPI_BYTE``): ``yield from bcast(rank, buf, count, root)``.
+
+    ``group``: the ranks of the communicator, in its order (default every rank, as
+    ``MPI_COMM_WORLD``); ``root`` is then an index into it, and the rank must be a member.
 
     Binomial tree (``MPIR_Bcast_binomial``): with ``rel = (rank - root) mod p``, a rank receives
     from ``rel - mask`` for the lowest set bit ``mask`` of ``rel``, then sends, one blocking send
@@ -48,12 +51,29 @@ def bcast(rank, buf, count, root, offset=0):
     count or offset or a range outside ``buf``, ``MPI_ERR_BUFFER`` for a buffer that is not a
     live one of this rank, ``MPI_ERR_OTHER`` for GPU memory without ``MV2_USE_CUDA``.
     """
-    p = rank.size
+    members = _members(rank, group)
+    p = len(members)
     if isinstance(root, bool) or not isinstance(root, int) or not 0 <= root < p:
         raise MPIError(ERR_ROOT, f"rank {rank.rank}: root = {root!r} is not a rank of this "
-                       f"world (0..{p - 1})")
+                       f"communicator (0..{p - 1})")
     _check(rank, buf, offset, count, "count", count)
-    return _binomial(rank, buf, count, root, offset)
+    return _binomial(rank, buf, count, root, offset, members)
+
+
+def _members(rank, group):
+    """The communicator's ranks: every rank, or ``group`` checked (distinct ranks of the
+    world, this rank among them)."""
+    if group is None:
+        return list(range(rank.size))
+    members = list(group)
+    if len(set(members)) != len(members) or any(
+            isinstance(g, bool) or not isinstance(g, int) or not 0 <= g < rank.size
+            for g in members):
+        raise MPIError(ERR_RANK, f"rank {rank.rank}: group {members} must be distinct ranks "
+                       f"of this world (0..{rank.size - 1})")
+    if rank.rank not in members:
+        raise MPIError(ERR_RANK, f"rank {rank.rank} is not a member of group {members}")
+    return members
 
 
 def allgather(rank, buf, block, offset=0):
@@ -97,15 +117,15 @@ def _check(rank, buf, offset, count, name, nbytes):
         raise MPIError(ERR_OTHER, f"{buf!r} is GPU memory but MV2_USE_CUDA is off")
 
 
-def _binomial(rank, buf, count, root, offset):
-    p, me = rank.size, rank.rank
+def _binomial(rank, buf, count, root, offset, members):
+    p, me = len(members), members.index(rank.rank)
     if p == 1 or count == 0:
         return
     rel = (me - root) % p
     mask = 1
     while mask < p:
         if rel & mask:
-            status = yield rank.recv(buf, (me - mask) % p, BCAST_TAG, count, offset,
+            status = yield rank.recv(buf, members[(me - mask) % p], BCAST_TAG, count, offset,
                                      context=COLL)
             if status.count != count:
                 raise MPIError(ERR_OTHER, f"rank {rank.rank}: bcast received {status.count} "
@@ -116,7 +136,8 @@ def _binomial(rank, buf, count, root, offset):
     mask >>= 1
     while mask:
         if rel + mask < p:
-            yield rank.send(buf, (me + mask) % p, BCAST_TAG, count, offset, context=COLL)
+            yield rank.send(buf, members[(me + mask) % p], BCAST_TAG, count, offset,
+                            context=COLL)
         mask >>= 1
 
 
