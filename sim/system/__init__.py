@@ -7,15 +7,19 @@ See ``docs/machine.md`` ("Sub-clusters in the machine").
 - :func:`bridged_node`, :class:`WindowMemory`: the node model with the cocotb models' bytes;
 - :class:`PartitionWorld`: one partition's MPI ranks on its share of the switch;
 - :class:`MachineDriver`: steps the machine one window at a time from a cocotb test;
+- :class:`MachineSim`: this process's sub-clusters, node models, MPI ranks and driver, put
+  together inside a cocotb test;
 - :class:`TcaAllToAll`, :class:`MpiAllToAll`: the traffic and its models;
 - :mod:`.launch`: ``run``, ``prebuild``, ``ranks_command`` (``python -m peach2.sim.system.launch``).
 """
 
+from .assembly import MachineSim
 from .bridge import WindowMemory, back, bridged_node
 from .endpoint_dma import EndpointDMA, endpoint_dma, hca_params
+from .machine_driver import MachineDriver
 from .mpi_traffic import MpiAllToAll
 from .plan import CLOCK_PS, WINDOW_PS, MachinePlan
 from .world import PartitionWorld
 
-__all__ = ["EndpointDMA", "endpoint_dma", "hca_params", "MachinePlan", "WINDOW_PS", "CLOCK_PS", "WindowMemory", "back", "bridged_node",
+__all__ = ["MachineSim", "MachineDriver", "EndpointDMA", "endpoint_dma", "hca_params", "MachinePlan", "WINDOW_PS", "CLOCK_PS", "WindowMemory", "back", "bridged_node",
            "PartitionWorld", "MpiAllToAll"]

@@ -31,75 +31,16 @@ import json
 import time
 
 import cocotb
-from cocotb.triggers import Timer
-from cocotb.utils import get_sim_time
 
-from peach2.routes import default_address_map
-from peach2.sim.harness import Cluster
-from peach2.sim.harness.cluster import gather
-from peach2.sim.machine import LocalTransport, Machine, MpiTransport
-from peach2.sim.node import NodeParams
+from peach2.sim.machine import LocalTransport, MpiTransport
 from peach2.sim.run import run_inputs
 
-from .bridge import bridged_node
-from .endpoint_dma import endpoint_dma, hca_params
+from .assembly import MachineSim
 from .mpi_traffic import MpiAllToAll
-from .plan import CLOCK_PS, WINDOW_PS, MachinePlan
+from .plan import CLOCK_PS, MachinePlan
 from .tca_traffic import TcaAllToAll
-from .world import PartitionWorld
 
-__all__ = ["MachineDriver", "digest"]
-
-
-class MachineDriver:
-    """Steps ``machine`` one window at a time from inside a cocotb test.
-
-    Members
-    -------
-    machine : Machine
-    window_ps : int
-        The machine's window, a whole number of clock cycles.
-    windows : int
-        Windows run so far.
-    """
-
-    def __init__(self, machine, check_every=4):
-        if machine.window_ps % CLOCK_PS:
-            raise ValueError(f"the window ({machine.window_ps} ps) must be a whole number of "
-                             f"{CLOCK_PS} ps clock cycles")
-        self.machine = machine
-        self.window_ps = machine.window_ps
-        self.check_every = check_every
-        self.windows = 0
-
-    async def align(self, t_ps):
-        """Collective: run the machine and cocotb to the first window edge at or after the
-        latest ``t_ps`` of every rank; return that edge."""
-        latest = max(self.machine.transport.allgather(t_ps))
-        edge = -(-latest // self.window_ps) * self.window_ps
-        now = int(get_sim_time("ps"))
-        if edge > now:
-            await Timer(edge - now, "ps")
-        if edge > self.machine.now + 1:
-            self.machine.run_until(edge - 1)
-        return edge
-
-    async def step(self):
-        """Advance cocotb by one window, then the machine to the same edge; return it."""
-        await Timer(self.window_ps, "ps")
-        edge = int(get_sim_time("ps"))
-        self.machine.run_until(edge - 1)
-        self.windows += 1
-        return edge
-
-    async def run(self, done):
-        """Step windows until ``done()`` holds on every rank (asked every ``check_every``
-        windows, a collective); return the edge where it held everywhere."""
-        while True:
-            edge = await self.step()
-            if self.windows % self.check_every == 0 \
-                    and all(self.machine.transport.allgather(bool(done()))):
-                return edge
+__all__ = ["digest", "machine_all_to_all"]
 
 
 def digest(cluster, node):
@@ -142,42 +83,23 @@ async def machine_all_to_all(dut):
     params, seed = run_inputs()
     plan = MachinePlan(params["shape"], params["subclusters"])
     transport = MpiTransport() if params.get("mpi") else LocalTransport()
-    machine = Machine(plan.subclusters, plan.n, transport=transport, window_ps=WINDOW_PS)
-    local = [p.index for p in machine.partitions]
-    dut._log.info("machine %s x %d (%d nodes), seed %d, %s: sub-clusters %s here",
-                  plan.shape, plan.subclusters, plan.n_nodes, seed, transport.describe(), local)
-    amap = default_address_map(plan.n, host_size=params.get("host_size", 1 << 20), n_gpus=2)
-    node_params = NodeParams()
-    endpoint = params.get("hca_endpoint", False)   # launch.run passes it (default: True)
-    clusters = {}
-    for k, s in enumerate(local):
-        clusters[s] = Cluster(dut, plan.topology, amap, hdl_cables=True, seed=seed + 16 * s * plan.n,
-                              prefixes=[f"c{k * plan.n + i}_" for i in range(plan.n)],
-                              hca=hca_params(node_params) if endpoint else None)
-    n_cables = len(plan.cables(len(local)))
-    for j in range(n_cables):
-        getattr(dut, f"cable{j}_down").value = 0
-    wall0 = time.perf_counter()
-    await gather(c.reset_and_start() for c in clusters.values())
-    up_ps = int(get_sim_time("ps"))
-    wall_up = time.perf_counter() - wall0
+    sim = MachineSim(dut, plan, transport, seed, host_size=params.get("host_size", 1 << 20),
+                     hca_endpoint=params.get("hca_endpoint", False))   # launch.run: True
+    machine, local, clusters = sim.machine, sim.local, sim.clusters
+    dut._log.info(sim.describe())
+    await sim.up()
+    up_ps, wall_up = sim.up_ps, sim.bringup_wall_s
 
     tca = {s: TcaAllToAll(c, s * plan.n, seed, stores=params.get("stores", 1),
                           max_size=params.get("tca_size", 512)) for s, c in clusters.items()}
     mpi = MpiAllToAll(plan, seed, params.get("mpi_size", 2048))
-    worlds = {}
-    for s, cluster in clusters.items():
-        reserve = tca[s].share
-        nodes = {s * plan.n + i: bridged_node(cluster, i, node_params, reserve=reserve)
-                 for i in range(plan.n)}
-        part = machine.partition(s)
-        dmas = {g: endpoint_dma(cluster, g - s * plan.n, node, part.fabric, g)
-                for g, node in nodes.items()} if endpoint else None
-        worlds[s] = PartitionWorld(part, nodes, mpi.peers, dmas=dmas)
+    reserve = next(iter(tca.values())).share
+    worlds = sim.make_worlds(mpi.peers, reserve=reserve)
     programs = {s: mpi.setup(w) for s, w in worlds.items()}
 
-    driver = MachineDriver(machine, check_every=params.get("check_every", 4))
-    start = await driver.align(up_ps)
+    driver = sim.driver
+    driver.check_every = params.get("check_every", 4)
+    start = await sim.align()
     idle = None
     if params.get("idle_windows"):
         idle = await _idle(driver, params["idle_windows"])
@@ -200,9 +122,8 @@ async def machine_all_to_all(dut):
         for g in worlds[s].ranks:
             checked += mpi.check(g)
         clusters[s].check()
-    hca_dma = {s: [sum(getattr(w.ranks[g].hca.dma, k, 0) for g in w.ranks)
-                   for k in ("reads", "writes", "failed")] for s, w in worlds.items()}
-    dut._log.info("HCA endpoint DMA (reads, writes, refused) per sub-cluster: %s", hca_dma)
+    dut._log.info("HCA endpoint DMA (reads, writes, refused) per sub-cluster: %s",
+                  sim.hca_dma_counts())
     mine = {s: {"digests": {str(s * plan.n + i): digest(clusters[s], i) for i in range(plan.n)},
                 "mpi_done_ps": {str(g): worlds[s].results[g] for g in worlds[s].ranks},
                 "tca_done_ps": tca[s].done_ps, "tca_bytes": tca[s].bytes}

@@ -8,7 +8,7 @@
            done(t_c, ...) <── fabric event at t_c ──┘ (t_c: cocotb time of the completion)
 
 The machine runs the window ``[e, e + W)`` after cocotb has reached ``e + W``
-(:class:`~.cosim.MachineDriver`).  So a DMA the verbs layer issues at ``t`` in that window
+(:class:`~.machine_driver.MachineDriver`).  So a DMA the verbs layer issues at ``t`` in that window
 starts in cocotb at ``e + W``: at most one window (112 ns) late.  Its completion, at cocotb time
 ``t_c >= e + W``, is handed to the machine as a fabric event at ``t_c`` (a read's data, a
 write's visibility as :meth:`~peach2.sim.pcie.hca.HcaFunction.dma_write` bounds it), which is

@@ -118,6 +118,26 @@ class PartitionWorld:
             else:
                 self.results[g] = outcome
 
+    def start_rank(self, g, program, t_ps, on_return=None):
+        """Start ``program(rank)`` on rank ``g`` of this partition alone at ``t_ps`` (a rank
+        whose program has returned, or that never ran one); ``on_return(g, value)`` is called
+        when it returns, after :attr:`results` holds the value.  A step of a hybrid collective
+        starts this way when the node's previous step is over."""
+        rank = self.ranks[g]
+        if rank.running:
+            raise RuntimeError(f"rank {g} is still running a program ({rank.blocked_on()})")
+
+        def returned(r, value):
+            self.results[r] = value
+            if on_return is not None:
+                on_return(r, value)
+        rank.now = max(rank.now, t_ps)
+        outcome = program(rank)
+        if inspect.isgenerator(outcome):
+            rank.run_program(outcome, rank.now, returned)
+        else:
+            returned(g, outcome)
+
     def pending(self):
         """``{rank: what it waits for}`` of the programs still running."""
         return {g: rank.blocked_on() for g, rank in self.ranks.items() if rank.running}

@@ -1,0 +1,72 @@
+"""The cocotb test that runs hybrid collectives on the co-simulated machine (started by
+:func:`.launch.run`, in one process or as one MPI rank per sub-cluster).
+
+Parameters (``PEACH2_PARAMS``): ``shape``, ``subclusters``, ``per_subcluster`` (TCA groups per
+sub-cluster: 2 is 000 Figure 11's virtual split), ``mpi`` (this is one rank of an
+``mpiexec``), ``preset`` (the MPI configuration, default ``MV2GDR-QPI-Tuned``: 000's setting
+for GPU0), ``gpu_size`` (bytes of each GPU window), ``window_cycles`` (the machine's window),
+``runs``: ``[{"collective": "broadcast" | "allgather", "network": "tca" | "mpi" | "hybrid",
+"sizes": [...]}]`` (the Broadcast's bytes, the Allgather's block), ``out`` (JSON written by
+rank 0: every run's figures).
+"""
+
+import json
+import random
+
+import cocotb
+
+from peach2.sim.machine import LocalTransport, MpiTransport
+from peach2.sim.mpi import preset
+from peach2.sim.run import run_inputs
+from peach2.sim.system import CLOCK_PS, MachinePlan, MachineSim
+
+from .algorithms import allgather, broadcast
+from .groups import Groups
+from .runner import run_collective
+
+__all__ = ["hybrid_collectives", "build"]
+
+
+def build(groups, collective, network, size, seed):
+    """The :class:`~.algorithms.Hybrid` of one run, its data drawn from ``seed``."""
+    rng = random.Random(f"{seed}:{collective}:{network}:{size}")
+    if collective == "broadcast":
+        return broadcast(groups, size, rng.randbytes(size), network=network)
+    if collective == "allgather":
+        return allgather(groups, size, [rng.randbytes(size) for _ in range(groups.plan.n_nodes)],
+                         network=network)
+    raise ValueError(f"collective must be 'broadcast' or 'allgather', not {collective!r}")
+
+
+@cocotb.test()
+async def hybrid_collectives(dut):
+    """Every run of ``runs``, one after the other on one machine; every byte checked."""
+    params, seed = run_inputs()
+    plan = MachinePlan(params["shape"], params["subclusters"])
+    groups = Groups(plan, params.get("per_subcluster", 1))
+    transport = MpiTransport() if params.get("mpi") else LocalTransport()
+    gpu_size = params.get("gpu_size", 1 << 20)
+    config = preset(params.get("preset", "MV2GDR-QPI-Tuned"))
+    sim = MachineSim(dut, plan, transport, seed, host_size=1 << 20, gpu_size=gpu_size,
+                     window_ps=params.get("window_cycles", 28) * CLOCK_PS)
+    dut._log.info("%s; %d TCA groups of %d; MPI %s", sim.describe(), groups.count, groups.size,
+                  config.name)
+    await sim.up()
+    everyone = range(plan.n_nodes)
+    sim.make_worlds(lambda g: [h for h in everyone if h != g], reserve=(1 << 20) // 2,
+                    params=config.params, socket=config.socket())
+    results = []
+    for run in params["runs"]:
+        for size in run["sizes"]:
+            coll = build(groups, run["collective"], run["network"], size, seed)
+            r = await run_collective(sim, groups, coll)
+            dut._log.info("%s %s, %d B on %d nodes (%d groups): %.0f ns (last MPI -> TCA start "
+                          "%.0f ns late), %.1f s wall", r["name"], r["network"], size,
+                          r["nodes"], r["groups"], r["time_ns"], r["handoff_ns"], r["wall_s"])
+            results.append({"size": size, **r})
+    if transport.rank == 0 and params.get("out"):
+        with open(params["out"], "w") as f:
+            json.dump({"shape": plan.shape, "subclusters": plan.subclusters,
+                       "per_subcluster": groups.per_subcluster, "preset": config.name,
+                       "ranks": transport.size, "window_ps": sim.machine.window_ps,
+                       "seed": seed, "runs": results}, f, indent=1)

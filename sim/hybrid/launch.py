@@ -1,0 +1,125 @@
+"""Run hybrid collectives on the machine, in this process or as this rank of an ``mpiexec``.
+
+::
+
+    python -m peach2.sim.hybrid.launch --shape 2x2 --subclusters 2 \\
+        --run broadcast:hybrid:8,4096 --run allgather:mpi:16 --out runs.json
+    mpiexec --allow-run-as-root --oversubscribe -n 2 python -m peach2.sim.hybrid.launch ...
+
+Each ``--run COLLECTIVE:NETWORK:SIZES`` runs one collective (``broadcast``: SIZES are the bytes
+broadcast; ``allgather``: the block per node) over one network (``tca``, ``mpi``, ``hybrid``)
+at every size, one after the other on one machine, every byte checked.
+"""
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from peach2.sim.machine.launch import launcher_rank, launcher_size, under_mpiexec
+from peach2.sim.run import ROOT, run_cocotb
+from peach2.sim.system import MachinePlan
+from peach2.sim.system.launch import copies_per_rank
+
+from .algorithms import NETWORKS
+from .groups import Groups
+
+__all__ = ["run", "parse_run", "main"]
+
+MODULE = "peach2.sim.hybrid.launch"
+COLLECTIVES = ("broadcast", "allgather")
+
+
+def parse_run(text):
+    """``"broadcast:hybrid:8,4096"`` -> ``{"collective", "network", "sizes"}``; ``ValueError``
+    saying what is wrong."""
+    parts = text.split(":")
+    if len(parts) != 3:
+        raise ValueError(f"a run is COLLECTIVE:NETWORK:SIZES, not {text!r}")
+    collective, network, sizes = parts
+    if collective not in COLLECTIVES:
+        raise ValueError(f"collective must be one of {COLLECTIVES}, not {collective!r}")
+    if network not in NETWORKS:
+        raise ValueError(f"network must be one of {NETWORKS}, not {network!r}")
+    try:
+        values = [int(s) for s in sizes.split(",")]
+    except ValueError:
+        raise ValueError(f"sizes must be integers separated by commas, not {sizes!r}") from None
+    if not values or min(values) < 1:
+        raise ValueError(f"sizes must be at least 1 byte, not {sizes!r}")
+    return {"collective": collective, "network": network, "sizes": values}
+
+
+def run(shape, subclusters, runs, *, per_subcluster=1, mpi=False, seed=1, out=None,
+        preset="MV2GDR-QPI-Tuned", gpu_size=1 << 20, window_cycles=28):
+    """Run ``runs`` (dicts as :func:`parse_run` makes them) on the machine; return the figures
+    rank 0 wrote (``None`` on other ranks)."""
+    plan = MachinePlan(shape, subclusters)
+    groups = Groups(plan, per_subcluster)
+    for r in runs:
+        if r["network"] == "tca" and groups.count != 1:
+            raise ValueError(f"TCA alone reaches one group; this machine has {groups.count}")
+        if r["collective"] == "allgather":
+            need = plan.n_nodes * max(r["sizes"])
+        else:
+            need = max(r["sizes"])
+        if need + 64 > gpu_size:
+            raise ValueError(f"{r['collective']} of {max(r['sizes'])} B needs {need} bytes of "
+                             f"GPU window; gpu_size is {gpu_size}")
+    copies = copies_per_rank(subclusters, launcher_size()) if mpi else subclusters
+    name = f"hybrid-{shape}x{subclusters}-{'rank%d' % launcher_rank() if mpi else 'one'}"
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(out) if out else Path(tmp) / "hybrid.json"
+        params = {"shape": shape, "subclusters": subclusters, "per_subcluster": per_subcluster,
+                  "mpi": mpi, "runs": runs, "out": str(out.resolve()), "preset": preset,
+                  "gpu_size": gpu_size, "window_cycles": window_cycles}
+        run_cocotb(component=plan.top(copies), toplevel="cluster",
+                   test_module="peach2.sim.hybrid.hybrid_tb", name=name, test_dir=ROOT,
+                   params=params, seed=seed, simulator="verilator")
+        if out.exists():
+            return json.loads(out.read_text())
+    return None
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__.splitlines()[0])
+    ap.add_argument("--shape", default="2x2", help="one sub-cluster's topology (2x2, 2x8, ...)")
+    ap.add_argument("--subclusters", type=int, default=2)
+    ap.add_argument("--per-subcluster", type=int, default=1,
+                    help="TCA groups per sub-cluster (2: 000 Figure 11's virtual split)")
+    ap.add_argument("--run", action="append", required=True, metavar="COLL:NET:SIZES",
+                    help="e.g. broadcast:hybrid:8,4096 (repeatable)")
+    ap.add_argument("--window-cycles", type=int, default=28,
+                    help="the machine's window in clock cycles (1..28; bounds how late a TCA "
+                         "phase after an MPI phase starts)")
+    ap.add_argument("--preset", default="MV2GDR-QPI-Tuned", help="the MPI configuration")
+    ap.add_argument("--gpu-size", type=int, default=1 << 20, help="bytes of each GPU window")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--out", help="JSON result (written by rank 0)")
+    args = ap.parse_args(argv)
+    if args.out:
+        folder = Path(args.out).resolve().parent
+        if not folder.is_dir() or not os.access(folder, os.W_OK):
+            ap.error(f"--out: cannot write into {folder}")
+    if not 1 <= args.window_cycles <= 28:
+        ap.error("--window-cycles must be 1..28 (28 cycles = 112 ns, the switch's lookahead)")
+    try:
+        from peach2.sim.mpi import preset
+        preset(args.preset)
+        runs = [parse_run(r) for r in args.run]
+        Groups(MachinePlan(args.shape, args.subclusters), args.per_subcluster)
+    except ValueError as e:
+        ap.error(str(e))
+    result = run(args.shape, args.subclusters, runs, per_subcluster=args.per_subcluster,
+                 mpi=under_mpiexec(), seed=args.seed, out=args.out, preset=args.preset,
+                 gpu_size=args.gpu_size, window_cycles=args.window_cycles)
+    if result is not None:
+        for r in result["runs"]:
+            print(f"{r['name']:9} {r['network']:6} {r['size']:>8} B  {r['time_ns']:10.0f} ns")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

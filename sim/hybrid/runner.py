@@ -1,0 +1,178 @@
+"""Running a hybrid collective on the co-simulated machine, node by node, phase by phase.
+
+::
+
+    node g:  phase 0 ──done at t0──> phase 1 ──done at t1──> ... ──> done
+             TCA phase: its program in its group's Collective, gated until g's previous
+                        phase is over (peach2.sim.collectives.run(gate=..., notify=...))
+             MPI phase: world.start_rank(g, program, t) on the machine's fabric
+
+Where a phase's end meets the next phase's start:
+
+- MPI -> MPI and TCA -> MPI: exact.  The machine runs a window only after cocotb has reached
+  its end, so an MPI program started at a cocotb time ``t`` inside the window still starts at
+  ``t`` (:mod:`peach2.sim.system.machine_driver`).
+- MPI -> TCA: at the next window edge.  The machine learns that an MPI step ended at ``t``
+  when it runs the window holding ``t``, after cocotb already stands at that window's end; so
+  the TCA step starts up to one window (112 ns by default) late.  The run reports every such
+  delay (``handoff_ns``), and a shorter window (``MachineSim(window_ps=...)``) bounds it lower.
+
+The collective's time is from the common start to the last node's end (MPI ends at the exact
+time the rank's program returned), as 000 times its collectives from the start call.
+"""
+
+import time
+
+import cocotb
+from cocotb.triggers import Event
+from cocotb.utils import get_sim_time
+
+from peach2.sim.collectives import run as run_tca
+from peach2.sim.collectives.plan import prepare
+
+from .algorithms import MpiPhase, TcaPhase
+from .context import Context
+
+__all__ = ["run_collective"]
+
+#: A run of one collective that is not over after this much simulated time (20 ms) fails.
+TIMEOUT_PS = 20_000_000_000
+
+
+async def run_collective(sim, groups, coll, *, timeout_ps=TIMEOUT_PS, check=True):
+    """Run ``coll`` (:class:`~.algorithms.Hybrid`) on ``sim`` (a started
+    :class:`~peach2.sim.system.MachineSim` with its worlds); return its figures (the same on
+    every MPI rank of the simulation).
+
+    Every node's buffer is filled with ``coll.initial(g)`` first and compared with
+    ``coll.expected(g)`` after (``check``); a difference raises ``AssertionError`` naming the
+    node and the first differing byte.  Not over within ``timeout_ps``: ``TimeoutError`` naming
+    the nodes still in a phase.
+    """
+    ctx = Context(sim, groups, coll.nbytes)
+    try:
+        return await _run(sim, groups, coll, ctx, timeout_ps, check)
+    finally:
+        for g in ctx._buffers:
+            sim.rank(g).free(ctx.buffer(g))
+
+
+async def _run(sim, groups, coll, ctx, timeout_ps, check):
+    local = sorted(ctx._buffers)
+    for g in local:
+        ctx.write(g, coll.initial(g))
+    # the TCA collectives of every phase, built and written into host memory before the start
+    tca = {}
+    for i, phase in enumerate(coll.phases):
+        if isinstance(phase, TcaPhase):
+            for k in ctx.local_groups():
+                c = phase.build(ctx, k)
+                if c is not None:
+                    await prepare(ctx.mem(k), c)
+                    tca[(i, k)] = c
+    in_tca = {}
+    for (i, k), c in tca.items():
+        for prog in c.programs:
+            g = groups.members(k)[groups.local(k).index(prog.node)]
+            in_tca.setdefault(g, set()).add(i)
+    if any(len(phases) > 1 for phases in in_tca.values()):
+        raise ValueError("a node takes part in two TCA phases: their chains would share its "
+                         "DMA channels' head registers")
+    start = await sim.align(int(get_sim_time("ps")))
+    state = _State(sim, groups, coll, ctx, in_tca, start)
+    wall = time.perf_counter()
+    tasks = []
+    for (i, k), c in tca.items():
+        first = groups.members(k)[0] - groups.local(k)[0]
+
+        async def gate(node, i=i, first=first):
+            await state.gates[(first + node, i)].wait()
+
+        def notify(node, t_ns, i=i, first=first):
+            state.phase_over(first + node, i, round(t_ns * 1000), machine=False)
+        tasks.append(cocotb.start_soon(run_tca(ctx.mem(k), c, timeout_ns=timeout_ps / 1000,
+                                               gate=gate, notify=notify)))
+    for g in local:
+        state.phase_over(g, -1, start, machine=False)
+    while True:
+        edge = await sim.driver.step()
+        if sim.driver.windows % 4 == 0 and all(sim.transport.allgather(state.finished)):
+            break
+        if edge - start > timeout_ps:
+            raise TimeoutError(f"{coll.name} ({coll.network}) not over after {timeout_ps} ps: "
+                               f"{state.pending()}")
+    for task in tasks:
+        await task
+    wall = time.perf_counter() - wall
+    if check:
+        for g in local:
+            want, got = coll.expected(g), ctx.read(g)
+            if got != want:
+                bad = next(j for j in range(len(want)) if got[j] != want[j])
+                raise AssertionError(f"{coll.name} ({coll.network}): node {g}'s GPU0 differs "
+                                     f"from the model at byte {bad} of {len(want)}")
+    mine = {"done_ps": {g: state.done[g] for g in local},
+            "phase_ps": {f"{g}:{i}": t for (g, i), t in state.ends.items()},
+            "handoff_ps": state.handoffs}
+    merged = {"done_ps": {}, "phase_ps": {}, "handoff_ps": []}
+    for part in sim.transport.allgather(mine):
+        merged["done_ps"].update(part["done_ps"])
+        merged["phase_ps"].update(part["phase_ps"])
+        merged["handoff_ps"] += part["handoff_ps"]
+    end = max(merged["done_ps"].values())
+    return {"name": coll.name, "network": coll.network, "nodes": groups.plan.n_nodes,
+            "groups": groups.count, "bytes": coll.nbytes, "info": coll.info,
+            "start_ps": start, "time_ns": (end - start) / 1000,
+            "done_ns": {str(g): (t - start) / 1000 for g, t in sorted(merged["done_ps"].items())},
+            "phases": [p.name for p in coll.phases],
+            "handoff_ns": max(merged["handoff_ps"], default=0) / 1000,
+            "wall_s": wall, "checked": check}
+
+
+class _State:
+    """Which phase each local node is in, its phase ends and the MPI -> TCA delays."""
+
+    def __init__(self, sim, groups, coll, ctx, in_tca, start):
+        self.sim, self.groups, self.coll, self.ctx = sim, groups, coll, ctx
+        self.in_tca, self.start = in_tca, start
+        self.gates = {(g, i): Event() for g in in_tca for i in in_tca[g]}
+        self.ends = {}              # (g, phase) -> ps
+        self.done = {}              # g -> ps
+        self.handoffs = []          # ps each MPI -> TCA start came late
+        self.where = {}             # g -> the phase it is in
+
+    @property
+    def finished(self):
+        return len(self.done) == len(self.ctx._buffers)
+
+    def pending(self):
+        return {g: self.coll.phases[i].name for g, i in sorted(self.where.items())
+                if g not in self.done}
+
+    def phase_over(self, g, i, t_ps, *, machine):
+        """Node ``g``'s phase ``i`` ended at ``t_ps`` (``machine``: seen by the machine, so
+        cocotb learns it only now); start its next phase."""
+        if i >= 0:
+            self.ends[(g, i)] = t_ps
+        j = i + 1
+        while j < len(self.coll.phases):
+            phase = self.coll.phases[j]
+            self.where[g] = j
+            if isinstance(phase, TcaPhase):
+                if j in self.in_tca.get(g, ()):
+                    if machine:
+                        self.handoffs.append(int(get_sim_time("ps")) - t_ps)
+                    self.gates[(g, j)].set()
+                    return
+            elif isinstance(phase, MpiPhase):
+                rank = self.sim.rank(g)
+                gen = phase.program(self.ctx, rank)
+                if gen is not None:
+                    world = self.sim.worlds[self.groups.plan.subcluster_of(g)]
+                    world.start_rank(g, lambda r, gen=gen: gen, max(t_ps, rank.now),
+                                     on_return=lambda r, v, j=j: self.phase_over(
+                                         r, j, self.sim.rank(r).now, machine=True))
+                    return
+            self.ends[(g, j)] = t_ps            # sits this phase out
+            j += 1
+        self.done[g] = t_ps

@@ -1,0 +1,90 @@
+"""Hybrid collectives (``peach2.sim.hybrid``): the groups, the phases of every network, their
+refusals, and runs on the co-simulated machine with every GPU's bytes checked.
+
+The machine runs are 2 sub-clusters of 2x2 (8 nodes, two groups joined by InfiniBand), the
+same HDL top as the machine's one-process test: Broadcast and Allgather over MPI alone and
+hybrid, each node's GPU0 compared with the Python model by the runner.
+"""
+
+import pytest
+
+from peach2.sim.hybrid import Groups, MpiPhase, TcaPhase, allgather, broadcast
+from peach2.sim.hybrid.launch import parse_run, run
+from peach2.sim.run import pick_simulator
+from peach2.sim.system import MachinePlan
+
+
+def test_real_and_virtual_groups():
+    real = Groups(MachinePlan("2x2", 2))
+    assert (real.size, real.count) == (4, 2)
+    assert real.members(1) == [4, 5, 6, 7] and real.local(1) == [0, 1, 2, 3]
+    assert [real.of(g) for g in range(8)] == [0] * 4 + [1] * 4
+    assert [real.subcluster(k) for k in range(2)] == [0, 1]
+    virtual = Groups(MachinePlan("2x4", 1), per_subcluster=2)     # 000 Figure 11
+    assert (virtual.size, virtual.count) == (4, 2)
+    assert virtual.local(1) == [4, 5, 6, 7] and virtual.subcluster(1) == 0
+    assert virtual.leader(0) == 0 and virtual.leader(1) == 4 and virtual.leader(1, root=6) == 6
+    with pytest.raises(ValueError, match="must divide"):
+        Groups(MachinePlan("2x2", 2), per_subcluster=3)
+
+
+def test_phases_of_each_network():
+    groups = Groups(MachinePlan("2x2", 2))
+    kinds = {net: [type(p) for p in broadcast(groups, 8, bytes(8), network=net).phases]
+             for net in ("mpi", "hybrid")}
+    assert kinds == {"mpi": [MpiPhase], "hybrid": [MpiPhase, TcaPhase]}
+    kinds = {net: [type(p) for p in allgather(groups, 4, [bytes(4)] * 8, network=net).phases]
+             for net in ("mpi", "hybrid")}
+    assert kinds == {"mpi": [MpiPhase], "hybrid": [TcaPhase, MpiPhase]}
+    coll = allgather(groups, 2, [bytes([g, g]) for g in range(8)])
+    assert coll.initial(3) == bytes(6) + b"\x03\x03" + bytes(8)
+    assert coll.expected(5) == b"".join(bytes([g, g]) for g in range(8))
+    assert coll.info["mpi_steps"] == 1
+
+
+def test_refusals():
+    groups = Groups(MachinePlan("2x2", 2))
+    with pytest.raises(ValueError, match="TCA alone reaches only the nodes of one group"):
+        broadcast(groups, 8, bytes(8), network="tca")
+    with pytest.raises(ValueError, match="network must be one of"):
+        allgather(groups, 4, [bytes(4)] * 8, network="ib")
+    with pytest.raises(ValueError, match="size must be >= 1"):
+        broadcast(groups, 0, b"")
+    with pytest.raises(ValueError, match="root must be a node"):
+        broadcast(groups, 1, b"x", root=8)
+    with pytest.raises(ValueError, match="8 blocks"):
+        allgather(groups, 4, [bytes(4)] * 7)
+    with pytest.raises(ValueError, match="power-of-two"):
+        allgather(Groups(MachinePlan("ring:3", 2)), 4, [bytes(4)] * 6)
+    assert parse_run("allgather:mpi:16,1000") == {"collective": "allgather", "network": "mpi",
+                                                   "sizes": [16, 1000]}
+    for bad, why in (("bcast:mpi:8", "collective must be"), ("broadcast:ib:8", "network"),
+                     ("broadcast:mpi:8,x", "integers"), ("broadcast:mpi:0", "at least 1"),
+                     ("broadcast:mpi", "COLLECTIVE:NETWORK:SIZES")):
+        with pytest.raises(ValueError, match=why):
+            parse_run(bad)
+    with pytest.raises(ValueError, match="needs 8388608 bytes of GPU window"):
+        run("2x2", 2, [parse_run("allgather:hybrid:1048576")])
+
+
+def test_broadcast_and_allgather_on_8_nodes_in_2_subclusters(tmp_path):
+    """Hybrid and MPI-only Broadcast and Allgather on 2 x 2x2, byte-exact in every GPU0; the
+    hybrid Broadcast's TCA phase starts after its MPI phase (and no more than a window late),
+    and at 8 bytes hybrid beats MPI alone (000 sections 6.2-6.3: TCA's latency)."""
+    if pick_simulator("verilator") == "icarus":
+        pytest.skip("the machine's sub-clusters run on Verilator")
+    result = run("2x2", 2, [parse_run("broadcast:hybrid:8,4099"),
+                            parse_run("broadcast:mpi:8"),
+                            parse_run("allgather:hybrid:16,1000"),
+                            parse_run("allgather:mpi:16")], out=tmp_path / "r.json")
+    runs = {(r["name"], r["network"], r["size"]): r for r in result["runs"]}
+    assert len(runs) == 6 and all(r["checked"] for r in runs.values())
+    for r in runs.values():
+        assert r["nodes"] == 8 and r["groups"] == 2 and r["time_ns"] > 0
+        assert 0 <= r["handoff_ns"] <= result["window_ps"] / 1000
+    bcast = runs[("broadcast", "hybrid", 8)]
+    # the leaders' MPI step comes first: node 4 (group 1's leader) is done before its group
+    assert bcast["done_ns"]["4"] < max(bcast["done_ns"][str(g)] for g in (5, 6, 7))
+    assert runs[("broadcast", "hybrid", 8)]["time_ns"] < runs[("broadcast", "mpi", 8)]["time_ns"]
+    assert runs[("allgather", "hybrid", 16)]["time_ns"] < runs[("allgather", "mpi", 16)]["time_ns"]
+    assert runs[("broadcast", "hybrid", 4099)]["time_ns"] > bcast["time_ns"]
