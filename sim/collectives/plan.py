@@ -111,11 +111,13 @@ async def _prepare_node(mem, coll, prog):
             coll._preset.add((prog.node, i))
 
 
-async def _node(mem, coll, prog, seen, done, clk, timeout_ns):
+async def _node(mem, coll, prog, seen, done, clk, timeout_ns, gate, notify):
     from cocotb.triggers import ClockCycles
     from cocotb.utils import get_sim_time
 
     drv = mem.cluster.drivers[prog.node]
+    if gate is not None:
+        await gate(prog.node)
     started = set()
     for i, step in enumerate(prog.steps):
         for place, value in step.wait:
@@ -130,6 +132,8 @@ async def _node(mem, coll, prog, seen, done, clk, timeout_ns):
     for place, value in prog.done:
         t = seen[(place.node, place.offset)] = await mem.wait_word(place, value, timeout_ns)
     done[prog.node] = t
+    if notify is not None:
+        notify(prog.node, t)
 
 
 def default_timeout_ns(coll):
@@ -138,9 +142,14 @@ def default_timeout_ns(coll):
     return 200_000 + 20 * coll.info.get("gathered", coll.info.get("bytes", 0))
 
 
-async def run(mem, coll, timeout_ns=None):
+async def run(mem, coll, timeout_ns=None, *, gate=None, notify=None):
     """Clear ``coll``'s flags, run every node's program from the same instant, return the
     :class:`Result`; then check every channel used ended without an error (``DmaFault``).
+
+    ``gate``: an async function of a node, awaited before that node's program starts (a node
+    of a hybrid collective starts its TCA step when its MPI step is over); the node's flags
+    are still waited for from the run's start, so data may arrive before the gate opens.
+    ``notify(node, t_ns)`` is called the moment a node's program is over.
 
     A flag not seen within ``timeout_ns`` (default :func:`default_timeout_ns`) raises
     ``TimeoutError`` naming it; a channel that stopped with an error raises ``DmaFault``."""
@@ -161,7 +170,7 @@ async def run(mem, coll, timeout_ns=None):
         for channel in sorted({s.channel for s in prog.steps}):
             await drv.dma_wait(channel, pause=lambda: ClockCycles(clk, 64), max_polls=10_000)
     try:
-        await gather(_node(mem, coll, prog, seen, done, clk, timeout_ns)
+        await gather(_node(mem, coll, prog, seen, done, clk, timeout_ns, gate, notify)
                      for prog in coll.programs)
     except TimeoutError:        # a flag never came: a channel that stopped says why
         await gather(channels_ended(prog) for prog in coll.programs)

@@ -17,7 +17,8 @@ ROOT = Path(__file__).resolve().parents[2]
 MAX_MODULES = 12
 #: The sub-packages of ``peach2.sim``, each allowed to import only those before it.
 LAYERS = ("run", "formal", "reference", "hardip", "pcie", "hdl", "driver", "harness",
-          "collectives", "infiniband", "verbs", "node", "mpi", "machine", "system", "bench")
+          "collectives", "infiniband", "verbs", "node", "mpi", "machine", "system", "hybrid",
+          "bench")
 
 
 def _module(path):
