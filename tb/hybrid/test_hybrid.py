@@ -88,3 +88,14 @@ def test_broadcast_and_allgather_on_8_nodes_in_2_subclusters(tmp_path):
     assert runs[("broadcast", "hybrid", 8)]["time_ns"] < runs[("broadcast", "mpi", 8)]["time_ns"]
     assert runs[("allgather", "hybrid", 16)]["time_ns"] < runs[("allgather", "mpi", 16)]["time_ns"]
     assert runs[("broadcast", "hybrid", 4099)]["time_ns"] > bcast["time_ns"]
+
+
+def test_sweep_table_says_what_the_paper_states():
+    from peach2.sim.hybrid.sweep import SIZES, table
+    rows = [{"size": 8, "mpi_ns": 19_000, "hybrid_ns": 10_000, "ratio": 1.9},
+            {"size": 524288, "mpi_ns": 1_000_000, "hybrid_ns": 1_250_000, "ratio": 0.8}]
+    text = table(rows, 8, "broadcast")
+    assert "| 8 B | 19.0 | 10.0 | 1.90 |" in text and "| 512 KiB | 1000.0 | 1250.0 | 0.80 |" in text
+    assert "up to 21% faster" in text
+    assert "not measured" in table(rows, 32, "allgather")
+    assert all(s == sorted(s) for s in SIZES.values())
