@@ -3,17 +3,21 @@
 Verilator runs the multi-chip tests (one build per topology and cable options, shared by the
 tests).  Icarus cannot: at 4 chips it runs a few tens of cycles per second and bringing up four
 hosts takes tens of thousands of cycles, so with ``--sim icarus`` they are skipped, saying so;
-the one-chip test runs on Icarus by default and on Verilator with ``--sim verilator``, so the
-HDL top and its clock wrapper are checked on both.  Each test names its topology;
+the one-chip test (``slow``) runs on Icarus by default and on Verilator with ``--sim
+verilator``; the one-node soak and chip reset check the HDL top and its clock wrapper on Icarus
+by default.  Each test names its topology;
 ``cluster_tb`` has the tests.
 """
 
+import pytest
 from cluster_run import run
 
 
+@pytest.mark.slow
 def test_single_node_all_to_all():
     """One chip in the HDL top (no cable): its host stores into its own node and its DMA writes
-    there too, with host pauses."""
+    there too, with host pauses.  ``slow``: a top of its own for one test; the one-chip paths
+    run by default in tb/dma and in the one-node soak."""
     run("cluster-single", "single", "all_to_all_pio", seed=60, stores=8, dma=True, idle=0.1,
         backpressure=0.1)
 
@@ -25,9 +29,10 @@ def test_ring4_all_to_all():
         backpressure=0.1)
 
 
+@pytest.mark.slow
 def test_double_ring_2x4_all_to_all():
     """2x4 double ring (8 nodes): all-to-all PIO and DMA, random sizes up to 4 KiB, host
-    pauses."""
+    pauses.  ``slow``: the default suite runs the 2x8's all-to-all and the 2x4's collectives."""
     run("cluster-2x4", "2x4", "all_to_all_pio", seed=62, stores=2, dma=True, idle=0.1,
         backpressure=0.1)
 

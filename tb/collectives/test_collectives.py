@@ -65,9 +65,11 @@ def test_ring4_collectives():
         allgather=[1, 3, 16, 300], halo=[[8, 2, 2]], collision=8192, fault=True)
 
 
+@pytest.mark.slow
 def test_ring2_collectives_on_icarus():
     """A reduced case on four-state Icarus (X-propagation, which two-state Verilator cannot
-    show): Broadcast of 13 B and Allgather of 3-byte blocks on a ring of 2, byte-exact."""
+    show): Broadcast of 13 B and Allgather of 3-byte blocks on a ring of 2, byte-exact.
+    ``slow`` (110 s): the default suite's Icarus cases hold the DMA, PIO and link ports."""
     run("coll-ring2-icarus", "ring:2", "collectives_check", simulator="icarus", bcast=[13],
         allgather=[3])
 
