@@ -56,9 +56,12 @@ def test_soak_ring4():
     assert r["stores"] > 0 and r["dma_jobs"] > 0 and r["descriptors"] > r["dma_jobs"]
 
 
+@pytest.mark.slow
 def test_soak_one_node_on_icarus():
     """A reduced soak on four-state Icarus (X-propagation, which two-state Verilator cannot
-    show): one chip, its host's stores and its four DMA channels into its own memory."""
+    show): one chip, its host's stores and its four DMA channels into its own memory.
+    ``slow`` (100 s): by default the DMA runs on Icarus in ``tb/dma``'s prefetch race and the
+    one-node top in ``test_linkloss.py``'s chip reset."""
     r = run_soak("cluster-single-soak-icarus", 300, seed=72, topology="single",
                  simulator="icarus")
     assert r["stores"] > 0 and r["dma_jobs"] > 0 and r["tlps"] >= 300
