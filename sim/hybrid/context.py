@@ -54,6 +54,16 @@ class Context:
                              f"gpu_size")
         self._mems = {s: Memories(c) for s, c in sim.clusters.items()}
 
+    @property
+    def nodes(self):
+        """The local nodes (global numbers), in order."""
+        return sorted(self._buffers)
+
+    def free(self):
+        """Give every rank's buffer back (after the run)."""
+        for g, buf in self._buffers.items():
+            self.sim.rank(g).free(buf)
+
     def buffer(self, g):
         """Rank ``g``'s :class:`~peach2.sim.mpi.Buffer` (a local node)."""
         return self._buffers[g]

@@ -53,12 +53,11 @@ async def run_collective(sim, groups, coll, *, timeout_ps=TIMEOUT_PS, check=True
     try:
         return await _run(sim, groups, coll, ctx, timeout_ps, check)
     finally:
-        for g in ctx._buffers:
-            sim.rank(g).free(ctx.buffer(g))
+        ctx.free()
 
 
 async def _run(sim, groups, coll, ctx, timeout_ps, check):
-    local = sorted(ctx._buffers)
+    local = ctx.nodes
     for g in local:
         ctx.write(g, coll.initial(g))
     # the TCA collectives of every phase, built and written into host memory before the start
@@ -143,7 +142,7 @@ class _State:
 
     @property
     def finished(self):
-        return len(self.done) == len(self.ctx._buffers)
+        return len(self.done) == len(self.ctx.nodes)
 
     def pending(self):
         return {g: self.coll.phases[i].name for g, i in sorted(self.where.items())
