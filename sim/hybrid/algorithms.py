@@ -16,10 +16,11 @@ network   Broadcast (root 0)                      Allgather (one block per node)
 ========  ======================================  =============================================
 tca       binomial tree, one chained DMA per      recursive doubling, one descriptor per step
           forwarding node (000 sec. 5.4)          (000 sec. 5.5); one group only
-mpi       ``MPI_Bcast``: binomial tree            ``MPI_Allgather``: recursive doubling
-          (MPIR_Bcast_binomial)                   (MPIR_Allgather_RD)
+mpi       ``MPI_Bcast`` as MVAPICH2's tuning       ``MPI_Allgather``: recursive doubling
+          table picks it (binomial at <= 8        (MPIR_Allgather_RD)
+          processes; ``mv2_bcast``)
 hybrid    step 1 over MPI between the groups'     TCA recursive doubling inside each group,
-          leaders (a binomial tree of leaders),   then the remaining steps over MPI (the last
+          leaders (``mv2_bcast`` among them),     then the remaining steps over MPI (the last
           then TCA inside every group (000 5.4)   one for two groups: 000 sec. 5.5)
 ========  ======================================  =============================================
 
@@ -35,8 +36,7 @@ from dataclasses import dataclass, field
 from peach2.sim.collectives import allgather as tca_allgather
 from peach2.sim.collectives import broadcast as tca_broadcast
 from peach2.sim.mpi import allgather as mpi_allgather
-from peach2.sim.mpi import bcast as mpi_bcast
-from peach2.sim.mpi.collective import ALLGATHER_TAG
+from peach2.sim.mpi.collective import ALLGATHER_TAG, mv2_bcast, select_bcast
 from peach2.sim.mpi.request import COLL
 
 __all__ = ["TcaPhase", "MpiPhase", "Hybrid", "NETWORKS", "broadcast", "allgather"]
@@ -102,10 +102,10 @@ def broadcast(groups, size, data, *, root=0, network="hybrid"):
     def leaders_bcast(ctx, rank):
         if rank.rank not in leaders:
             return None
-        return mpi_bcast(rank, ctx.buffer(rank.rank), size, groups.of(root), group=leaders)
+        return mv2_bcast(rank, ctx.buffer(rank.rank), size, groups.of(root), group=leaders)
 
     def world_bcast(ctx, rank):
-        return mpi_bcast(rank, ctx.buffer(rank.rank), size, root)
+        return mv2_bcast(rank, ctx.buffer(rank.rank), size, root)
 
     phases = {"tca": [TcaPhase("TCA binomial", tca)],
               "mpi": [MpiPhase("MPI_Bcast", world_bcast)],
@@ -114,7 +114,9 @@ def broadcast(groups, size, data, *, root=0, network="hybrid"):
     return Hybrid("broadcast", network, size, phases,
                   initial=lambda g: data if g == root else bytes(size),
                   expected=lambda g: data,
-                  info={"root": root, "leaders": leaders, "bytes": size})
+                  info={"root": root, "leaders": leaders, "bytes": size,
+                        "mpi_algorithm": select_bcast(
+                            p if network == "mpi" else len(leaders), size)})
 
 
 def allgather(groups, block, blocks, *, network="hybrid"):

@@ -24,7 +24,7 @@ from ..buffer import Buffer
 from ..errors import ERR_BUFFER, ERR_COUNT, ERR_OTHER, ERR_RANK, ERR_ROOT, MPIError
 from ..request import COLL
 
-__all__ = ["bcast", "allgather", "BCAST_TAG", "ALLGATHER_TAG"]
+__all__ = ["bcast", "allgather", "check_bcast", "BCAST_TAG", "ALLGATHER_TAG"]
 
 #: MPICH's tags for the point-to-point messages of collectives; they travel in the collective
 #: context, so user messages with the same tags never match them.
@@ -51,13 +51,20 @@ def bcast(rank, buf, count, root, offset=0, group=None):
     count or offset or a range outside ``buf``, ``MPI_ERR_BUFFER`` for a buffer that is not a
     live one of this rank, ``MPI_ERR_OTHER`` for GPU memory without ``MV2_USE_CUDA``.
     """
+    members = check_bcast(rank, buf, count, root, offset, group)
+    return _binomial(rank, buf, count, root, offset, members)
+
+
+def check_bcast(rank, buf, count, root, offset, group):
+    """Refuse a broadcast's bad arguments as :func:`bcast` documents; return the
+    communicator's ranks in order."""
     members = _members(rank, group)
     p = len(members)
     if isinstance(root, bool) or not isinstance(root, int) or not 0 <= root < p:
         raise MPIError(ERR_ROOT, f"rank {rank.rank}: root = {root!r} is not a rank of this "
                        f"communicator (0..{p - 1})")
     _check(rank, buf, offset, count, "count", count)
-    return _binomial(rank, buf, count, root, offset, members)
+    return members
 
 
 def _members(rank, group):
