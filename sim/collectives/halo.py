@@ -1,14 +1,16 @@
-"""Halo exchange of a distributed ``N^3`` array over a 2-D process grid, with block-stride DMA.
+"""Halo exchange of a distributed 3-D array over a 2-D process grid, with block-stride DMA.
 
-000 section 4 (Figure 5) and 5.2-5.3: the array ``a[i][j][k]`` (``k`` fastest, 8-byte elements)
-is divided over ``px x py`` processes along ``i`` and ``j`` (``k`` is not divided, as 000's
-Himeno runs); each process holds ``(N/px + 2) x (N/py + 2) x N`` elements, its part plus one
-halo plane on each side in ``i`` and ``j``.  Exchanging halos (non-periodic, as Himeno):
+000 section 4 (Figure 5) and 5.2-5.3: the array ``a[i][j][k]`` (``k`` fastest, 8-byte elements
+by default) of ``N^3`` elements, or ``Ni x Nj x Nk`` (``HaloGrid.box``: Himeno's sizes, 000
+section 6.1), is divided over ``px x py`` processes along ``i`` and ``j`` (``k`` is not divided,
+as 000's Himeno runs); each process holds ``(Ni/px + 2) x (Nj/py + 2) x Nk`` elements, its part
+plus one halo plane on each side in ``i`` and ``j``.  Exchanging halos (non-periodic, as
+Himeno):
 
 - along ``i``: a ``jk`` plane (``i`` constant, inner ``j``, all ``k``) is one contiguous block
-  of ``N/py * N`` elements: a plain descriptor (Block);
-- along ``j``: an ``ik`` plane (``j`` constant) is ``N/px`` bursts of ``N`` elements, one every
-  ``(N/py + 2) * N`` elements: one block-stride descriptor (Block Stride), sent straight from
+  of ``Nj/py * Nk`` elements: a plain descriptor (Block);
+- along ``j``: an ``ik`` plane (``j`` constant) is ``Ni/px`` bursts of ``Nk`` elements, one
+  every ``(Nj/py + 2) * Nk`` elements: one block-stride descriptor (Block Stride), sent straight from
   the array into the neighbour's array, no packing (000 section 4: "Chained DMA を用いることで,
   Pack/Unpack が必要なくなり").
 
@@ -39,31 +41,53 @@ PHASES = ((0, 0), (0, 1), (1, 0), (1, 1))
 
 @dataclass(frozen=True)
 class HaloGrid:
-    """An ``n^3`` array of ``elem``-byte elements over ``px x py`` processes (``i`` by ``px``,
-    ``j`` by ``py``); rank ``x * py + y`` holds block ``(x, y)``."""
+    """An ``n^3`` array (or ``dims = (Ni, Nj, Nk)`` with ``Ni = n``: :meth:`box`) of
+    ``elem``-byte elements over ``px x py`` processes (``i`` by ``px``, ``j`` by ``py``); rank
+    ``x * py + y`` holds block ``(x, y)``.  A size that does not divide raises ``ValueError``."""
     n: int
     px: int
     py: int
     elem: int = 8
+    dims: tuple = None
 
     def __post_init__(self):
-        if self.px < 1 or self.py < 1 or self.n % self.px or self.n % self.py:
-            raise ValueError(f"N = {self.n} must divide into {self.px} x {self.py} blocks")
-        if self.elem < 1:
-            raise ValueError(f"elem must be at least 1 byte, not {self.elem}")
+        dims = (self.n,) * 3 if self.dims is None else tuple(self.dims)
+        object.__setattr__(self, "dims", dims)
+        for name, v in (("px", self.px), ("py", self.py), ("elem", self.elem)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, not {v!r}")
+        if len(dims) != 3 or any(isinstance(d, bool) or not isinstance(d, int) or d < 1
+                                 for d in dims) or dims[0] != self.n:
+            raise ValueError(f"dims must be three positive integers (Ni, Nj, Nk) with Ni = n, "
+                             f"not {self.dims!r}")
+        if dims[0] % self.px or dims[1] % self.py:
+            raise ValueError(f"the {dims[0]} x {dims[1]} x {dims[2]} array does not divide "
+                             f"into {self.px} x {self.py} blocks along i and j")
+
+    @classmethod
+    def box(cls, dims, px, py, elem=8):
+        """The ``Ni x Nj x Nk`` array ``dims`` over ``px x py`` processes."""
+        dims = tuple(dims)
+        if len(dims) != 3:
+            raise ValueError(f"dims must be (Ni, Nj, Nk), not {dims!r}")
+        return cls(dims[0], px, py, elem, dims)
 
     @property
     def ni(self):
-        return self.n // self.px
+        return self.dims[0] // self.px
 
     @property
     def nj(self):
-        return self.n // self.py
+        return self.dims[1] // self.py
+
+    @property
+    def nk(self):
+        return self.dims[2]
 
     @property
     def shape(self):
-        """Local array shape with halos: ``(ni + 2, nj + 2, n)``."""
-        return self.ni + 2, self.nj + 2, self.n
+        """Local array shape with halos: ``(ni + 2, nj + 2, nk)``."""
+        return self.ni + 2, self.nj + 2, self.nk
 
     @property
     def local_bytes(self):
@@ -72,7 +96,7 @@ class HaloGrid:
 
     def offset(self, i, j, k=0):
         """Byte offset of local element ``(i, j, k)`` (halo indices 0 and ``ni+1``/``nj+1``)."""
-        return ((i * (self.nj + 2) + j) * self.n + k) * self.elem
+        return ((i * (self.nj + 2) + j) * self.nk + k) * self.elem
 
     def coords(self, rank):
         return divmod(rank, self.py)
@@ -87,7 +111,7 @@ class HaloGrid:
 
     def plane(self, dim, index):
         """``(offset, length, count, gap)`` of local plane ``index`` along ``dim`` (inner part)."""
-        row = self.n * self.elem
+        row = self.nk * self.elem
         if dim == 0:        # jk plane: contiguous
             return self.offset(index, 1), self.nj * row, 1, 0
         return self.offset(1, index), row, self.ni, (self.nj + 2) * row - row
@@ -157,10 +181,10 @@ def halo_exchange(mem, grid, nodes, buf, *, window="host", order="pairwise", cha
         descriptors += len(transfers)
         programs.append(Program(node, [Step(channel, transfers)] if transfers else [],
                                 done=receives))
-    block = grid.nj * grid.n * grid.elem
-    strided = grid.ni * grid.n * grid.elem
+    block = grid.nj * grid.nk * grid.elem
+    strided = grid.ni * grid.nk * grid.elem
     return Collective("halo", programs, flags,
-                      {"n": grid.n, "grid": (grid.px, grid.py), "order": order,
+                      {"n": grid.n, "dims": grid.dims, "grid": (grid.px, grid.py), "order": order,
                        "descriptors": descriptors, "jk_bytes": block, "ik_bytes": strided,
                        "bytes": sum(t.bytes for p in programs for s in p.steps
                                     for t in s.transfers)})
@@ -168,20 +192,29 @@ def halo_exchange(mem, grid, nodes, buf, *, window="host", order="pairwise", cha
 
 # -- reference ----------------------------------------------------------------------------------
 
+def _check_sizes(grid, whole, local):
+    a, b, c = grid.dims
+    if len(whole) != a * b * c * grid.elem or len(local) != grid.local_bytes:
+        raise ValueError(f"the global array has {len(whole)} bytes and the local one "
+                         f"{len(local)}; the grid needs {a * b * c * grid.elem} and "
+                         f"{grid.local_bytes}")
+
+
 def _global_row(grid, whole, gi, gj):
     """The ``k`` row ``(gi, gj)`` of the global array (bytes)."""
-    row = grid.n * grid.elem
-    at = (gi * grid.n + gj) * row
+    row = grid.nk * grid.elem
+    at = (gi * grid.dims[1] + gj) * row
     return whole[at:at + row]
 
 
 def halo_local(grid, whole, rank, fill):
     """Rank ``rank``'s local array before the exchange: its block of the global array
-    ``whole`` (``n^3`` elements, ``a[i][j][k]``) inside, ``fill`` (same size as the local array)
-    in the halo."""
+    ``whole`` (``Ni x Nj x Nk`` elements, ``a[i][j][k]``) inside, ``fill`` (same size as the
+    local array) in the halo."""
+    _check_sizes(grid, whole, fill)
     x, y = grid.coords(rank)
     out = bytearray(fill)
-    row = grid.n * grid.elem
+    row = grid.nk * grid.elem
     for i in range(1, grid.ni + 1):
         for j in range(1, grid.nj + 1):
             at = grid.offset(i, j)
@@ -193,16 +226,17 @@ def halo_reference(grid, whole, rank, before):
     """Rank ``rank``'s local array after the exchange, from its array ``before`` it: the
     halo planes that face a neighbour hold the neighbour's edge of the global array; corners
     and halos at the grid's edge keep what they held."""
+    _check_sizes(grid, whole, before)
     x, y = grid.coords(rank)
     out = bytearray(before)
-    row = grid.n * grid.elem
+    row = grid.nk * grid.elem
     for i in range(grid.ni + 2):
         for j in range(grid.nj + 2):
             inner_i, inner_j = 1 <= i <= grid.ni, 1 <= j <= grid.nj
             if inner_i == inner_j:      # the inside, or a corner
                 continue
             gi, gj = x * grid.ni + i - 1, y * grid.nj + j - 1
-            if not (0 <= gi < grid.n and 0 <= gj < grid.n):
+            if not (0 <= gi < grid.dims[0] and 0 <= gj < grid.dims[1]):
                 continue                # halo at the edge of the grid: nobody sends
             at = grid.offset(i, j)
             out[at:at + row] = _global_row(grid, whole, gi, gj)

@@ -140,6 +140,33 @@ def test_halo_plan(n, px, py, order):
             halo_reference(grid, whole, r, before[r])
 
 
+def test_halo_plan_of_a_box():
+    """Himeno's shapes are not cubes (000 section 6.1: 64 x 64 x 128): a 4 x 8 x 12 array of
+    4-byte elements over 2 x 2, every block-stride descriptor a row of Nk elements."""
+    grid = HaloGrid.box((4, 8, 12), 2, 2, elem=4)
+    assert (grid.ni, grid.nj, grid.nk, grid.shape) == (2, 4, 12, (4, 6, 12))
+    assert grid.plane(0, 2) == (grid.offset(2, 1), 4 * 12 * 4, 1, 0)
+    assert grid.plane(1, 4) == (grid.offset(1, 4), 12 * 4, 2, 5 * 12 * 4)
+    cluster = _Cluster(4)
+    mem = Memories(cluster)
+    buf = mem.symmetric(grid.local_bytes)
+    whole = random.Random(3).randbytes(4 * 8 * 12 * 4)
+    before = [halo_local(grid, whole, r, random.Random(r).randbytes(grid.local_bytes))
+              for r in range(4)]
+    for r in range(4):
+        mem.write(Place(r, "host", buf), before[r])
+    execute(halo_exchange(mem, grid, list(range(4)), buf), cluster)
+    for r in range(4):
+        after = mem.read(Place(r, "host", buf), grid.local_bytes)
+        assert after == halo_reference(grid, whole, r, before[r]) and after != before[r]
+    with pytest.raises(ValueError, match="4 x 8 x 12 array does not divide into 3 x 2"):
+        HaloGrid.box((4, 8, 12), 3, 2)
+    with pytest.raises(ValueError, match="dims must be"):
+        HaloGrid.box((4, 8), 1, 1)
+    with pytest.raises(ValueError, match="global array has 7 bytes"):
+        halo_local(grid, b"1234567", 0, bytes(grid.local_bytes))
+
+
 def test_refusals():
     cluster = _Cluster(4)
     mem = Memories(cluster)
