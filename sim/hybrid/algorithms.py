@@ -39,7 +39,7 @@ from peach2.sim.mpi import allgather as mpi_allgather
 from peach2.sim.mpi.collective import ALLGATHER_TAG, mv2_bcast, select_bcast
 from peach2.sim.mpi.request import COLL
 
-__all__ = ["TcaPhase", "MpiPhase", "Hybrid", "NETWORKS", "broadcast", "allgather"]
+__all__ = ["TcaPhase", "MpiPhase", "Overlap", "Hybrid", "NETWORKS", "broadcast", "allgather"]
 
 #: The ways to communicate: TCA only, MPI over InfiniBand only, or both.
 NETWORKS = ("tca", "mpi", "hybrid")
@@ -59,6 +59,27 @@ class MpiPhase:
     out."""
     name: str
     program: object
+
+
+@dataclass
+class Overlap:
+    """A TCA part and an MPI part a node starts at the same instant and is over with when both
+    are (000 section 5.3, ``reflect_do``: ``MPI_Startall`` and ``tcaDMAStart``, then
+    ``MPI_Waitall`` and ``tcaDMAWaitRecv``).  ``parts``: at most one :class:`TcaPhase` and one
+    :class:`MpiPhase` (a rank runs one program at a time)."""
+    name: str
+    parts: list
+
+    def __post_init__(self):
+        kinds = [type(p) for p in self.parts]
+        if not self.parts or any(k not in (TcaPhase, MpiPhase) for k in kinds) \
+                or len(set(kinds)) != len(kinds):
+            raise ValueError(f"an Overlap holds at most one TcaPhase and one MpiPhase, not "
+                             f"{[k.__name__ for k in kinds]}")
+
+    def part(self, kind):
+        """The part of type ``kind``, or None."""
+        return next((p for p in self.parts if isinstance(p, kind)), None)
 
 
 @dataclass

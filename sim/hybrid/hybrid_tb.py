@@ -5,9 +5,10 @@ Parameters (``PEACH2_PARAMS``): ``shape``, ``subclusters``, ``per_subcluster`` (
 sub-cluster: 2 is 000 Figure 11's virtual split), ``mpi`` (this is one rank of an
 ``mpiexec``), ``preset`` (the MPI configuration, default ``MV2GDR-QPI-Tuned``: 000's setting
 for GPU0), ``gpu_size`` (bytes of each GPU window), ``window_cycles`` (the machine's window),
-``runs``: ``[{"collective": "broadcast" | "allgather", "network": "tca" | "mpi" | "hybrid",
-"sizes": [...]}]`` (the Broadcast's bytes, the Allgather's block), ``out`` (JSON written by
-rank 0: every run's figures).
+``runs``: ``[{"collective": "broadcast" | "allgather" | "halo", "network": "tca" | "mpi" |
+"hybrid", "sizes": [...]}]`` (the Broadcast's bytes, the Allgather's block, the halo's
+``{"dims", "grid", "elem"}``: its groups follow its grid), ``out`` (JSON written by rank 0:
+every run's figures).
 """
 
 import json
@@ -22,19 +23,32 @@ from peach2.sim.system import CLOCK_PS, MachinePlan, MachineSim
 
 from .algorithms import allgather, broadcast
 from .groups import Groups
+from .halo import halo, halo_grid, halo_groups, himeno_array
 from .runner import run_collective
 
 __all__ = ["hybrid_collectives", "build"]
 
+_arrays = {}
+
 
 def build(groups, collective, network, size, seed):
-    """The :class:`~.algorithms.Hybrid` of one run, its data drawn from ``seed``."""
+    """``(groups, Hybrid)`` of one run, its data drawn from ``seed`` (a halo's groups follow
+    its grid)."""
+    if collective == "halo":
+        grid = halo_grid(size)
+        key = (grid.dims, grid.elem, seed)
+        if key not in _arrays:
+            _arrays.clear()
+            _arrays[key] = himeno_array(grid.dims, seed, grid.elem)
+        groups = halo_groups(groups.plan, grid, network)
+        return groups, halo(groups, grid, _arrays[key], network=network, seed=seed)
     rng = random.Random(f"{seed}:{collective}:{network}:{size}")
     if collective == "broadcast":
-        return broadcast(groups, size, rng.randbytes(size), network=network)
+        return groups, broadcast(groups, size, rng.randbytes(size), network=network)
     if collective == "allgather":
-        return allgather(groups, size, [rng.randbytes(size) for _ in range(groups.plan.n_nodes)],
-                         network=network)
+        return groups, allgather(groups, size, [rng.randbytes(size)
+                                                for _ in range(groups.plan.n_nodes)],
+                                 network=network)
     raise ValueError(f"collective must be 'broadcast' or 'allgather', not {collective!r}")
 
 
@@ -58,9 +72,9 @@ async def hybrid_collectives(dut):
     results = []
     for run in params["runs"]:
         for size in run["sizes"]:
-            coll = build(groups, run["collective"], run["network"], size, seed)
-            r = await run_collective(sim, groups, coll)
-            dut._log.info("%s %s, %d B on %d nodes (%d groups): %.0f ns (last MPI -> TCA start "
+            mine, coll = build(groups, run["collective"], run["network"], size, seed)
+            r = await run_collective(sim, mine, coll)
+            dut._log.info("%s %s, %s on %d nodes (%d groups): %.0f ns (last MPI -> TCA start "
                           "%.0f ns late), %.1f s wall", r["name"], r["network"], size,
                           r["nodes"], r["groups"], r["time_ns"], r["handoff_ns"], r["wall_s"])
             results.append({"size": size, **r})

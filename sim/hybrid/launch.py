@@ -7,8 +7,11 @@
     mpiexec --allow-run-as-root --oversubscribe -n 2 python -m peach2.sim.hybrid.launch ...
 
 Each ``--run COLLECTIVE:NETWORK:SIZES`` runs one collective (``broadcast``: SIZES are the bytes
-broadcast; ``allgather``: the block per node) over one network (``tca``, ``mpi``, ``hybrid``)
-at every size, one after the other on one machine, every byte checked.
+broadcast; ``allgather``: the block per node; ``halo``: ``DIMS/GRID`` items such as
+``64x64x128/2x4`` or ``small/2x4``, an ``Ni x Nj x Nk`` float array over a ``Pi x Pj`` grid,
+``/8`` after them for 8-byte elements) over one network (``tca``, ``mpi``, ``hybrid``) at every
+size, one after the other on one machine, every byte checked.  A halo's TCA groups follow its
+grid (:func:`~.halo.halo_groups`), whatever ``--per-subcluster`` says.
 """
 
 import argparse
@@ -25,11 +28,32 @@ from peach2.sim.system.launch import copies_per_rank
 
 from .algorithms import NETWORKS
 from .groups import Groups
+from .halo import ELEM, SIZES, halo_grid, halo_groups
 
-__all__ = ["run", "parse_run", "main"]
+__all__ = ["run", "parse_run", "parse_halo", "main"]
 
 MODULE = "peach2.sim.hybrid.launch"
-COLLECTIVES = ("broadcast", "allgather")
+COLLECTIVES = ("broadcast", "allgather", "halo")
+
+
+def parse_halo(text):
+    """``"64x64x128/2x4"``, ``"small/2x4"`` or ``"small/2x4/8"`` -> ``{"dims", "grid",
+    "elem"}``; ``ValueError`` saying what is wrong."""
+    parts = text.split("/")
+    try:
+        if len(parts) not in (2, 3):
+            raise ValueError
+        dims = SIZES.get(parts[0].lower()) or tuple(int(v) for v in parts[0].split("x"))
+        grid = tuple(int(v) for v in parts[1].split("x"))
+        elem = int(parts[2]) if len(parts) == 3 else ELEM
+        if len(dims) != 3 or len(grid) != 2:
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"a halo size is NIxNJxNK/PIxPJ[/ELEM] (or small/PIxPJ, "
+                         f"middle/PIxPJ), not {text!r}") from None
+    size = {"dims": list(dims), "grid": list(grid), "elem": elem}
+    halo_grid(size)                     # refuses sizes that do not divide
+    return size
 
 
 def parse_run(text):
@@ -43,6 +67,9 @@ def parse_run(text):
         raise ValueError(f"collective must be one of {COLLECTIVES}, not {collective!r}")
     if network not in NETWORKS:
         raise ValueError(f"network must be one of {NETWORKS}, not {network!r}")
+    if collective == "halo":
+        return {"collective": collective, "network": network,
+                "sizes": [parse_halo(s) for s in sizes.split(",")]}
     try:
         values = [int(s) for s in sizes.split(",")]
     except ValueError:
@@ -59,6 +86,15 @@ def run(shape, subclusters, runs, *, per_subcluster=1, mpi=False, seed=1, out=No
     plan = MachinePlan(shape, subclusters)
     groups = Groups(plan, per_subcluster)
     for r in runs:
+        if r["collective"] == "halo":
+            for size in r["sizes"]:
+                grid = halo_grid(size)
+                halo_groups(plan, grid, r["network"])
+                need = grid.local_bytes + 4 * grid.ni * grid.nk * grid.elem
+                if need + 64 > gpu_size:
+                    raise ValueError(f"halo {size['dims']} over {size['grid']} needs {need} "
+                                     f"bytes of GPU window; gpu_size is {gpu_size}")
+            continue
         if r["network"] == "tca" and groups.count != 1:
             raise ValueError(f"TCA alone reaches one group; this machine has {groups.count}")
         if r["collective"] == "allgather":
@@ -117,7 +153,9 @@ def main(argv=None):
                  gpu_size=args.gpu_size, window_cycles=args.window_cycles)
     if result is not None:
         for r in result["runs"]:
-            print(f"{r['name']:9} {r['network']:6} {r['size']:>8} B  {r['time_ns']:10.0f} ns")
+            size = r["size"] if r["name"] != "halo" else \
+                "x".join(map(str, r["size"]["dims"])) + "/" + "x".join(map(str, r["size"]["grid"]))
+            print(f"{r['name']:9} {r['network']:6} {size:>16}  {r['time_ns']:10.0f} ns")
     return 0
 
 

@@ -17,6 +17,9 @@ Where a phase's end meets the next phase's start:
   the TCA step starts up to one window (112 ns by default) late.  The run reports every such
   delay (``handoff_ns``), and a shorter window (``MachineSim(window_ps=...)``) bounds it lower.
 
+An :class:`~.algorithms.Overlap` starts its TCA part (the gate) and its MPI part (the rank
+program) at the same time on a node; the node's phase is over when the later of the two is.
+
 The collective's time is from the common start to the last node's end (MPI ends at the exact
 time the rank's program returned), as 000 times its collectives from the start call.
 """
@@ -30,7 +33,7 @@ from cocotb.utils import get_sim_time
 from peach2.sim.collectives import run as run_tca
 from peach2.sim.collectives.plan import prepare
 
-from .algorithms import MpiPhase, TcaPhase
+from .algorithms import MpiPhase, Overlap, TcaPhase
 from .context import Context
 
 __all__ = ["run_collective"]
@@ -63,7 +66,8 @@ async def _run(sim, groups, coll, ctx, timeout_ps, check):
     # the TCA collectives of every phase, built and written into host memory before the start
     tca = {}
     for i, phase in enumerate(coll.phases):
-        if isinstance(phase, TcaPhase):
+        phase = _part(phase, TcaPhase)
+        if phase is not None:
             for k in ctx.local_groups():
                 c = phase.build(ctx, k)
                 if c is not None:
@@ -88,7 +92,7 @@ async def _run(sim, groups, coll, ctx, timeout_ps, check):
             await state.gates[(first + node, i)].wait()
 
         def notify(node, t_ns, i=i, first=first):
-            state.phase_over(first + node, i, round(t_ns * 1000), machine=False)
+            state.part_over(first + node, i, round(t_ns * 1000), machine=False)
         tasks.append(cocotb.start_soon(run_tca(ctx.mem(k), c, timeout_ns=timeout_ps / 1000,
                                                gate=gate, notify=notify)))
     for g in local:
@@ -128,6 +132,13 @@ async def _run(sim, groups, coll, ctx, timeout_ps, check):
             "wall_s": wall, "checked": check}
 
 
+def _part(phase, kind):
+    """The part of ``phase`` of type ``kind`` (the phase itself, or a part of an Overlap)."""
+    if isinstance(phase, Overlap):
+        return phase.part(kind)
+    return phase if isinstance(phase, kind) else None
+
+
 class _State:
     """Which phase each local node is in, its phase ends and the MPI -> TCA delays."""
 
@@ -139,6 +150,8 @@ class _State:
         self.done = {}              # g -> ps
         self.handoffs = []          # ps each MPI -> TCA start came late
         self.where = {}             # g -> the phase it is in
+        self.left = {}              # g -> parts of its phase not over yet
+        self.latest = {}            # g -> the latest end of its phase's parts so far
 
     @property
     def finished(self):
@@ -148,6 +161,14 @@ class _State:
         return {g: self.coll.phases[i].name for g, i in sorted(self.where.items())
                 if g not in self.done}
 
+    def part_over(self, g, i, t_ps, *, machine):
+        """A part of node ``g``'s phase ``i`` ended at ``t_ps``; the phase is over with the
+        last of its parts."""
+        self.left[g] -= 1
+        self.latest[g] = max(self.latest[g], t_ps)
+        if not self.left[g]:
+            self.phase_over(g, i, self.latest[g], machine=machine)
+
     def phase_over(self, g, i, t_ps, *, machine):
         """Node ``g``'s phase ``i`` ended at ``t_ps`` (``machine``: seen by the machine, so
         cocotb learns it only now); start its next phase."""
@@ -155,23 +176,31 @@ class _State:
             self.ends[(g, i)] = t_ps
         j = i + 1
         while j < len(self.coll.phases):
-            phase = self.coll.phases[j]
             self.where[g] = j
-            if isinstance(phase, TcaPhase):
-                if j in self.in_tca.get(g, ()):
-                    if machine:
-                        self.handoffs.append(int(get_sim_time("ps")) - t_ps)
-                    self.gates[(g, j)].set()
-                    return
-            elif isinstance(phase, MpiPhase):
-                rank = self.sim.rank(g)
-                gen = phase.program(self.ctx, rank)
-                if gen is not None:
-                    world = self.sim.worlds[self.groups.plan.subcluster_of(g)]
-                    world.start_rank(g, lambda r, gen=gen: gen, max(t_ps, rank.now),
-                                     on_return=lambda r, v, j=j: self.phase_over(
-                                         r, j, self.sim.rank(r).now, machine=True))
-                    return
+            started = self._start(g, j, t_ps, machine)
+            if started:
+                self.left[g], self.latest[g] = started, t_ps
+                return
             self.ends[(g, j)] = t_ps            # sits this phase out
             j += 1
         self.done[g] = t_ps
+
+    def _start(self, g, j, t_ps, machine):
+        """Start the parts of phase ``j`` node ``g`` takes part in; return how many."""
+        phase, started = self.coll.phases[j], 0
+        if _part(phase, TcaPhase) is not None and j in self.in_tca.get(g, ()):
+            if machine:
+                self.handoffs.append(int(get_sim_time("ps")) - t_ps)
+            self.gates[(g, j)].set()
+            started += 1
+        mpi = _part(phase, MpiPhase)
+        if mpi is not None:
+            rank = self.sim.rank(g)
+            gen = mpi.program(self.ctx, rank)
+            if gen is not None:
+                world = self.sim.worlds[self.groups.plan.subcluster_of(g)]
+                world.start_rank(g, lambda r, gen=gen: gen, max(t_ps, rank.now),
+                                 on_return=lambda r, v, j=j: self.part_over(
+                                     r, j, self.sim.rank(r).now, machine=True))
+                started += 1
+        return started
