@@ -5,6 +5,8 @@ nodes): one machine per collective, every size and network on it, every byte che
 
     python -m peach2.sim.hybrid.sweep --out build/hybrid_sweep.json     # 2 x 2x2, 8 nodes
     python -m peach2.sim.hybrid.sweep --shape 2x4 --out ...             # 16 nodes
+    python -m peach2.sim.hybrid.sweep --shape 2x4 --subclusters 1 --per-subcluster 2 \
+        --collective broadcast --out ...          # 000 Figure 11: one 2x4 split virtually
 
 It prints, per collective, the time of MPI alone and of the hybrid at every size and their
 ratio (above 1: the hybrid is faster), as 000 plots "relative performance", beside what the
@@ -34,23 +36,30 @@ PAPER = {("broadcast", 8): "up to 21% faster; slower at 2-8 KB (MVAPICH2's proto
          ("allgather", 16): "up to 40% faster; slower at 512 B-1 KB; slower from 32 KB"}
 
 
-def sweep(shape="2x2", subclusters=2, sizes=None, seed=1):
+def sweep(shape="2x2", subclusters=2, sizes=None, seed=1, per_subcluster=1):
     """Run every size of ``sizes`` (default :data:`SIZES`) over ``mpi`` and ``hybrid``; return
-    ``{collective: [{"size", "mpi_ns", "hybrid_ns", "ratio"}]}`` and the machine's figures."""
+    ``{collective: [{"size", "mpi_ns", "hybrid_ns", "ratio"}]}`` and the machine's figures.
+    ``per_subcluster``: TCA groups per sub-cluster (2: 000 Figure 11's virtual split)."""
     sizes = sizes or SIZES
+    bad = [c for c in sizes if c not in SIZES]
+    if bad:
+        raise ValueError(f"collectives are {list(SIZES)}, not {bad}")
     p = MachinePlan(shape, subclusters).n_nodes
     out, raw = {}, {}
     for collective, values in sizes.items():
         need = max(values) * (p if collective == "allgather" else 1) + 4096
         runs = [{"collective": collective, "network": net, "sizes": values}
                 for net in ("mpi", "hybrid")]
-        result = run(shape, subclusters, runs, seed=seed,
+        result = run(shape, subclusters, runs, seed=seed, per_subcluster=per_subcluster,
                      gpu_size=max(1 << 20, 1 << (need - 1).bit_length()))
         raw[collective] = result
         times = {(r["network"], r["size"]): r["time_ns"] for r in result["runs"]}
+        algorithm = {r["size"]: r["info"].get("mpi_algorithm") for r in result["runs"]
+                     if r["network"] == "mpi"}
         out[collective] = [{"size": s, "mpi_ns": times[("mpi", s)],
                             "hybrid_ns": times[("hybrid", s)],
-                            "ratio": times[("mpi", s)] / times[("hybrid", s)]} for s in values]
+                            "ratio": times[("mpi", s)] / times[("hybrid", s)],
+                            "mpi_algorithm": algorithm[s]} for s in values]
     return out, raw
 
 
@@ -76,19 +85,28 @@ def main(argv=None):
                                  description=__doc__.splitlines()[0])
     ap.add_argument("--shape", default="2x2", help="one sub-cluster (2x2: 8 nodes, 2x4: 16)")
     ap.add_argument("--subclusters", type=int, default=2)
+    ap.add_argument("--per-subcluster", type=int, default=1,
+                    help="TCA groups per sub-cluster (2: 000 Figure 11's virtual split)")
+    ap.add_argument("--collective", action="append", choices=list(SIZES),
+                    help="only this collective (repeatable; default both)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", help="JSON of the figures")
     args = ap.parse_args(argv)
     if args.out and not Path(args.out).resolve().parent.is_dir():
         ap.error(f"--out: no folder {Path(args.out).resolve().parent}")
-    rows, raw = sweep(args.shape, args.subclusters, seed=args.seed)
-    nodes = raw["broadcast"]["runs"][0]["nodes"]
+    chosen = {c: SIZES[c] for c in (args.collective or SIZES)}
+    rows, raw = sweep(args.shape, args.subclusters, chosen, args.seed, args.per_subcluster)
+    nodes = next(iter(raw.values()))["runs"][0]["nodes"]
+    split = f", {args.per_subcluster} groups each" if args.per_subcluster > 1 else ""
     for collective, values in rows.items():
-        print(f"\n{collective}, {nodes} nodes ({args.subclusters} x {args.shape}), "
+        print(f"\n{collective}, {nodes} nodes ({args.subclusters} x {args.shape}{split}), "
               f"{raw[collective]['preset']}:\n")
         print(table(values, nodes, collective))
     if args.out:
-        Path(args.out).write_text(json.dumps({"rows": rows, "runs": raw}, indent=1))
+        Path(args.out).write_text(json.dumps(
+            {"shape": args.shape, "subclusters": args.subclusters,
+             "per_subcluster": args.per_subcluster, "nodes": nodes, "rows": rows, "runs": raw},
+            indent=1))
     return 0
 
 

@@ -1,0 +1,216 @@
+"""The ``hybrid`` section of ``docs/benchmarks.md``: 000 Figures 12-15 (Broadcast and Allgather,
+MVAPICH2-GDR alone against the TCA/InfiniBand hybrid) from saved sweeps, beside what the paper
+states of them.
+
+A saved result (``docs/results/hybrid.json``) holds one entry per machine in ``machines``:
+``{"label", "nodes", "shape", "subclusters", "per_subcluster", "preset", "rows"}``, where
+``rows`` is :func:`peach2.sim.hybrid.sweep.sweep`'s first result (per collective, per size:
+``mpi_ns``, ``hybrid_ns``, ``ratio`` = MPI time / hybrid time, above 1 when the hybrid is
+faster, as the paper's "relative performance").  :data:`STATEMENTS` is what "TCA/InfiniBand
+hybrid communication in XcalableACC" (section 6.2) says of each figure, in a form
+:func:`compare` checks against the model point by point.
+"""
+
+from pathlib import Path
+
+__all__ = ["STATEMENTS", "plot_name", "compare", "plot", "section", "MACHINES", "PLOTS",
+           "machine_entry"]
+
+KB = 1024
+
+#: The sweeps of the full run: ``(shape, subclusters, per_subcluster)``; 000 splits one
+#: sub-cluster into two groups that never use TCA with each other (Figure 11).
+MACHINES = (("2x4", 1, 2), ("2x8", 1, 2))
+
+#: 000 section 6.2, per (collective, nodes): the figure, the largest gain, the sizes where the
+#: hybrid dips below MVAPICH2-GDR (MVAPICH2's protocol switch, the paper says), and the first
+#: size from which it stays below (past TCA's bandwidth crossover).
+STATEMENTS = {
+    ("broadcast", 8): {"figure": 12, "max_gain": 0.21, "dip": (2 * KB, 8 * KB),
+                       "slower_from": 1024 * KB},
+    ("broadcast", 16): {"figure": 13, "max_gain": 0.14, "dip": None, "slower_from": None},
+    ("allgather", 8): {"figure": 14, "max_gain": 0.46, "dip": (1 * KB, 4 * KB),
+                       "slower_from": 64 * KB},
+    ("allgather", 16): {"figure": 15, "max_gain": 0.40, "dip": (512, 1 * KB),
+                        "slower_from": 32 * KB},
+}
+
+
+def plot_name(machine):
+    """The plot of one machine's sweep, a file name under the document's image folder."""
+    split = f"x{machine['per_subcluster']}" if machine.get("per_subcluster", 1) > 1 else ""
+    return f"hybrid_{machine['subclusters']}x{machine['shape']}{split}.png"
+
+
+#: Every plot the section may draw: the full run's machines and the real machine's 2 x 2x2.
+PLOTS = tuple(plot_name({"shape": a, "subclusters": b, "per_subcluster": c})
+              for a, b, c in MACHINES + (("2x2", 2, 1),))
+
+
+#: What explains where the model's curves and the paper's differ (written from the saved run).
+NOTES = ""
+
+
+def _size(n):
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale} {unit}"
+    return f"{n} B"
+
+
+def machine_entry(shape, subclusters, per_subcluster, rows, raw):
+    """One ``machines`` entry of the saved results from :func:`~.sweep.sweep`'s results."""
+    first = next(iter(raw.values()))
+    nodes = first["runs"][0]["nodes"]
+    label = (f"one {shape} sub-cluster split virtually into {per_subcluster} groups "
+             "(000 Figure 11)" if subclusters == 1 else
+             f"{subclusters} sub-clusters of {shape}" + (
+                 f", each split into {per_subcluster} groups" if per_subcluster > 1 else
+                 ", joined only by InfiniBand"))
+    return {"label": label, "nodes": nodes, "shape": shape, "subclusters": subclusters,
+            "per_subcluster": per_subcluster, "preset": first["preset"], "rows": rows}
+
+
+def _stays_below_from(rows):
+    """The smallest size from which the hybrid is slower at every larger size, or None."""
+    first = None
+    for r in rows:
+        if r["ratio"] < 1:
+            first = first if first is not None else r["size"]
+        else:
+            first = None
+    return first
+
+
+def compare(rows, collective, nodes):
+    """``[(statement, model, holds)]``: each of 000's statements on this figure against the
+    model's ``rows`` (``holds`` None when the sweep does not reach the sizes it needs)."""
+    said = STATEMENTS.get((collective, nodes))
+    if said is None or not rows:
+        return []
+    out = []
+    best = max(rows, key=lambda r: r["ratio"])
+    gain = best["ratio"] - 1
+    out.append((f"up to {said['max_gain']:.0%} faster (Figure {said['figure']})",
+                f"up to {gain:.0%} faster (at {_size(best['size'])})",
+                abs(gain - said["max_gain"]) <= 0.10))
+    if said["dip"]:
+        lo, hi = said["dip"]
+        inside = [r for r in rows if lo <= r["size"] <= hi]
+        slower = [_size(r["size"]) for r in inside if r["ratio"] < 1]
+        model = (f"slower at {', '.join(slower)}" if slower else
+                 "faster at " + ", ".join(f"{_size(r['size'])} ({r['ratio']:.2f})"
+                                          for r in inside))
+        out.append((f"slower at {_size(lo)}-{_size(hi)} (MVAPICH2's protocol switch)", model,
+                    bool(slower) if inside else None))
+    if said["slower_from"]:
+        below = _stays_below_from(rows)
+        reach = rows[-1]["size"] >= said["slower_from"]
+        model = (f"slower from {_size(below)}" if below is not None else
+                 f"faster up to the largest size measured ({_size(rows[-1]['size'])})")
+        holds = (below == said["slower_from"]) if reach else (
+            None if below is None else below >= said["slower_from"])
+        out.append((f"slower from {_size(said['slower_from'])} (past TCA's crossover)", model,
+                    holds))
+    return out
+
+
+def plot(machine, path):
+    """000 Figures 12-15's layout for one machine: time against size (log-log) for MPI alone
+    and the hybrid, and the ratio MPI / hybrid on the right axis; one panel per collective."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(machine["rows"])
+    fig, axes = plt.subplots(1, len(names), figsize=(5.2 * len(names), 4.2), squeeze=False)
+    for ax, name in zip(axes[0], names):
+        rows = machine["rows"][name]
+        sizes = [r["size"] for r in rows]
+        ax.plot(sizes, [r["mpi_ns"] / 1000 for r in rows], marker="s", markersize=3,
+                label=f"MPI alone ({machine['preset']})")
+        ax.plot(sizes, [r["hybrid_ns"] / 1000 for r in rows], marker="o", markersize=3,
+                label="hybrid (TCA + InfiniBand)")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("bytes" if name == "broadcast" else "block per node (bytes)")
+        ax.set_ylabel("time (us)")
+        ax.grid(True, which="both", alpha=0.3)
+        right = ax.twinx()
+        right.plot(sizes, [r["ratio"] for r in rows], color="black", linestyle="--",
+                   marker="^", markersize=3, label="MPI / hybrid")
+        right.axhline(1.0, color="grey", linewidth=0.8)
+        said = STATEMENTS.get((name, machine["nodes"]))
+        if said:
+            right.axhline(1 + said["max_gain"], color="red", linewidth=0.8, linestyle=":",
+                          label=f"000 Figure {said['figure']}: best {1 + said['max_gain']:.2f}")
+        right.set_ylabel("MPI time / hybrid time")
+        lines = ax.get_legend_handles_labels()
+        more = right.get_legend_handles_labels()
+        ax.legend(lines[0] + more[0], lines[1] + more[1], fontsize=7, loc="upper left")
+        ax.set_title(f"{name.capitalize()}, {machine['nodes']} nodes ({machine['label']})",
+                     fontsize=9)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100, metadata={"Software": None})
+    plt.close(fig)
+    return path
+
+
+def _algorithm(name):
+    """``MPIR_Bcast_binomial_MV2`` -> ``Bcast_binomial``; the allgather's is always recursive
+    doubling (``MPIR_Allgather_RD_MV2``)."""
+    if not name:
+        return "Allgather_RD"
+    return name.removeprefix("MPIR_").removesuffix("_MV2").replace("_wrapper", "")
+
+
+def _table(machine, name):
+    rows = machine["rows"][name]
+    what = "bytes" if name == "broadcast" else "block per node"
+    out = [f"| {what} | MPI alone (us) | hybrid (us) | MPI / hybrid | MPI algorithm |",
+           "| ---: | ---: | ---: | ---: | --- |"]
+    for r in rows:
+        out.append(f"| {_size(r['size'])} | {r['mpi_ns'] / 1000:.1f} | "
+                   f"{r['hybrid_ns'] / 1000:.1f} | {r['ratio']:.2f} | "
+                   f"{_algorithm(r.get('mpi_algorithm'))} |")
+    return out
+
+
+def section(saved, img, draw=True, notes=""):
+    """The section's ``(title, body)``; draws each machine's plot under ``img`` when ``draw``
+    (True, or a list of file names to draw).  ``notes``: the text after the tables."""
+    lines = [
+        "",
+        "000 Figures 12-15 on the co-simulated machine ([hybrid](hybrid.md)): the PEACH2 chips "
+        "on Verilator, InfiniBand and MVAPICH2-GDR 2.0 as models ([mpi](mpi.md)), every GPU's "
+        "bytes checked after every run. The data is in each node's GPU0; the MPI steps use "
+        "MV2GDR-QPI-Tuned (GPUDirect RDMA up to 8 KB, host staging above, as 000 set it). "
+        "**MPI alone**: `MPI_Bcast` as MVAPICH2's tuning table picks it (binomial tree at <= 8 "
+        "processes), `MPI_Allgather` by recursive doubling. **Hybrid**: Broadcast's first step "
+        "over MPI between the two groups' leaders, then TCA's binomial tree in each group; "
+        "Allgather's steps inside a group over TCA, the last over MPI. Times from the common "
+        "start to the last node's end; ratio = MPI time / hybrid time (above 1: the hybrid is "
+        "faster, 000's \"relative performance\").",
+        "",
+        "Re-simulate: `peach2 bench hybrid` (the sweeps of `python -m peach2.sim.hybrid.sweep`); "
+        "redraw from the saved results: `peach2 bench --doc-only`.",
+    ]
+    for machine in saved["machines"]:
+        name = plot_name(machine)
+        if draw is True or (draw and name in draw):
+            plot(machine, Path(img) / name)
+        lines += ["", f"### {machine['nodes']} nodes: {machine['label']}", "",
+                  f"![{machine['nodes']} nodes](img/{name})"]
+        for coll in machine["rows"]:
+            lines += ["", f"**{coll.capitalize()}**, {machine['nodes']} nodes:", ""]
+            lines += _table(machine, coll)
+            checks = compare(machine["rows"][coll], coll, machine["nodes"])
+            if checks:
+                lines += ["", "| 000 says | model | holds |", "| --- | --- | --- |"]
+                lines += [f"| {s} | {m} | {'yes' if h else 'no' if h is False else 'not reached'}"
+                          " |" for s, m, h in checks]
+    if notes:
+        lines += ["", notes.strip()]
+    return "TCA/InfiniBand hybrid Broadcast and Allgather (000 Figures 12-15)", "\n".join(lines)

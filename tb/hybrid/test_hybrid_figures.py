@@ -1,0 +1,60 @@
+"""The hybrid benchmark section (``peach2.sim.hybrid.figures``) on made-up sweeps: 000's
+statements checked point by point, the tables, and the plot (no simulation)."""
+
+import pytest
+
+from peach2.sim.hybrid.figures import PLOTS, compare, machine_entry, plot, plot_name, section
+
+KB = 1024
+
+
+def rows(ratios, algorithm="MPIR_Bcast_binomial_MV2"):
+    """Sweep rows with these MPI / hybrid ratios (hybrid 10 us each)."""
+    return [{"size": n, "mpi_ns": 10_000 * r, "hybrid_ns": 10_000, "ratio": r,
+             "mpi_algorithm": algorithm} for n, r in ratios]
+
+
+def test_broadcast_8_nodes_against_000():
+    like = rows([(8, 1.2), (2 * KB, 0.9), (8 * KB, 0.95), (512 * KB, 1.05), (1024 * KB, 0.8)])
+    got = compare(like, "broadcast", 8)
+    assert [h for _, _, h in got] == [True, True, True]
+    assert "up to 20% faster (at 8 B)" in got[0][1]
+    assert got[1][1] == "slower at 2 KiB, 8 KiB"
+    assert got[2][1] == "slower from 1 MiB"
+    unlike = rows([(8, 1.76), (2 * KB, 1.3), (8 * KB, 1.1), (512 * KB, 0.9)])
+    got = compare(unlike, "broadcast", 8)
+    assert got[0][2] is False                   # 76% is not 21%
+    assert got[1][2] is False and got[1][1].startswith("faster at 2 KiB (1.30)")
+    assert got[2][2] is False                   # slower from 512 KiB, before 000's 1 MiB
+
+
+def test_crossover_not_reached_and_a_dip_is_not_a_crossover():
+    got = compare(rows([(16, 1.4), (1 * KB, 0.9), (16 * KB, 1.2)]), "allgather", 8)
+    assert got[2] == ("slower from 64 KiB (past TCA's crossover)",
+                      "faster up to the largest size measured (16 KiB)", None)
+    got = compare(rows([(16, 1.4), (32 * KB, 0.9), (64 * KB, 0.8)]), "allgather", 8)
+    assert got[2][1] == "slower from 32 KiB" and got[2][2] is False
+    assert compare(rows([(8, 1.1)]), "broadcast", 64) == []
+
+
+def test_section_and_plot(tmp_path):
+    matplotlib = pytest.importorskip("matplotlib")
+    assert matplotlib
+    raw = {"broadcast": {"preset": "MV2GDR-QPI-Tuned", "runs": [{"nodes": 8}]}}
+    machine = machine_entry("2x4", 1, 2, {"broadcast": rows([(8, 1.2), (64, 1.1)]),
+                                          "allgather": rows([(16, 1.4), (128, 1.3)], None)}, raw)
+    assert machine["nodes"] == 8 and "split virtually" in machine["label"]
+    assert plot_name(machine) in PLOTS
+    title, body = section({"machines": [machine]}, tmp_path, draw=True, notes="Why: X.")
+    assert "12-15" in title
+    png = tmp_path / plot_name(machine)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "| 8 B | 12.0 | 10.0 | 1.20 | Bcast_binomial |" in body
+    assert "| 16 B | 14.0 | 10.0 | 1.40 | Allgather_RD |" in body
+    assert "| up to 21% faster (Figure 12) | up to 20% faster (at 8 B) | yes |" in body
+    assert body.rstrip().endswith("Why: X.")
+    before = png.stat().st_mtime_ns
+    section({"machines": [machine]}, tmp_path, draw=False)
+    assert png.stat().st_mtime_ns == before
+    plot(machine, tmp_path / "again.png")
+    assert (tmp_path / "again.png").read_bytes() == png.read_bytes()   # no metadata, same bytes
