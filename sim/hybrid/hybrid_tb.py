@@ -4,7 +4,8 @@
 Parameters (``PEACH2_PARAMS``): ``shape``, ``subclusters``, ``per_subcluster`` (TCA groups per
 sub-cluster: 2 is 000 Figure 11's virtual split), ``mpi`` (this is one rank of an
 ``mpiexec``), ``preset`` (the MPI configuration, default ``MV2GDR-QPI-Tuned``: 000's setting
-for GPU0), ``gpu_size`` (bytes of each GPU window), ``window_cycles`` (the machine's window),
+for GPU0), ``gpu_read`` (bytes/s of PEACH2's GPU reads; default the GPU model's),
+``gpu_size`` (bytes of each GPU window), ``window_cycles`` (the machine's window),
 ``runs``: ``[{"collective": "broadcast" | "allgather" | "halo", "network": "tca" | "mpi" |
 "hybrid", "sizes": [...]}]`` (the Broadcast's bytes, the Allgather's block, the halo's
 ``{"dims", "grid", "elem"}``: its groups follow its grid), ``out`` (JSON written by rank 0:
@@ -62,7 +63,8 @@ async def hybrid_collectives(dut):
     gpu_size = params.get("gpu_size", 1 << 20)
     config = preset(params.get("preset", "MV2GDR-QPI-Tuned"))
     sim = MachineSim(dut, plan, transport, seed, host_size=1 << 20, gpu_size=gpu_size,
-                     window_ps=params.get("window_cycles", 28) * CLOCK_PS)
+                     window_ps=params.get("window_cycles", 28) * CLOCK_PS,
+                     gpu_read_bandwidth=params.get("gpu_read"))
     dut._log.info("%s; %d TCA groups of %d; MPI %s", sim.describe(), groups.count, groups.size,
                   config.name)
     await sim.up()

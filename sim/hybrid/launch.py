@@ -80,9 +80,10 @@ def parse_run(text):
 
 
 def run(shape, subclusters, runs, *, per_subcluster=1, mpi=False, seed=1, out=None,
-        preset="MV2GDR-QPI-Tuned", gpu_size=1 << 20, window_cycles=28):
+        preset="MV2GDR-QPI-Tuned", gpu_size=1 << 20, window_cycles=28, gpu_read=None):
     """Run ``runs`` (dicts as :func:`parse_run` makes them) on the machine; return the figures
-    rank 0 wrote (``None`` on other ranks)."""
+    rank 0 wrote (``None`` on other ranks).  ``gpu_read``: bytes/s of PEACH2's GPU reads
+    (default the GPU model's, 002's 870 MB/s)."""
     plan = MachinePlan(shape, subclusters)
     groups = Groups(plan, per_subcluster)
     for r in runs:
@@ -110,7 +111,7 @@ def run(shape, subclusters, runs, *, per_subcluster=1, mpi=False, seed=1, out=No
         out = Path(out) if out else Path(tmp) / "hybrid.json"
         params = {"shape": shape, "subclusters": subclusters, "per_subcluster": per_subcluster,
                   "mpi": mpi, "runs": runs, "out": str(out.resolve()), "preset": preset,
-                  "gpu_size": gpu_size, "window_cycles": window_cycles}
+                  "gpu_size": gpu_size, "window_cycles": window_cycles, "gpu_read": gpu_read}
         run_cocotb(component=plan.top(copies), toplevel="cluster",
                    test_module="peach2.sim.hybrid.hybrid_tb", name=name, test_dir=ROOT,
                    params=params, seed=seed, simulator="verilator")

@@ -54,6 +54,10 @@ class MachineSim:
     window_ps : int
         The machine's window: a whole number of clock cycles, at most the lookahead.
     node_params : NodeParams, optional
+    gpu_read_bandwidth : float, optional
+        Bytes/s of PEACH2's reads of a GPU (the cocotb GPU models' read path); default the GPU
+        model's (002's Sandy Bridge figure).  ``node_params.gpu_read_bytes_per_s`` is
+        HA-PACS/TCA's (Ivy Bridge), the rate the MPI side's GPUDirect reads use.
 
     Members
     -------
@@ -71,7 +75,8 @@ class MachineSim:
     """
 
     def __init__(self, dut, plan, transport, seed, *, host_size=1 << 20, gpu_size=None,
-                 hca_endpoint=True, window_ps=WINDOW_PS, node_params=None):
+                 hca_endpoint=True, window_ps=WINDOW_PS, node_params=None,
+                 gpu_read_bandwidth=None):
         self.dut, self.plan, self.seed = dut, plan, seed
         self.hca_endpoint = hca_endpoint
         self.node_params = node_params or NodeParams()
@@ -81,10 +86,11 @@ class MachineSim:
         self.address_map = default_address_map(plan.n, host_size=host_size, n_gpus=2,
                                                gpu_size=gpu_size)
         hca = hca_params(self.node_params) if hca_endpoint else None
+        gpu = {} if gpu_read_bandwidth is None else {"gpu_read_bandwidth": gpu_read_bandwidth}
         self.clusters = {
             s: Cluster(dut, plan.topology, self.address_map, hdl_cables=True,
                        seed=seed + 16 * s * plan.n,
-                       prefixes=[f"c{k * plan.n + i}_" for i in range(plan.n)], hca=hca)
+                       prefixes=[f"c{k * plan.n + i}_" for i in range(plan.n)], hca=hca, **gpu)
             for k, s in enumerate(self.local)}
         self.nodes, self.worlds = {}, {}
         self.driver = MachineDriver(self.machine)
