@@ -238,3 +238,18 @@ def test_halo_on_16_nodes(tmp_path):
     for grid in ((2, 8), (4, 4)):
         assert got[("hybrid", grid)]["groups"] == grid[0]
         assert got[("hybrid", grid)]["time_ns"] < got[("mpi", grid)]["time_ns"]
+
+
+def test_bench_tables_say_what_the_paper_states():
+    from peach2.sim.hybrid.halo_bench import GRIDS, tables
+    rows = [{"figure": "9", "nodes": 8, "size": "small", "grid": [2, 4], "network": net,
+             "time_us": t, "block_stride_share": 0.8}
+            for net, t in (("tca", 10.0), ("mpi", 30.0), ("hybrid", 20.0))]
+    rows += [{"figure": "6", "plane": p, "n": 64, "network": net, "mb_per_s": v}
+             for (p, net), v in {("jk", "tca"): 2000, ("jk", "mpi"): 900, ("ik", "tca"): 1900,
+                                 ("ik", "mpi"): 500}.items()]
+    text = tables(rows)
+    assert "| small | 8 | (2, 4, 1) | 80% | 10.0 | 30.0 | 20.0 | 1.50 | 3.00 |" in text
+    assert "| 64 | 32 KiB | 2000 | 900 | 1900 | 500 |" in text
+    assert "hybrid up to 40% faster than MV2GDR" in text and "N = 512-576" in text
+    assert GRIDS[8] == [(2, 4)] and sorted(GRIDS[16]) == [(2, 8), (4, 4)]
