@@ -16,9 +16,10 @@ network   Broadcast (root 0)                      Allgather (one block per node)
 ========  ======================================  =============================================
 tca       binomial tree, one chained DMA per      recursive doubling, one descriptor per step
           forwarding node (000 sec. 5.4)          (000 sec. 5.5); one group only
-mpi       ``MPI_Bcast`` as MVAPICH2's tuning       ``MPI_Allgather``: recursive doubling
-          table picks it (binomial at <= 8        (MPIR_Allgather_RD)
-          processes; ``mv2_bcast``)
+mpi       ``MPI_Bcast`` as MVAPICH2's CUDA build   ``MPI_Allgather`` likewise: staged through
+          runs it: staged through host memory     host memory, recursive doubling between
+          (``naive_cuda_bcast``), the algorithm   the host copies (``naive_cuda_allgather``)
+          MVAPICH2's tuning table picks
 hybrid    step 1 over MPI between the groups'     TCA recursive doubling inside each group,
           leaders (``mv2_bcast`` among them),     then the remaining steps over MPI (the last
           then TCA inside every group (000 5.4)   one for two groups: 000 sec. 5.5)
@@ -35,8 +36,13 @@ from dataclasses import dataclass, field
 
 from peach2.sim.collectives import allgather as tca_allgather
 from peach2.sim.collectives import broadcast as tca_broadcast
-from peach2.sim.mpi import allgather as mpi_allgather
-from peach2.sim.mpi.collective import ALLGATHER_TAG, mv2_bcast, select_bcast
+from peach2.sim.mpi.collective import (
+    ALLGATHER_TAG,
+    mv2_bcast,
+    naive_cuda_allgather,
+    naive_cuda_bcast,
+    select_bcast,
+)
 from peach2.sim.mpi.request import COLL
 
 __all__ = ["TcaPhase", "MpiPhase", "Overlap", "Hybrid", "NETWORKS", "broadcast", "allgather"]
@@ -126,7 +132,7 @@ def broadcast(groups, size, data, *, root=0, network="hybrid"):
         return mv2_bcast(rank, ctx.buffer(rank.rank), size, groups.of(root), group=leaders)
 
     def world_bcast(ctx, rank):
-        return mv2_bcast(rank, ctx.buffer(rank.rank), size, root)
+        return naive_cuda_bcast(rank, ctx.buffer(rank.rank), size, root)
 
     phases = {"tca": [TcaPhase("TCA binomial", tca)],
               "mpi": [MpiPhase("MPI_Bcast", world_bcast)],
@@ -162,7 +168,7 @@ def allgather(groups, block, blocks, *, network="hybrid"):
         return _doubling_from(rank, ctx.buffer(rank.rank), block, m, p)
 
     def world_allgather(ctx, rank):
-        return mpi_allgather(rank, ctx.buffer(rank.rank), block)
+        return naive_cuda_allgather(rank, ctx.buffer(rank.rank), block)
 
     phases = {"tca": [TcaPhase("TCA recursive doubling", tca)],
               "mpi": [MpiPhase("MPI_Allgather", world_allgather)],
