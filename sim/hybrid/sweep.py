@@ -89,12 +89,24 @@ def main(argv=None):
                     help="TCA groups per sub-cluster (2: 000 Figure 11's virtual split)")
     ap.add_argument("--collective", action="append", choices=list(SIZES),
                     help="only this collective (repeatable; default both)")
+    ap.add_argument("--sizes", help="comma-separated sizes instead of SIZES (with one "
+                    "--collective)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", help="JSON of the figures")
     args = ap.parse_args(argv)
     if args.out and not Path(args.out).resolve().parent.is_dir():
         ap.error(f"--out: no folder {Path(args.out).resolve().parent}")
     chosen = {c: SIZES[c] for c in (args.collective or SIZES)}
+    if args.sizes:
+        if len(chosen) != 1:
+            ap.error("--sizes goes with one --collective")
+        try:
+            values = sorted({int(v) for v in args.sizes.split(",")})
+        except ValueError:
+            ap.error(f"--sizes: integers separated by commas, not {args.sizes!r}")
+        if values[0] < 1:
+            ap.error("--sizes: at least 1 byte each")
+        chosen = {c: values for c in chosen}
     rows, raw = sweep(args.shape, args.subclusters, chosen, args.seed, args.per_subcluster)
     nodes = next(iter(raw.values()))["runs"][0]["nodes"]
     split = f", {args.per_subcluster} groups each" if args.per_subcluster > 1 else ""
