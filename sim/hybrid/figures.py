@@ -6,7 +6,8 @@ A saved result (``docs/results/hybrid.json``) holds one entry per machine in ``m
 ``{"label", "nodes", "shape", "subclusters", "per_subcluster", "preset", "rows"}``, where
 ``rows`` is :func:`peach2.sim.hybrid.sweep.sweep`'s first result (per collective, per size:
 ``mpi_ns``, ``hybrid_ns``, ``ratio`` = MPI time / hybrid time, above 1 when the hybrid is
-faster, as the paper's "relative performance").  :data:`STATEMENTS` is what "TCA/InfiniBand
+faster, as the paper's "relative performance"; optionally ``mpi_p2p_ns``, MPI alone with GPU
+buffers sent message by message instead of staged, shown beside it).  :data:`STATEMENTS` is what "TCA/InfiniBand
 hybrid communication in XcalableACC" (section 6.2) says of each figure, in a form
 :func:`compare` checks against the model point by point.
 """
@@ -131,6 +132,9 @@ def plot(machine, path):
                 label=f"MPI alone ({machine['preset']})")
         ax.plot(sizes, [r["hybrid_ns"] / 1000 for r in rows], marker="o", markersize=3,
                 label="hybrid (TCA + InfiniBand)")
+        if all("mpi_p2p_ns" in r for r in rows):
+            ax.plot(sizes, [r["mpi_p2p_ns"] / 1000 for r in rows], marker="x", markersize=3,
+                    linestyle=":", color="grey", label="MPI alone, GPU buffers message by message")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("bytes" if name == "broadcast" else "block per node (bytes)")
@@ -169,12 +173,16 @@ def _algorithm(name):
 def _table(machine, name):
     rows = machine["rows"][name]
     what = "bytes" if name == "broadcast" else "block per node"
-    out = [f"| {what} | MPI alone (us) | hybrid (us) | MPI / hybrid | MPI algorithm |",
-           "| ---: | ---: | ---: | ---: | --- |"]
+    p2p = all("mpi_p2p_ns" in r for r in rows)
+    extra = (" MPI message by message (us) | ratio |", " ---: | ---: |") if p2p else ("", "")
+    out = [f"| {what} | MPI alone (us) | hybrid (us) | MPI / hybrid | MPI algorithm |{extra[0]}",
+           f"| ---: | ---: | ---: | ---: | --- |{extra[1]}"]
     for r in rows:
+        more = (f" {r['mpi_p2p_ns'] / 1000:.1f} | {r['mpi_p2p_ns'] / r['hybrid_ns']:.2f} |"
+                if p2p else "")
         out.append(f"| {_size(r['size'])} | {r['mpi_ns'] / 1000:.1f} | "
                    f"{r['hybrid_ns'] / 1000:.1f} | {r['ratio']:.2f} | "
-                   f"{_algorithm(r.get('mpi_algorithm'))} |")
+                   f"{_algorithm(r.get('mpi_algorithm'))} |{more}")
     return out
 
 

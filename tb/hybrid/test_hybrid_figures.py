@@ -58,3 +58,18 @@ def test_section_and_plot(tmp_path):
     assert png.stat().st_mtime_ns == before
     plot(machine, tmp_path / "again.png")
     assert (tmp_path / "again.png").read_bytes() == png.read_bytes()   # no metadata, same bytes
+
+
+def test_message_by_message_column_only_when_every_row_has_it(tmp_path):
+    pytest.importorskip("matplotlib")
+    staged = rows([(16, 1.4), (128, 1.3)], None)
+    for r in staged:
+        r["mpi_p2p_ns"] = 30_000
+    raw = {"allgather": {"preset": "MV2GDR-QPI-Tuned", "runs": [{"nodes": 8}]}}
+    machine = machine_entry("2x2", 2, 1, {"allgather": staged}, raw)
+    assert "joined only by InfiniBand" in machine["label"]
+    _, body = section({"machines": [machine]}, tmp_path, draw=False)
+    assert "| 16 B | 14.0 | 10.0 | 1.40 | Allgather_RD | 30.0 | 3.00 |" in body
+    del staged[1]["mpi_p2p_ns"]
+    _, body = section({"machines": [machine]}, tmp_path, draw=False)
+    assert "message by message" not in body
