@@ -1,8 +1,8 @@
 """The synthesis flow: Quartus project of the PEACH2 board, hard-IP wrapper, Yosys report.
 
 No Quartus here: the tests read the project files the Amaranth Intel platform writes, simulate
-the configuration-bus sampler, compile the core's Verilog with Icarus, and run the Yosys flow on
-a small design (the full core's report is a slow test).
+the configuration-bus sampler, and run the Yosys flow on a small design (the full core's report
+is a slow test).
 """
 
 import contextlib
@@ -34,8 +34,10 @@ PORTS = "news"
 def project(tmp_path_factory):
     """The project as ``peach2 generate --platform peach2 --s-role ep`` writes it (one
     conversion of the whole chip for every test here): ``(s_role, folder, files, stdout,
-    stderr)``.  S as a root port (the default) is the core ``test_core_verilog_compiles_in_icarus``
-    converts; W is a root port here, so both hard-IP variants are in the project."""
+    stderr)``.  W is a root port here, so both hard-IP variants are in the project.  The core
+    with S a root port (the README's ``peach2 generate``) is the Verilog Icarus compiles in
+    ``tb/router/test_router_icarus.py`` (the same conversion); ``tb/cli`` generates and
+    compiles S as EP."""
     out = tmp_path_factory.mktemp("quartus") / "q"
     stdout, stderr = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
@@ -235,12 +237,6 @@ def test_config_sampler():
 
     sim.add_testbench(testbench)
     sim.run()
-
-
-def test_core_verilog_compiles_in_icarus(tmp_path, capsys):
-    """The README's main job (S a root port); ``tb/cli`` converts and compiles S as EP."""
-    assert main(["generate", "-o", str(tmp_path)]) == 0
-    assert "checked: Icarus Verilog compiles peach2.v" in capsys.readouterr().err
 
 
 def test_cli_generate_platform(project):

@@ -3,7 +3,9 @@ hide shows: a register read right after a reset with the links in L0 (``linkdown
 defect of issue 33) and the protection windows' rules (``protect_tb``).
 
 Both run in one simulation: loading the chip's netlist costs Icarus about 20 s, more than
-either test.  Their Verilator runs are in ``test_linkdown.py`` and ``test_protect.py``.
+either test.  That netlist is the README's ``peach2 generate`` Verilog (the default core, the
+same conversion), so this is also the suite's check that Icarus compiles it.  Their Verilator
+runs are in ``test_linkdown.py`` and ``test_protect.py``.
 """
 
 from pathlib import Path
