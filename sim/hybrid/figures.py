@@ -59,8 +59,9 @@ def _size(n):
     return f"{n} B"
 
 
-def machine_entry(shape, subclusters, per_subcluster, rows, raw):
-    """One ``machines`` entry of the saved results from :func:`~.sweep.sweep`'s results."""
+def machine_entry(shape, subclusters, per_subcluster, rows, raw, gpu_read=None):
+    """One ``machines`` entry of the saved results from :func:`~.sweep.sweep`'s results;
+    ``gpu_read``: the bytes/s PEACH2 read GPU memory at."""
     first = next(iter(raw.values()))
     nodes = first["runs"][0]["nodes"]
     label = (f"one {shape} sub-cluster split virtually into {per_subcluster} groups "
@@ -69,7 +70,8 @@ def machine_entry(shape, subclusters, per_subcluster, rows, raw):
                  f", each split into {per_subcluster} groups" if per_subcluster > 1 else
                  ", joined only by InfiniBand"))
     return {"label": label, "nodes": nodes, "shape": shape, "subclusters": subclusters,
-            "per_subcluster": per_subcluster, "preset": first["preset"], "rows": rows}
+            "per_subcluster": per_subcluster, "preset": first["preset"], "gpu_read": gpu_read,
+            "rows": rows}
 
 
 def _stays_below_from(rows):
@@ -209,8 +211,10 @@ def section(saved, img, draw=True, notes=""):
         name = plot_name(machine)
         if draw is True or (draw and name in draw):
             plot(machine, Path(img) / name)
-        lines += ["", f"### {machine['nodes']} nodes: {machine['label']}", "",
-                  f"![{machine['nodes']} nodes](img/{name})"]
+        lines += ["", f"### {machine['nodes']} nodes: {machine['label']}", ""]
+        if machine.get("gpu_read"):
+            lines += [f"PEACH2 reads GPU memory at {machine['gpu_read'] / 1e6:.0f} MB/s.", ""]
+        lines += [f"![{machine['nodes']} nodes](img/{name})"]
         for coll in machine["rows"]:
             lines += ["", f"**{coll.capitalize()}**, {machine['nodes']} nodes:", ""]
             lines += _table(machine, coll)

@@ -18,11 +18,16 @@ import json
 import sys
 from pathlib import Path
 
+from peach2.sim.node import NodeParams
 from peach2.sim.system import MachinePlan
 
 from .launch import run
 
 __all__ = ["SIZES", "PAPER", "sweep", "table", "main"]
+
+#: PEACH2's GPU read rate: HA-PACS/TCA's Ivy Bridge nodes (the node model's, which the MPI
+#: side's GPUDirect reads use too), not the GPU model's default (002's Sandy Bridge 870 MB/s).
+GPU_READ = NodeParams().gpu_read_bytes_per_s
 
 #: Broadcast bytes and Allgather blocks (000 plots 8 B .. 4 MB and 16 B .. 1 MB).
 SIZES = {"broadcast": [8, 64, 512, 2048, 8192, 32768, 131072, 524288],
@@ -36,10 +41,12 @@ PAPER = {("broadcast", 8): "up to 21% faster; slower at 2-8 KB (MVAPICH2's proto
          ("allgather", 16): "up to 40% faster; slower at 512 B-1 KB; slower from 32 KB"}
 
 
-def sweep(shape="2x2", subclusters=2, sizes=None, seed=1, per_subcluster=1):
+def sweep(shape="2x2", subclusters=2, sizes=None, seed=1, per_subcluster=1,
+          gpu_read=GPU_READ):
     """Run every size of ``sizes`` (default :data:`SIZES`) over ``mpi`` and ``hybrid``; return
     ``{collective: [{"size", "mpi_ns", "hybrid_ns", "ratio"}]}`` and the machine's figures.
-    ``per_subcluster``: TCA groups per sub-cluster (2: 000 Figure 11's virtual split)."""
+    ``per_subcluster``: TCA groups per sub-cluster (2: 000 Figure 11's virtual split);
+    ``gpu_read``: bytes/s of PEACH2's GPU reads (default HA-PACS/TCA's, as the MPI side's)."""
     sizes = sizes or SIZES
     bad = [c for c in sizes if c not in SIZES]
     if bad:
@@ -51,6 +58,7 @@ def sweep(shape="2x2", subclusters=2, sizes=None, seed=1, per_subcluster=1):
         runs = [{"collective": collective, "network": net, "sizes": values}
                 for net in ("mpi", "hybrid")]
         result = run(shape, subclusters, runs, seed=seed, per_subcluster=per_subcluster,
+                     gpu_read=gpu_read,
                      gpu_size=max(1 << 20, 1 << (need - 1).bit_length()))
         raw[collective] = result
         times = {(r["network"], r["size"]): r["time_ns"] for r in result["runs"]}
@@ -117,7 +125,8 @@ def main(argv=None):
     if args.out:
         Path(args.out).write_text(json.dumps(
             {"shape": args.shape, "subclusters": args.subclusters,
-             "per_subcluster": args.per_subcluster, "nodes": nodes, "rows": rows, "runs": raw},
+             "per_subcluster": args.per_subcluster, "nodes": nodes, "gpu_read": GPU_READ,
+             "rows": rows, "runs": raw},
             indent=1))
     return 0
 
