@@ -19,6 +19,8 @@ run of one section changes no other section's files.  Plots are saved without me
 import json
 import sys
 
+from peach2.sim.hybrid import figures as hybrid_figures
+
 from . import calibration_doc, collectives_doc, dma_doc, gpu_doc
 from .cluster_doc import section as cluster_section
 from .machine import doc as machine_doc
@@ -35,14 +37,14 @@ PLOT = "loopback_throughput.png"
 #: Every section's plots, file names under :data:`IMG`.
 IMAGES = {"adapters": [PLOT], "dma": list(dma_doc.PLOTS.values()),
           "collectives": [collectives_doc.PLOT], "calibration": [calibration_doc.PLOT],
-          "machine": [machine_doc.PLOT]}
+          "machine": [machine_doc.PLOT], "hybrid": list(hybrid_figures.PLOTS)}
 
 HEAD = """# Benchmarks
 
 Each section below is written from its saved results, `docs/results/<section>.json` (committed:
 the figures, and the command, commit, date, seconds, machine load and anything `--quick`
 shortened of the run that measured them). `peach2 bench [SECTION ...] [--quick]` (sections
-adapters, router, dma, cluster, gpu, collectives, calibration, machine; the same as
+adapters, router, dma, cluster, gpu, collectives, calibration, machine, hybrid; the same as
 `python tb/bench/benchmarks.py`, which runs `tb/cluster/bench_cluster.py`,
 `tb/cluster/bench_gpu.py`, `tb/collectives/bench_collectives.py`,
 `tb/calibration/bench_calibration.py` and `python -m peach2.sim.bench.machine.speed` for
@@ -192,6 +194,10 @@ def machine_section(saved, draw=True):
     return machine_doc.section(saved, IMG, draw)
 
 
+def hybrid_section(saved, draw=True):
+    return hybrid_figures.section(saved, IMG, draw, hybrid_figures.NOTES)
+
+
 def _cluster_section(saved, draw=True):
     return cluster_section(saved)
 
@@ -200,7 +206,8 @@ def _cluster_section(saved, draw=True):
 #: to draw are True (all), False (none) or a list of file names of :data:`IMAGES`.
 RENDER = {"adapters": adapters_section, "router": router_section, "dma": dma_section,
           "cluster": _cluster_section, "gpu": gpu_section, "collectives": collectives_section,
-          "calibration": calibration_section, "machine": machine_section}
+          "calibration": calibration_section, "machine": machine_section,
+          "hybrid": hybrid_section}
 
 
 def _markers(name):

@@ -35,6 +35,9 @@ DEPENDS = {
     "calibration": (*GATEWARE, *_LINKS, "sim/hdl", "sim/driver", "sim/harness", "sim/infiniband",
                     "sim/verbs", "sim/node", "sim/mpi", "tb/calibration"),
     "machine": (*GATEWARE, "sim"),
+    "hybrid": (*GATEWARE, *_LINKS, "sim/hdl", "sim/driver", "sim/harness", "sim/collectives",
+               "sim/infiniband", "sim/verbs", "sim/node", "sim/mpi", "sim/machine",
+               "sim/system", "sim/hybrid"),
 }
 _COMMIT = re.compile(r"\bat ([0-9a-f]{7,40})(\+changes)?\b")
 _MARKS = ("**Stale:**", "**Staleness unknown:**")

@@ -19,7 +19,9 @@ and the wire bound), ``calibration`` (``tb/calibration/bench_calibration.py``, r
 process, and :mod:`peach2.sim.mpi.pingpong`: the 8-byte latency table of the whole model against
 HA-PACS/TCA's figures and 000 Figure 4's ping-pong bandwidth, TCA against the MPI curves;
 :mod:`peach2.sim.bench.calibration_doc`), ``machine`` (:mod:`peach2.sim.bench.machine.speed`, in
-a child process that starts its own ``mpiexec`` runs: the 64-node machine's simulation speed).  A run saves only the sections it measured, so it
+a child process that starts its own ``mpiexec`` runs: the 64-node machine's simulation speed),
+``hybrid`` (:func:`peach2.sim.hybrid.sweep.sweep` per machine of
+:data:`peach2.sim.hybrid.figures.MACHINES`: 000 Figures 12-15).  A run saves only the sections it measured, so it
 never removes another section's figures; each point prints a progress line with how many are
 left.  Under ``mpiexec`` with several ranks the independent points go to the worker ranks and
 rank 0 saves the same results (:mod:`peach2.sim.bench.pool`; ``--jobs`` is then refused).
@@ -225,6 +227,8 @@ def shortened(section, quick, chain=None, max_total=None):
         return [QUICK_COLLECTIVES] if quick else []
     if section == "calibration":
         return bench_calibration_doc.quick_shortened() if quick else []
+    if section == "hybrid":
+        return ["8 nodes (one 2x4 split virtually) only, not 16 (one 2x8)"] if quick else []
     if section == "machine":
         return [f"runs {', '.join(MACHINE_QUICK_RUNS)} only, {MACHINE_QUICK_IDLE} idle windows "
                 f"instead of {MACHINE_IDLE}"] if quick else []
@@ -313,6 +317,22 @@ def machine(quick, conditions):
     argv += ["--quick"] if quick else []
     argv += ["--conditions", conditions] if conditions else []
     subprocess.run(argv, check=True)
+
+
+def hybrid(quick):
+    """The hybrid section: :func:`peach2.sim.hybrid.sweep.sweep` on each machine of
+    :data:`peach2.sim.hybrid.figures.MACHINES` (``--quick``: the first, 8 nodes, only)."""
+    from peach2.sim.hybrid import figures
+    from peach2.sim.hybrid.sweep import GPU_READ, sweep
+
+    machines = []
+    for shape, subclusters, split in figures.MACHINES[:1] if quick else figures.MACHINES:
+        print(f"hybrid: {subclusters} x {shape}, {split} groups each (python -m "
+              f"peach2.sim.hybrid.sweep)", flush=True)
+        rows, raw = sweep(shape, subclusters, per_subcluster=split)
+        machines.append(figures.machine_entry(shape, subclusters, split, rows, raw,
+                                              gpu_read=GPU_READ))
+    return {"machines": machines}
 
 
 def collectives(quick, conditions):
@@ -501,7 +521,7 @@ def _run(args, argv, prog, sections, subset):
                               jobs=args.jobs, simulator=args.sim)
         else:
             data = {"adapters": adapters, "router": router, "gpu": gpu,
-                    "calibration": calibration}[name](args.quick)
+                    "calibration": calibration, "hybrid": hybrid}[name](args.quick)
         run = run_info(command, start, less[name], args.conditions)
         if costs:       # the parallel run: its CPU seconds and the idle machine's wall time
             run.update({k: costs[k] for k in ("simulator", "jobs", "workers")},
