@@ -106,7 +106,8 @@ def run(shape, subclusters, runs, *, per_subcluster=1, mpi=False, seed=1, out=No
             raise ValueError(f"{r['collective']} of {max(r['sizes'])} B needs {need} bytes of "
                              f"GPU window; gpu_size is {gpu_size}")
     copies = copies_per_rank(subclusters, launcher_size()) if mpi else subclusters
-    name = f"hybrid-{shape}x{subclusters}-{'rank%d' % launcher_rank() if mpi else 'one'}"
+    where = f"rank{launcher_rank()}" if mpi else "one"
+    name = f"hybrid-{shape.replace(':', '')}x{subclusters}-{where}"     # make: no ':' in paths
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(out) if out else Path(tmp) / "hybrid.json"
         params = {"shape": shape, "subclusters": subclusters, "per_subcluster": per_subcluster,
