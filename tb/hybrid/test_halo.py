@@ -3,9 +3,9 @@ the grid's mapping onto groups), the descriptors of the TCA parts, refusals, the
 network's programs on the MPI model alone, and runs on the co-simulated machine with every
 GPU's bytes checked.
 
-Machine runs (Verilator): 2 sub-clusters of 2x2 (8 nodes) hold a small array for ``mpi`` and
-``hybrid``; one 2x4 sub-cluster split in two groups (000 Figure 11) holds it for all three;
-the 16-node (2, 8, 1) and (4, 4, 1) runs are ``slow``.
+Machine runs (Verilator): one 2x4 sub-cluster (8 nodes) runs a small array over all three
+networks, the hybrid splitting it in two groups (000 Figure 11); the 16-node (2, 8, 1) and
+(4, 4, 1) runs on one 2x8 are ``slow``.  Himeno's sizes run in ``halo_bench``.
 """
 
 import random
