@@ -224,6 +224,9 @@ def Runner():
 #: to compile, 167 s this way.
 FAST_O2 = ("-CFLAGS", "-O2")
 _FAST_MAKE = ("OPT_FAST=-O2", "OPT_GLOBAL=-O2")
+#: Every other build compiles Verilator's runtime at -O2 too (make's default is -Os), so that
+#: all builds of one kind (timing, tracing) share one store of runtime objects.
+_RUNTIME_MAKE = ("OPT_GLOBAL=-O2",)
 
 
 def _split_fast(build_args):
@@ -232,7 +235,7 @@ def _split_fast(build_args):
     for i in range(len(args) - 1):
         if tuple(args[i:i + 2]) == FAST_O2:
             return args[:i] + args[i + 2:], _FAST_MAKE
-    return args, ()
+    return args, _RUNTIME_MAKE
 
 
 def _locked_build(folder, work, make_vars=()):
@@ -379,14 +382,18 @@ def _runtime_key(build_dir):
     """A hash of what Verilator's runtime objects (``VM_GLOBAL_*``: ``verilated.o``,
     ``verilated_vpi.o``...) are compiled from in ``build_dir``: the Verilator version, the make
     fixes, ``Vtop_classes.mk`` but the model's own class lists (timing, tracing, coverage, the
-    runtime files), ``Vtop.mk``'s profiling, SystemC and user C flags, and the ``OPT_*``
-    levels the build gives make (:data:`FAST_O2`)."""
+    runtime files), ``Vtop.mk``'s profiling, SystemC and user C flags, and the
+    ``OPT_GLOBAL`` level the build gives make (:data:`FAST_O2`).  Not the model's
+    ``VM_PARALLEL_BUILDS`` or ``OPT_FAST``: verilated.mk compiles the runtime with
+    ``OPT_GLOBAL`` alone, whether the model's files are built one by one or together."""
     classes = _make_variables(Path(build_dir) / "Vtop_classes.mk")
     top = _make_variables(Path(build_dir) / "Vtop.mk")
-    optimise = [w for w in os.environ.get("MAKEFLAGS", "").split() if w.startswith("OPT_")]
+    optimise = [w for w in os.environ.get("MAKEFLAGS", "").split()
+                if w.startswith("OPT_GLOBAL=")]
     return _key(_MAKE_FIXES, optimise,
                 sorted((k, v) for k, v in classes.items()
-                       if not k.startswith(("VM_CLASSES_", "VM_SUPPORT_"))),
+                       if not k.startswith(("VM_CLASSES_", "VM_SUPPORT_"))
+                       and k != "VM_PARALLEL_BUILDS"),
                 [(k, top.get(k)) for k in ("VM_PROFC", "VM_SC", "VM_USER_CFLAGS")])
 
 
