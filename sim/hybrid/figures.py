@@ -176,7 +176,8 @@ def _table(machine, name):
     rows = machine["rows"][name]
     what = "bytes" if name == "broadcast" else "block per node"
     p2p = all("mpi_p2p_ns" in r for r in rows)
-    extra = (" MPI message by message (us) | ratio |", " ---: | ---: |") if p2p else ("", "")
+    extra = (" MPI, GPU buffers message by message (us) | that / hybrid |", " ---: | ---: |"
+             ) if p2p else ("", "")
     out = [f"| {what} | MPI alone (us) | hybrid (us) | MPI / hybrid | MPI algorithm |{extra[0]}",
            f"| ---: | ---: | ---: | ---: | --- |{extra[1]}"]
     for r in rows:
@@ -197,10 +198,15 @@ def section(saved, img, draw=True, notes=""):
         "on Verilator, InfiniBand and MVAPICH2-GDR 2.0 as models ([mpi](mpi.md)), every GPU's "
         "bytes checked after every run. The data is in each node's GPU0; the MPI steps use "
         "MV2GDR-QPI-Tuned (GPUDirect RDMA up to 8 KB, host staging above, as 000 set it). "
-        "**MPI alone**: `MPI_Bcast` as MVAPICH2's tuning table picks it (binomial tree at <= 8 "
-        "processes), `MPI_Allgather` by recursive doubling. **Hybrid**: Broadcast's first step "
+        "**MPI alone**: as MVAPICH2's CUDA build runs a collective on GPU buffers, staged "
+        "through host memory (`MV2_CUDA_USE_NAIVE`: a `cudaMemcpy` to host, the host algorithm, "
+        "a `cudaMemcpy` back; [mpi](mpi.md#staged-collectives)), `MPI_Bcast` by the algorithm "
+        "MVAPICH2's tuning table picks (binomial tree at <= 8 processes), `MPI_Allgather` by "
+        "recursive doubling. **Hybrid**: Broadcast's first step "
         "over MPI between the two groups' leaders, then TCA's binomial tree in each group; "
-        "Allgather's steps inside a group over TCA, the last over MPI. Times from the common "
+        "Allgather's steps inside a group over TCA, the last over MPI; the hybrid's MPI steps "
+        "go point to point on the GPU buffers (GPUDirect RDMA up to 8 KB, across QPI for GPU0). "
+        "Times from the common "
         "start to the last node's end; ratio = MPI time / hybrid time (above 1: the hybrid is "
         "faster, 000's \"relative performance\").",
         "",
