@@ -74,9 +74,11 @@ def test_ring2_collectives_on_icarus():
         allgather=[3])
 
 
+@pytest.mark.slow
 def test_double_ring_2x4_collectives():
     """2x4 (8 nodes): Broadcast (5 B, 2 KiB + 3), Allgather (1 B, 24 B), halo exchange of
-    N = 16 on a 2x4 process grid (block and block-stride planes), the collision case."""
+    N = 16 on a 2x4 process grid (block and block-stride planes), the collision case.
+    ``slow``: the default suite runs the same on the 2x4 in GPU memory (below)."""
     run("coll-2x4", "2x4", "collectives_check", seed=72, bcast=[5, 2051],
         allgather=[1, 24], halo=[[16, 2, 4]], collision=4096)
 
@@ -91,11 +93,11 @@ def test_ring4_collectives_in_gpu_memory():
 
 
 def test_double_ring_2x4_collectives_in_gpu_memory():
-    """2x4 (8 nodes) with one GPU per node, the data in GPU memory: Broadcast (2 KiB + 3),
-    Allgather (24 B blocks), halo exchange of N = 16 on a 2x4 process grid, the collision
-    case."""
-    run("coll-2x4-gpu", "2x4", "collectives_check", seed=75, gpu=True, bcast=[2051],
-        allgather=[24], halo=[[16, 2, 4]], collision=4096)
+    """2x4 (8 nodes) with one GPU per node, the data in GPU memory: Broadcast (5 B, 2 KiB + 3),
+    Allgather (1 B and 24 B blocks), halo exchange of N = 16 on a 2x4 process grid (block and
+    block-stride planes), the collision case."""
+    run("coll-2x4-gpu", "2x4", "collectives_check", seed=75, gpu=True, bcast=[5, 2051],
+        allgather=[1, 24], halo=[[16, 2, 4]], collision=4096)
 
 
 def test_double_ring_2x8_collectives():
