@@ -47,7 +47,7 @@ import sys
 from pathlib import Path
 
 __all__ = ["MIN_VERSION", "require_verilator", "verilator_env", "fst_build_args", "build",
-           "build_library", "module_sources", "Runner"]
+           "build_library", "module_sources", "runtime_key", "Runner"]
 
 #: Suffixes of sources :func:`build` hands to the linker instead of Verilator's parser.
 LINK_SUFFIXES = (".a", ".so", ".o")
@@ -378,7 +378,7 @@ def _make_variables(path):
     return values
 
 
-def _runtime_key(build_dir):
+def runtime_key(build_dir):
     """A hash of what Verilator's runtime objects (``VM_GLOBAL_*``: ``verilated.o``,
     ``verilated_vpi.o``...) are compiled from in ``build_dir``: the Verilator version, the make
     fixes, ``Vtop_classes.mk`` but the model's own class lists (timing, tracing, coverage, the
@@ -412,7 +412,7 @@ def share_runtime(action, build_dir, root):
     import shutil
     import tempfile
     build_dir = Path(build_dir)
-    store = Path(root) / f"_runtime-{_runtime_key(build_dir)}"
+    store = Path(root) / f"_runtime-{runtime_key(build_dir)}"
     files = [f for pair in _runtime_objects(build_dir) for f in pair]
     if action == "restore":
         if (store / "complete").exists():

@@ -100,7 +100,7 @@ def test_runtime_store_key(tmp_path, monkeypatch):
     """The runtime objects' store is chosen by what verilated.mk compiles them with: timing or
     tracing and ``OPT_GLOBAL`` give another store; the model's ``VM_PARALLEL_BUILDS`` and
     ``OPT_FAST`` (they never reach ``verilated.o``) do not."""
-    from peach2.sim.run.verilator import _runtime_key
+    from peach2.sim.run.verilator import runtime_key
 
     def key(parallel=1, timing=1, makeflags="OPT_FAST=-O2 OPT_GLOBAL=-O2"):
         folder = tmp_path / f"b{parallel}{timing}{len(makeflags)}"
@@ -110,7 +110,7 @@ def test_runtime_store_key(tmp_path, monkeypatch):
             "VM_CLASSES_FAST += \\\n  Vtop \\\n\nVM_GLOBAL_FAST += \\\n  verilated \\\n")
         (folder / "Vtop.mk").write_text("VM_PROFC = 0\nVM_SC = 0\nVM_USER_CFLAGS = \\\n")
         monkeypatch.setenv("MAKEFLAGS", f"-j2 {makeflags}")
-        return _runtime_key(folder)
+        return runtime_key(folder)
 
     base = key()
     assert key(parallel=0) == base
