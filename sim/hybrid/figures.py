@@ -54,7 +54,7 @@ NOTES = """
 not their times, so those are what is compared):
 
 - **Small messages gain too much** (Broadcast 8 B: 1.79 against 000's best 1.21; Allgather
-  16 B: about 1.8 against 1.46). MPI alone takes about 20 us at 8 B (the two `cudaMemcpy` of
+  16 B: 1.71 against 1.46). MPI alone takes about 20 us at 8 B (the two `cudaMemcpy` of
   the staging, whose launch cost is fitted to the 17 us staged ping-pong, and three host hops);
   the hybrid 11 us: one GPUDirect hop between the leaders (6.5 us) and two TCA steps of about
   2 us. The model's TCA steps run descriptor chains written into host memory before the start
@@ -67,7 +67,10 @@ not their times, so those are what is compared):
   alone stages the whole GPU buffer through host memory as MVAPICH2's CUDA build does
   (`MV2_CUDA_USE_NAIVE`, [mpi](mpi.md#staged-collectives)). With MPI alone message by message
   (the last columns) there is no dip: it pays the QPI penalty at every step, and the hybrid is
-  1.6-2.7x faster there.
+  1.6-2.7x faster there. The Allgather's dip ends one size earlier than 000's (1-2 KiB, not 1-4
+  KB): the hybrid's last step exchanges four blocks, so from 4 KiB blocks it sends 16 KiB,
+  above the 8 KB GPUDirect limit, through the host pipeline, and the hybrid is ahead again
+  (1.11); 16-32 KiB are close to even (0.95, 0.89) where 000 has the hybrid ahead up to 32 KB.
 - **No recovery above 1 for medium and large Broadcasts** (000: faster again from 16 KB up to
   512 KB). Staged, MPI alone moves 32-128 KiB host to host at InfiniBand's full rate plus two
   copies (66-173 us); the hybrid's MPI step goes GPU to host to the remote GPU through
@@ -189,8 +192,8 @@ def plot(machine, path):
         lines = ax.get_legend_handles_labels()
         more = right.get_legend_handles_labels()
         ax.legend(lines[0] + more[0], lines[1] + more[1], fontsize=7, loc="upper left")
-        ax.set_title(f"{name.capitalize()}, {machine['nodes']} nodes ({machine['label']})",
-                     fontsize=9)
+        ax.set_title(f"{name.capitalize()}, {machine['nodes']} nodes\n{machine['label']}",
+                     fontsize=8)
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
