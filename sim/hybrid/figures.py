@@ -85,8 +85,13 @@ not their times, so those are what is compared):
   message-by-message MPI times of the 2x4 tables are those of the 2 x 2x2 runs (MPI alone never
   touches the chips: the same ranks on the same InfiniBand model, and the staged times of the
   two machines agree to the nanosecond).
-- **Not measured**: the 2x4 Broadcast's 512 KiB run (stopped unfinished; its rows come from
-  the run's log) and 000's 1 MB crossover; 16 nodes (Figures 13 and 15).
+- **16 nodes follow 000's trends**: the Broadcast's gain shrinks from 8 to 16 nodes (1.79 to
+  1.46 at 8 B; 000: 21% to 14%) for 000's reason, one more TCA step, two hops away (the
+  hybrid's 8 B goes from 11.2 to 14.8 us); the Allgather's best is 1.40 at 16 B, 000's 40%,
+  and its dip sits at 512 B-1 KiB, where 000 puts it (the last step's 8-16 blocks make 4-16 KiB
+  messages, GPUDirect across QPI up to 8 KB).
+- **Not measured**: 000's 1 MB Broadcast crossover; the 2x4 Broadcast's first 512 KiB run
+  stopped unfinished (its smaller sizes' rows come from that run's log).
 """
 
 
