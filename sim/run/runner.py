@@ -27,7 +27,8 @@ from amaranth.back import verilog
 
 __all__ = ["ROOT", "BUILD", "SIM_BUILD", "WAVES", "WAVES_ENV", "SIMULATORS", "SIM_ENV",
            "require_iverilog", "yosys_identity", "netlist_cache_path",
-           "pick_simulator", "emit_verilog", "waves_requested", "write_gtkw", "run_cocotb"]
+           "pick_simulator", "emit_verilog", "waves_requested", "write_gtkw", "run_cocotb",
+           "exclusive_run_folder"]
 
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -370,84 +371,107 @@ def run_cocotb(*, component, toplevel, test_module, name, test_dir, testcase=Non
     if simulator == "icarus":
         require_iverilog()
     waves = waves_requested(waves)
-    build_dir = SIM_BUILD / name
-    build_dir.mkdir(parents=True, exist_ok=True)
-    if library:
-        from .verilator import module_sources
-        if any(Path(s).suffix == ".vlt" for s in extra_sources):
-            raise ValueError(f"{name}: a library shows only its ports; a .vlt rule cannot "
-                             f"open its inside (run it with library=False)")
-        sources, _ = module_sources(component, toplevel, build_dir, simulator, waves=waves)
-        sources += extra_sources
-    else:
-        sources = [emit_verilog(component, toplevel,
-                                build_dir / f"{toplevel}{'' if simulator == 'icarus' else '-vl'}.v",
-                                simulator=simulator), *extra_sources]
-    # A component may bring more Verilog (a chip netlist, a clock wrapper) and its own top.
-    if hasattr(component, "extra_sources"):
-        sources += component.extra_sources(build_dir, simulator, waves=waves)
-    hdl_toplevel = getattr(component, "sim_toplevel", toplevel)
-    build_args = [*getattr(component, "verilator_args", ()), *build_args]
+    with exclusive_run_folder(name):
+        build_dir = SIM_BUILD / name
+        build_dir.mkdir(parents=True, exist_ok=True)
+        if library:
+            from .verilator import module_sources
+            if any(Path(s).suffix == ".vlt" for s in extra_sources):
+                raise ValueError(f"{name}: a library shows only its ports; a .vlt rule cannot "
+                                 f"open its inside (run it with library=False)")
+            sources, _ = module_sources(component, toplevel, build_dir, simulator, waves=waves)
+            sources += extra_sources
+        else:
+            netlist = build_dir / f"{toplevel}{'' if simulator == 'icarus' else '-vl'}.v"
+            sources = [emit_verilog(component, toplevel, netlist, simulator=simulator),
+                       *extra_sources]
+        # A component may bring more Verilog (a chip netlist, a clock wrapper) and its own top.
+        if hasattr(component, "extra_sources"):
+            sources += component.extra_sources(build_dir, simulator, waves=waves)
+        hdl_toplevel = getattr(component, "sim_toplevel", toplevel)
+        build_args = [*getattr(component, "verilator_args", ()), *build_args]
 
-    plusargs = []
-    if waves:
-        wave_dir = WAVES
-        wave_dir.mkdir(parents=True, exist_ok=True)
-        fst = wave_dir / f"{name}.fst"
-        if simulator == "icarus":
-            plusargs.append(f"+dumpfile_path={fst}")
-        write_gtkw(wave_dir / f"{name}.gtkw", fst, hdl_toplevel, _top_ports(component))
-
-    if os.environ.get(FRESH_SEEDS_ENV):
-        seed = fresh_seed(name)
-    env = {
-        "PEACH2_PARAMS": json.dumps(params or {}),
-        "PEACH2_SEED": str(seed if seed is not None else 0),
-        "COCOTB_LOG_LEVEL": os.environ.get("COCOTB_LOG_LEVEL", "INFO"),
-    }
-    pythonpath = [str(Path(test_dir).resolve()), str(ROOT)]
-    if os.environ.get("PYTHONPATH"):
-        pythonpath.append(os.environ["PYTHONPATH"])
-    env["PYTHONPATH"] = os.pathsep.join(pythonpath)
-
-    test_args = []
-    if simulator == "icarus":
-        runner = get_runner("icarus")
-        runner.build(sources=sources, hdl_toplevel=hdl_toplevel, build_dir=build_dir,
-                     timescale=("1ns", "1ps"), waves=waves, always=True)
-        sim_dir = build_dir
-    else:
-        from . import verilator
-        sim_dir = verilator.build(sources=sources, toplevel=hdl_toplevel, build_args=build_args,
-                                  waves=waves, root=SIM_BUILD / "_verilator")
-        runner = verilator.Runner()
+        plusargs = []
         if waves:
-            test_args = ["--trace-file", str(WAVES / f"{name}.fst")]
-    where = f"{simulator}, seed {seed if seed is not None else 0}, log: {build_dir / 'sim.log'}"
-    if waves:
-        where += f"; waves: {WAVES / (name + '.fst')}"
-    results = build_dir / "results.xml"
-    results.unlink(missing_ok=True)     # a run that dies before writing must not read the last
-    try:
-        runner.test(test_module=test_module, hdl_toplevel=hdl_toplevel, build_dir=sim_dir,
-                    test_dir=test_dir, testcase=testcase, seed=seed, plusargs=plusargs,
-                    test_args=test_args, extra_env=env, waves=waves, results_xml=str(results),
-                    hdl_toplevel_lang="verilog",
-                    log_file=build_dir / "sim.log")
-    except SystemExit as exit_:
-        # The runner exits on a failed test; report it with the log's failure lines instead.
-        raise AssertionError(f"cocotb run {name} failed ({where})\n{_failure_excerpt(build_dir)}"
-                             ) from exit_
-    tests, failed = get_results(results)
-    assert tests > 0, f"no cocotb test ran ({where})"
-    assert failed == 0, f"{failed} of {tests} cocotb tests failed ({where})"
-    if testcase is not None:
-        # cocotb 2.1 makes a pattern of the names and only warns when one matches nothing.
-        wanted = [testcase] if isinstance(testcase, str) else list(testcase)
-        ran = ran_tests(results)
-        assert sorted(ran) == sorted(wanted), (
-            f"cocotb ran {sorted(ran)}, not the requested {sorted(wanted)} ({where})")
-    return build_dir
+            wave_dir = WAVES
+            wave_dir.mkdir(parents=True, exist_ok=True)
+            fst = wave_dir / f"{name}.fst"
+            if simulator == "icarus":
+                plusargs.append(f"+dumpfile_path={fst}")
+            write_gtkw(wave_dir / f"{name}.gtkw", fst, hdl_toplevel, _top_ports(component))
+
+        if os.environ.get(FRESH_SEEDS_ENV):
+            seed = fresh_seed(name)
+        env = {
+            "PEACH2_PARAMS": json.dumps(params or {}),
+            "PEACH2_SEED": str(seed if seed is not None else 0),
+            "COCOTB_LOG_LEVEL": os.environ.get("COCOTB_LOG_LEVEL", "INFO"),
+        }
+        pythonpath = [str(Path(test_dir).resolve()), str(ROOT)]
+        if os.environ.get("PYTHONPATH"):
+            pythonpath.append(os.environ["PYTHONPATH"])
+        env["PYTHONPATH"] = os.pathsep.join(pythonpath)
+
+        test_args = []
+        if simulator == "icarus":
+            runner = get_runner("icarus")
+            runner.build(sources=sources, hdl_toplevel=hdl_toplevel, build_dir=build_dir,
+                         timescale=("1ns", "1ps"), waves=waves, always=True)
+            sim_dir = build_dir
+        else:
+            from . import verilator
+            sim_dir = verilator.build(sources=sources, toplevel=hdl_toplevel, build_args=build_args,
+                                      waves=waves, root=SIM_BUILD / "_verilator")
+            runner = verilator.Runner()
+            if waves:
+                test_args = ["--trace-file", str(WAVES / f"{name}.fst")]
+        where = f"{simulator}, seed {seed if seed is not None else 0}, log: {build_dir / 'sim.log'}"
+        if waves:
+            where += f"; waves: {WAVES / (name + '.fst')}"
+        results = build_dir / "results.xml"
+        results.unlink(missing_ok=True)     # a run that dies before writing must not read the last
+        try:
+            runner.test(test_module=test_module, hdl_toplevel=hdl_toplevel, build_dir=sim_dir,
+                        test_dir=test_dir, testcase=testcase, seed=seed, plusargs=plusargs,
+                        test_args=test_args, extra_env=env, waves=waves, results_xml=str(results),
+                        hdl_toplevel_lang="verilog",
+                        log_file=build_dir / "sim.log")
+        except SystemExit as exit_:
+            # The runner exits on a failed test; report it with the log's failure lines instead.
+            raise AssertionError(f"cocotb run {name} failed ({where})\n"
+                                 f"{_failure_excerpt(build_dir)}") from exit_
+        tests, failed = get_results(results)
+        assert tests > 0, f"no cocotb test ran ({where})"
+        assert failed == 0, f"{failed} of {tests} cocotb tests failed ({where})"
+        if testcase is not None:
+            # cocotb 2.1 makes a pattern of the names and only warns when one matches nothing.
+            wanted = [testcase] if isinstance(testcase, str) else list(testcase)
+            ran = ran_tests(results)
+            assert sorted(ran) == sorted(wanted), (
+                f"cocotb ran {sorted(ran)}, not the requested {sorted(wanted)} ({where})")
+        return build_dir
+
+
+def exclusive_run_folder(name):
+    """Hold ``build/sim/<name>`` for one run (a context manager yielding the folder): a second
+    run of the same name, from another process or thread, waits for the first and says so,
+    instead of writing the same log and results file at the same time (``flock`` locks of two
+    ``open`` calls exclude each other in one process too)."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def hold():
+        folder = SIM_BUILD / name
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(folder / "run.lock", "w") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                print(f"{name}: waiting for another run of {name} to finish ({folder})",
+                      flush=True)
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            yield folder
+    return hold()
 
 
 def fresh_seed(name):

@@ -4,7 +4,8 @@
   turns the names into a pattern and only warns when one matches nothing, so a renamed test
   would silently drop out of a run (and a prefix would pull in others);
 - the waits of the hard-IP model and ``Driver.dma_wait`` end in simulated time, naming what is
-  stuck, instead of hanging until the wall-clock limit.
+  stuck, instead of hanging until the wall-clock limit;
+- two runs of one name take turns on their folder instead of mixing their logs and results.
 """
 
 from pathlib import Path
@@ -65,3 +66,36 @@ def test_fresh_seeds(monkeypatch):
     new = [line for line in log.read_text().splitlines()[len(before):] if " run-guards " in line]
     seeds = [int(line.rsplit("seed=", 1)[1]) for line in new]
     assert len(seeds) == 2 and seeds[0] != seeds[1], new
+
+
+def test_a_second_run_of_the_same_name_waits(monkeypatch, tmp_path, capsys):
+    """Two runs of one name (two launches of the same machine, two threads of a benchmark) take
+    turns on ``build/sim/<name>`` instead of writing its log and results at once."""
+    import threading
+    import time
+
+    from peach2.sim.run import runner
+    monkeypatch.setattr(runner, "SIM_BUILD", tmp_path)
+    events = []
+
+    def run(tag, hold_s):
+        with runner.exclusive_run_folder("same") as folder:
+            events.append((tag, "in", folder))
+            time.sleep(hold_s)
+            events.append((tag, "out", folder))
+
+    first = threading.Thread(target=run, args=("first", 0.3))
+    first.start()
+    while not events:
+        time.sleep(0.01)
+    second = threading.Thread(target=run, args=("second", 0))
+    second.start()
+    first.join()
+    second.join()
+    assert [e[:2] for e in events] == [("first", "in"), ("first", "out"),
+                                       ("second", "in"), ("second", "out")]
+    assert {e[2] for e in events} == {tmp_path / "same"}
+    assert "same: waiting for another run of same to finish" in capsys.readouterr().out
+    with runner.exclusive_run_folder("other"):      # other names never wait
+        with runner.exclusive_run_folder("same"):
+            pass
