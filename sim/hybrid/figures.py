@@ -89,7 +89,10 @@ not their times, so those are what is compared):
   1.46 at 8 B; 000: 21% to 14%) for 000's reason, one more TCA step, two hops away (the
   hybrid's 8 B goes from 11.2 to 14.8 us); the Allgather's best is 1.40 at 16 B, 000's 40%,
   and its dip sits at 512 B-1 KiB, where 000 puts it (the last step's 8-16 blocks make 4-16 KiB
-  messages, GPUDirect across QPI up to 8 KB).
+  messages, GPUDirect across QPI up to 8 KB). Unlike 000 the hybrid Allgather stays behind at
+  16 KiB (0.68; 000: ahead up to 16 KB): its TCA recursive doubling among 8 nodes of a 2x8 has
+  steps between nodes 2 and 4 apart, whose flows share the sub-cluster's cables, so the TCA
+  part takes longer than one flow per step would; the model has no algorithm that avoids it.
 - **Not measured**: 000's 1 MB Broadcast crossover; the 2x4 Broadcast's first 512 KiB run
   stopped unfinished (its smaller sizes' rows come from that run's log).
 """
