@@ -12,11 +12,11 @@ Sends are recorded by wrapping ``Rank.isend`` (``send`` is ``isend`` + ``wait``)
 tests see the messages the algorithms really start, in their order.
 """
 
-import random
 
 import pytest
+from mpi_runs import bcast_on_model, record_isends
 
-from peach2.sim.mpi import COLL, P2P, MPIError, preset
+from peach2.sim.mpi import MPIError, preset
 from peach2.sim.mpi.collective import (
     BCAST_ALGORITHMS,
     BCAST_TUNING,
@@ -28,7 +28,6 @@ from peach2.sim.mpi.collective import (
     scatter_ring_bcast,
     select_bcast,
 )
-from peach2.sim.mpi.rank import Rank
 
 KIB = 1 << 10
 OFFSET, TAIL = 24, 16
@@ -77,38 +76,15 @@ def test_knomial_tree_is_a_spanning_tree():
 @pytest.fixture
 def sends(monkeypatch):
     """Every collective ``isend``: (source, dest, count, offset) in the order started."""
-    log = []
-    isend = Rank.isend
-
-    def recording(self, buf, dest, tag, count=None, offset=0, *, context=P2P):
-        if context is COLL:
-            log.append((self.rank, dest, count, offset))
-        return isend(self, buf, dest, tag, count, offset, context=context)
-    monkeypatch.setattr(Rank, "isend", recording)
-    return log
+    return record_isends(monkeypatch, lambda rank, buf, dest, count, offset:
+                         (rank.rank, dest, count, offset))
 
 
 def run(fn, p, count, root, where="gpu2", **kw):
     """Broadcast ``count`` bytes at OFFSET from ``root``; return every rank's buffer, the
     reference and the times."""
-    world = preset("MV2GDR").world(p)
-    rng = random.Random(repr((fn.__name__, p, count, root)))
-    bufs, before = [], []
-    for rank in world.ranks:
-        data = rng.randbytes(OFFSET + count + TAIL)
-        buf = rank.alloc(len(data), where)
-        buf.write(data)
-        bufs.append(buf)
-        before.append(data)
-    window = before[root][OFFSET:OFFSET + count]
-    want = [b[:OFFSET] + window + b[OFFSET + count:] for b in before]
-
-    def program(rank):
-        yield from fn(rank, bufs[rank.rank], count, root, OFFSET, **kw)
-        return rank.now
-
-    times = world.run(program)
-    return [b.read() for b in bufs], want, times
+    return bcast_on_model(fn, p, count, root, configuration="MV2GDR", where=where,
+                          offset=OFFSET, tail=TAIL, key=(fn.__name__, p, count, root), **kw)
 
 
 @pytest.mark.parametrize("p, k, root", [(8, 4, 0), (8, 4, 5), (13, 3, 12), (16, 4, 7),

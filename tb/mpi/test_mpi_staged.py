@@ -6,10 +6,10 @@ not stage (host buffers, above the limit, ``MV2_CUDA_USE_NAIVE`` off)."""
 import random
 
 import pytest
+from mpi_runs import bcast_on_model, record_isends
 
-from peach2.sim.mpi import COLL, P2P, MPIError, preset
+from peach2.sim.mpi import MPIError, preset
 from peach2.sim.mpi.collective import allgather, mv2_bcast, naive_cuda_allgather, naive_cuda_bcast
-from peach2.sim.mpi.rank import Rank
 
 KIB = 1 << 10
 OFFSET = 32
@@ -18,34 +18,14 @@ OFFSET = 32
 @pytest.fixture
 def sent_from(monkeypatch):
     """The memory ("host0", "gpu0", ...) of every collective message's send buffer."""
-    log = []
-    isend = Rank.isend
-
-    def recording(self, buf, dest, tag, count=None, offset=0, *, context=P2P):
-        if context is COLL:
-            log.append(buf.where)
-        return isend(self, buf, dest, tag, count, offset, context=context)
-    monkeypatch.setattr(Rank, "isend", recording)
-    return log
+    return record_isends(monkeypatch, lambda rank, buf, dest, count, offset: buf.where)
 
 
 def bcast_run(fn, p, count, root, where="gpu0", **kw):
-    world = preset("MV2GDR-QPI-Tuned").world(p)
-    rng = random.Random(repr((p, count, root, where)))
-    before = [rng.randbytes(OFFSET + count + 8) for _ in range(p)]
-    bufs = []
-    for rank, data in zip(world.ranks, before):
-        buf = rank.alloc(len(data), where)
-        buf.write(data)
-        bufs.append(buf)
-    window = before[root][OFFSET:OFFSET + count]
-    want = [b[:OFFSET] + window + b[OFFSET + count:] for b in before]
-
-    def program(rank):
-        yield from fn(rank, bufs[rank.rank], count, root, OFFSET, **kw)
-        return rank.now
-    times = world.run(program)
-    assert [b.read() for b in bufs] == want
+    got, want, times = bcast_on_model(fn, p, count, root, configuration="MV2GDR-QPI-Tuned",
+                                      where=where, offset=OFFSET, tail=8,
+                                      key=(p, count, root, where), **kw)
+    assert got == want
     return max(times)
 
 
