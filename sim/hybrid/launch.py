@@ -134,6 +134,9 @@ def main(argv=None):
                          "phase after an MPI phase starts)")
     ap.add_argument("--preset", default="MV2GDR-QPI-Tuned", help="the MPI configuration")
     ap.add_argument("--gpu-size", type=int, default=1 << 20, help="bytes of each GPU window")
+    ap.add_argument("--gpu-read", type=float, metavar="BYTES_PER_S",
+                    help="PEACH2's GPU read rate (default the GPU model's, 002's 870 MB/s; "
+                         "2.8e9 is HA-PACS/TCA's, which the sweeps use)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", help="JSON result (written by rank 0)")
     args = ap.parse_args(argv)
@@ -141,6 +144,8 @@ def main(argv=None):
         folder = Path(args.out).resolve().parent
         if not folder.is_dir() or not os.access(folder, os.W_OK):
             ap.error(f"--out: cannot write into {folder}")
+    if args.gpu_read is not None and not 1e6 <= args.gpu_read <= 1e11:
+        ap.error(f"--gpu-read: bytes per second, 1e6..1e11, not {args.gpu_read:g}")
     if not 1 <= args.window_cycles <= 28:
         ap.error("--window-cycles must be 1..28 (28 cycles = 112 ns, the switch's lookahead)")
     try:
@@ -152,7 +157,8 @@ def main(argv=None):
         ap.error(str(e))
     result = run(args.shape, args.subclusters, runs, per_subcluster=args.per_subcluster,
                  mpi=under_mpiexec(), seed=args.seed, out=args.out, preset=args.preset,
-                 gpu_size=args.gpu_size, window_cycles=args.window_cycles)
+                 gpu_size=args.gpu_size, window_cycles=args.window_cycles,
+                 gpu_read=args.gpu_read)
     if result is not None:
         for r in result["runs"]:
             size = r["size"] if r["name"] != "halo" else \

@@ -9,6 +9,7 @@ hybrid, each node's GPU0 compared with the Python model by the runner.
 import pytest
 
 from peach2.sim.hybrid import Groups, MpiPhase, TcaPhase, allgather, broadcast
+from peach2.sim.hybrid.launch import main as launch_main
 from peach2.sim.hybrid.launch import parse_run, run
 from peach2.sim.run import pick_simulator
 from peach2.sim.system import MachinePlan
@@ -65,6 +66,18 @@ def test_refusals():
             parse_run(bad)
     with pytest.raises(ValueError, match="needs 8388608 bytes of GPU window"):
         run("2x2", 2, [parse_run("allgather:hybrid:1048576")])
+
+
+
+@pytest.mark.parametrize("argv, why", [
+    (["--gpu-read", "5"], "--gpu-read: bytes per second"),
+    (["--window-cycles", "29"], "--window-cycles must be 1..28"),
+    (["--run", "broadcast:ib:8"], "network")])
+def test_launch_refuses_bad_options_before_building(argv, why, capsys):
+    args = ["--run", "broadcast:hybrid:8"] if argv[0] != "--run" else []
+    with pytest.raises(SystemExit) as exit_:
+        launch_main(args + argv)
+    assert exit_.value.code == 2 and why in capsys.readouterr().err
 
 
 def test_broadcast_and_allgather_on_8_nodes_in_2_subclusters(tmp_path):
