@@ -23,7 +23,7 @@ from peach2.sim.system import MachinePlan
 
 from .launch import run
 
-__all__ = ["SIZES", "PAPER", "sweep", "table", "main"]
+__all__ = ["SIZES", "PAPER", "sweep", "rows_of", "table", "main"]
 
 #: PEACH2's GPU read rate: HA-PACS/TCA's Ivy Bridge nodes (the node model's, which the MPI
 #: side's GPUDirect reads use too), not the GPU model's default (002's Sandy Bridge 870 MB/s).
@@ -61,14 +61,22 @@ def sweep(shape="2x2", subclusters=2, sizes=None, seed=1, per_subcluster=1,
                      gpu_read=gpu_read,
                      gpu_size=max(1 << 20, 1 << (need - 1).bit_length()))
         raw[collective] = result
-        times = {(r["network"], r["size"]): r["time_ns"] for r in result["runs"]}
-        algorithm = {r["size"]: r["info"].get("mpi_algorithm") for r in result["runs"]
-                     if r["network"] == "mpi"}
-        out[collective] = [{"size": s, "mpi_ns": times[("mpi", s)],
-                            "hybrid_ns": times[("hybrid", s)],
-                            "ratio": times[("mpi", s)] / times[("hybrid", s)],
-                            "mpi_algorithm": algorithm[s]} for s in values]
+        out[collective] = rows_of(result, collective)
     return out, raw
+
+
+def rows_of(result, collective):
+    """``[{"size", "mpi_ns", "hybrid_ns", "ratio", "mpi_algorithm"}]`` of ``collective`` in a
+    :func:`~.launch.run` result, for every size run over both ``mpi`` and ``hybrid``."""
+    runs = [r for r in result["runs"] if r["name"] == collective]
+    times = {(r["network"], r["size"]): r["time_ns"] for r in runs}
+    algorithm = {r["size"]: r["info"].get("mpi_algorithm") for r in runs
+                 if r["network"] == "mpi"}
+    sizes = sorted({s for net, s in times if net == "mpi"} & {s for net, s in times
+                                                            if net == "hybrid"})
+    return [{"size": s, "mpi_ns": times[("mpi", s)], "hybrid_ns": times[("hybrid", s)],
+             "ratio": times[("mpi", s)] / times[("hybrid", s)],
+             "mpi_algorithm": algorithm[s]} for s in sizes]
 
 
 def _size(n):

@@ -73,3 +73,19 @@ def test_message_by_message_column_only_when_every_row_has_it(tmp_path):
     del staged[1]["mpi_p2p_ns"]
     _, body = section({"machines": [machine]}, tmp_path, draw=False)
     assert "message by message" not in body
+
+
+def test_rows_of_a_launch_result():
+    """A launch result's runs, paired by size: only sizes run over both networks make rows."""
+    from peach2.sim.hybrid.sweep import rows_of
+
+    def run(name, net, size, ns):
+        return {"name": name, "network": net, "size": size, "time_ns": ns,
+                "info": {"mpi_algorithm": "MPIR_Knomial_Bcast_inter_node_wrapper_MV2"}}
+    result = {"runs": [run("broadcast", "mpi", 512, 30_000), run("broadcast", "mpi", 8, 20_000),
+                       run("broadcast", "hybrid", 8, 10_000), run("allgather", "mpi", 16, 1),
+                       run("broadcast", "hybrid", 64, 5_000)]}
+    got = rows_of(result, "broadcast")
+    assert [(r["size"], r["ratio"]) for r in got] == [(8, 2.0)]
+    assert got[0]["mpi_algorithm"].startswith("MPIR_Knomial")
+    assert rows_of(result, "allgather") == []
