@@ -98,6 +98,17 @@ not their times, so those are what is compared):
   16 KiB (0.68; 000: ahead up to 16 KB): its TCA recursive doubling among 8 nodes of a 2x8 has
   steps between nodes 2 and 4 apart, whose flows share the sub-cluster's cables, so the TCA
   part takes longer than one flow per step would; the model has no algorithm that avoids it.
+- **32 and 64 nodes, the real machine 000 could not use** (2 and 4 sub-clusters of 2x8,
+  InfiniBand only between them; a few sizes): the hybrid's gain shrinks with the machine and
+  turns into a loss. Broadcast 8 B: 1.46 on 16 nodes (groups of 8), 1.25 on 32, 0.93 on 64;
+  Allgather 16 B: 1.40, 1.28, 0.94. Every group is now a whole 2x8: the TCA part is four
+  steps, the longer ones several hops and sharing cables (about 2-3 us a step), while MPI alone
+  grows by at most one round (MVAPICH2's table picks the k-nomial tree from 32 processes); at
+  64 nodes the hybrid's MPI part among the 4 leaders is itself two GPUDirect steps. At 512 B
+  the Allgather's MPI steps exchange 8-16 KiB of blocks, GPUDirect across QPI or the host
+  pipeline (0.53 on 32 nodes, 0.50 on 64). So on the whole machine, all of a sub-cluster's
+  steps over TCA is the wrong fixed choice: the per-step choice of the issue's item 4 (fewer,
+  shorter TCA steps, the rest over InfiniBand) is what these sizes call for.
 - **Not measured**: 000's 1 MB Broadcast crossover (at 512 KiB the 2x4's hybrid is even with
   staged MPI alone, 0.97, and 1.16x faster than MPI alone message by message). The 2x4
   Broadcast's rows up to 128 KiB come from the log of a run stopped during its 512 KiB point,

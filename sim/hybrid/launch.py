@@ -116,7 +116,7 @@ def run(shape, subclusters, runs, *, per_subcluster=1, mpi=False, seed=1, out=No
         run_cocotb(component=plan.top(copies), toplevel="cluster",
                    test_module="peach2.sim.hybrid.hybrid_tb", name=name, test_dir=ROOT,
                    params=params, seed=seed, simulator="verilator")
-        if out.exists():
+        if out.exists() and not (mpi and launcher_rank()):     # rank 0 reports, once
             return json.loads(out.read_text())
     return None
 
