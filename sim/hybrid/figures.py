@@ -43,10 +43,10 @@ def plot_name(machine):
     return f"hybrid_{machine['subclusters']}x{machine['shape']}{split}.png"
 
 
-#: Sub-clusters joined only by InfiniBand, measured at a few sizes: the 2 x 2x2 of the tests and
+#: Sub-clusters joined by InfiniBand, measured at a few sizes: the 2 x 2x2 of the tests and
 #: HA-PACS/TCA's own 2 and 4 sub-clusters of 2x8 (32 and 64 nodes, which 000 left to future
-#: work, section 8).
-REAL_MACHINES = (("2x2", 2, 1), ("2x8", 2, 1), ("2x8", 4, 1))
+#: work, section 8), the 32 nodes also with smaller TCA groups (each 2x8 split in 2 and 4).
+REAL_MACHINES = (("2x2", 2, 1), ("2x8", 2, 1), ("2x8", 2, 2), ("2x8", 2, 4), ("2x8", 4, 1))
 
 #: Every plot the section may draw: the full run's machines and the real machines.
 PLOTS = tuple(plot_name({"shape": a, "subclusters": b, "per_subcluster": c})
@@ -101,14 +101,21 @@ not their times, so those are what is compared):
 - **32 and 64 nodes, the real machine 000 could not use** (2 and 4 sub-clusters of 2x8,
   InfiniBand only between them; a few sizes): the hybrid's gain shrinks with the machine and
   turns into a loss. Broadcast 8 B: 1.46 on 16 nodes (groups of 8), 1.25 on 32, 0.93 on 64;
-  Allgather 16 B: 1.40, 1.28, 0.94. Every group is now a whole 2x8: the TCA part is four
-  steps, the longer ones several hops and sharing cables (about 2-3 us a step), while MPI alone
-  grows by at most one round (MVAPICH2's table picks the k-nomial tree from 32 processes); at
-  64 nodes the hybrid's MPI part among the 4 leaders is itself two GPUDirect steps. At 512 B
-  the Allgather's MPI steps exchange 8-16 KiB of blocks, GPUDirect across QPI or the host
-  pipeline (0.53 on 32 nodes, 0.50 on 64). So on the whole machine, all of a sub-cluster's
-  steps over TCA is the wrong fixed choice: the per-step choice of the issue's item 4 (fewer,
-  shorter TCA steps, the rest over InfiniBand) is what these sizes call for.
+  Allgather 16 B: 1.40, 1.28, 0.94. Every group is now a whole 2x8, so the TCA part is four
+  steps of about 2.7 us (the longer ones several hops, sharing cables), while MPI alone grows by
+  at most one round (MVAPICH2's table picks the k-nomial tree from 32 processes). The hybrid's
+  own MPI steps cost more: they go point to point from GPU0, GPUDirect RDMA across QPI, about
+  6.5 us a hop at 8 B, and at 64 nodes the 4 leaders need two of them; at 512 B the
+  Allgather's MPI steps carry 8-16 KiB of blocks through the same path (0.53 on 32 nodes, 0.50
+  on 64).
+- **Smaller TCA groups do not help** (000 section 6.2's idea, the first measurement of the
+  issue's item 4: multi-hop TCA steps sent over InfiniBand instead). On 32 nodes with groups of
+  8 and 4 (each 2x8 split in 2 and 4), Broadcast 8 B falls from 1.25 to 1.01 and 0.89,
+  Allgather 16 B from 1.28 to 1.03 and 0.90, Allgather 512 B from 0.53 to 0.38 and 0.33: every
+  step moved off TCA becomes a GPUDirect step across QPI, dearer than the TCA step it replaces,
+  however many hops that took. What the hybrid lacks on this machine is a cheaper MPI path for
+  its own steps (staging through host memory as MPI alone does, or GPUs on the HCA's socket),
+  not fewer TCA steps.
 - **Not measured**: 000's 1 MB Broadcast crossover (at 512 KiB the 2x4's hybrid is even with
   staged MPI alone, 0.97, and 1.16x faster than MPI alone message by message). The 2x4
   Broadcast's rows up to 128 KiB come from the log of a run stopped during its 512 KiB point,
