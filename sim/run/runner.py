@@ -15,6 +15,7 @@ the latter).  They are written as FST to ``build/waves/<name>.fst`` beside a GTK
 ``gtkwave build/waves/<name>.gtkw``.  Everything lands under the ignored ``build/`` folder.
 """
 
+import contextlib
 import fcntl
 import json
 import os
@@ -371,9 +372,7 @@ def run_cocotb(*, component, toplevel, test_module, name, test_dir, testcase=Non
     if simulator == "icarus":
         require_iverilog()
     waves = waves_requested(waves)
-    with exclusive_run_folder(name):
-        build_dir = SIM_BUILD / name
-        build_dir.mkdir(parents=True, exist_ok=True)
+    with exclusive_run_folder(name) as build_dir:
         if library:
             from .verilator import module_sources
             if any(Path(s).suffix == ".vlt" for s in extra_sources):
@@ -452,26 +451,21 @@ def run_cocotb(*, component, toplevel, test_module, name, test_dir, testcase=Non
         return build_dir
 
 
+@contextlib.contextmanager
 def exclusive_run_folder(name):
-    """Hold ``build/sim/<name>`` for one run (a context manager yielding the folder): a second
-    run of the same name, from another process or thread, waits for the first and says so,
-    instead of writing the same log and results file at the same time (``flock`` locks of two
-    ``open`` calls exclude each other in one process too)."""
-    import contextlib
-
-    @contextlib.contextmanager
-    def hold():
-        folder = SIM_BUILD / name
-        folder.mkdir(parents=True, exist_ok=True)
-        with open(folder / "run.lock", "w") as lock:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                print(f"{name}: waiting for another run of {name} to finish ({folder})",
-                      flush=True)
-                fcntl.flock(lock, fcntl.LOCK_EX)
-            yield folder
-    return hold()
+    """Hold ``build/sim/<name>`` for one run (a context manager yielding the folder, made if
+    missing): a second run of the same name, from another process or thread, waits for the
+    first and says so, instead of writing the same log and results file at the same time
+    (``flock`` locks of two ``open`` calls exclude each other in one process too)."""
+    folder = SIM_BUILD / name
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "run.lock", "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"{name}: waiting for another run of {name} to finish ({folder})", flush=True)
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        yield folder
 
 
 def fresh_seed(name):

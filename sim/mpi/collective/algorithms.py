@@ -24,7 +24,7 @@ from ..buffer import Buffer
 from ..errors import ERR_BUFFER, ERR_COUNT, ERR_OTHER, ERR_RANK, ERR_ROOT, MPIError
 from ..request import COLL
 
-__all__ = ["bcast", "allgather", "check_bcast", "BCAST_TAG", "ALLGATHER_TAG"]
+__all__ = ["bcast", "allgather", "check_bcast", "check_received", "BCAST_TAG", "ALLGATHER_TAG"]
 
 #: MPICH's tags for the point-to-point messages of collectives; they travel in the collective
 #: context, so user messages with the same tags never match them.
@@ -124,6 +124,15 @@ def _check(rank, buf, offset, count, name, nbytes):
         raise MPIError(ERR_OTHER, f"{buf!r} is GPU memory but MV2_USE_CUDA is off")
 
 
+def check_received(rank, status, count):
+    """A Broadcast's receive must bring ``count`` bytes: else ``MPI_ERR_OTHER`` (MPICH's
+    ``collective_size_mismatch``), naming both ranks."""
+    if status.count != count:
+        raise MPIError(ERR_OTHER, f"rank {rank.rank}: bcast received {status.count} bytes "
+                       f"from rank {status.source}, expected {count} (the ranks disagree on "
+                       f"the count)")
+
+
 def _binomial(rank, buf, count, root, offset, members):
     p, me = len(members), members.index(rank.rank)
     if p == 1 or count == 0:
@@ -134,10 +143,7 @@ def _binomial(rank, buf, count, root, offset, members):
         if rel & mask:
             status = yield rank.recv(buf, members[(me - mask) % p], BCAST_TAG, count, offset,
                                      context=COLL)
-            if status.count != count:
-                raise MPIError(ERR_OTHER, f"rank {rank.rank}: bcast received {status.count} "
-                               f"bytes from rank {status.source}, expected {count} (the ranks "
-                               f"disagree on the count)")
+            check_received(rank, status, count)
             break
         mask <<= 1
     mask >>= 1

@@ -24,9 +24,8 @@ every rank); the intra-node shared-memory step that follows them in MVAPICH2 has
 do.  Arguments are checked as :func:`.algorithms.bcast` checks them.
 """
 
-from ..errors import ERR_OTHER, MPIError
 from ..request import COLL
-from .algorithms import BCAST_TAG, check_bcast
+from .algorithms import BCAST_TAG, check_bcast, check_received
 
 __all__ = ["knomial_bcast", "pipelined_bcast", "scatter_ring_bcast", "knomial_tree",
            "MV2_KNOMIAL_INTER_NODE_FACTOR", "MV2_PIPELINED_KNOMIAL_FACTOR",
@@ -96,17 +95,10 @@ def _knomial(rank, buf, count, root, offset, members, k):
     if parent is not None:
         status = yield rank.recv(buf, members[(parent + root) % p], BCAST_TAG, count, offset,
                                  context=COLL)
-        _size(rank, status, count)
+        check_received(rank, status, count)
     for batch in batches:
         yield rank.waitall([rank.isend(buf, members[(c + root) % p], BCAST_TAG, count, offset,
                                        context=COLL) for c in batch])
-
-
-def _size(rank, status, count):
-    if status.count != count:
-        raise MPIError(ERR_OTHER, f"rank {rank.rank}: bcast received {status.count} bytes "
-                       f"from rank {status.source}, expected {count} (the ranks disagree on "
-                       f"the count)")
 
 
 def pipelined_bcast(rank, buf, count, root, offset=0, group=None,
