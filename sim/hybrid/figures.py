@@ -7,15 +7,15 @@ A saved result (``docs/results/hybrid.json``) holds one entry per machine in ``m
 ``rows`` is :func:`peach2.sim.hybrid.sweep.sweep`'s first result (per collective, per size:
 ``mpi_ns``, ``hybrid_ns``, ``ratio`` = MPI time / hybrid time, above 1 when the hybrid is
 faster, as the paper's "relative performance"; optionally ``mpi_p2p_ns``, MPI alone with GPU
-buffers sent message by message instead of staged, shown beside it).  :data:`STATEMENTS` is what "TCA/InfiniBand
-hybrid communication in XcalableACC" (section 6.2) says of each figure, in a form
-:func:`compare` checks against the model point by point.
+buffers sent message by message instead of staged, shown beside it).  :data:`STATEMENTS` is
+what "TCA/InfiniBand hybrid communication in XcalableACC" (section 6.2) says of each figure, in
+a form :func:`compare` checks against the model point by point.
 """
 
 from pathlib import Path
 
 __all__ = ["STATEMENTS", "plot_name", "compare", "plot", "section", "MACHINES", "REAL_MACHINES",
-           "PLOTS", "machine_entry"]
+           "PLOTS", "machine_entry", "size_text"]
 
 KB = 1024
 
@@ -123,7 +123,8 @@ not their times, so those are what is compared):
 """
 
 
-def _size(n):
+def size_text(n):
+    """``n`` bytes as the tables write it: ``4 KiB``, ``1 MiB``, ``1027 B``."""
     for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= scale and n % scale == 0:
             return f"{n // scale} {unit}"
@@ -166,25 +167,25 @@ def compare(rows, collective, nodes):
     best = max(rows, key=lambda r: r["ratio"])
     gain = best["ratio"] - 1
     out.append((f"up to {said['max_gain']:.0%} faster (Figure {said['figure']})",
-                f"up to {gain:.0%} faster (at {_size(best['size'])})",
+                f"up to {gain:.0%} faster (at {size_text(best['size'])})",
                 abs(gain - said["max_gain"]) <= 0.10))
     if said["dip"]:
         lo, hi = said["dip"]
         inside = [r for r in rows if lo <= r["size"] <= hi]
-        slower = [_size(r["size"]) for r in inside if r["ratio"] < 1]
+        slower = [size_text(r["size"]) for r in inside if r["ratio"] < 1]
         model = (f"slower at {', '.join(slower)}" if slower else
-                 "faster at " + ", ".join(f"{_size(r['size'])} ({r['ratio']:.2f})"
+                 "faster at " + ", ".join(f"{size_text(r['size'])} ({r['ratio']:.2f})"
                                           for r in inside))
-        out.append((f"slower at {_size(lo)}-{_size(hi)} (MVAPICH2's protocol switch)", model,
-                    bool(slower) if inside else None))
+        out.append((f"slower at {size_text(lo)}-{size_text(hi)} (MVAPICH2's protocol switch)",
+                    model, bool(slower) if inside else None))
     if said["slower_from"]:
         below = _stays_below_from(rows)
         reach = rows[-1]["size"] >= said["slower_from"]
-        model = (f"slower from {_size(below)}" if below is not None else
-                 f"faster up to the largest size measured ({_size(rows[-1]['size'])})")
+        model = (f"slower from {size_text(below)}" if below is not None else
+                 f"faster up to the largest size measured ({size_text(rows[-1]['size'])})")
         holds = (below == said["slower_from"]) if reach else (
             None if below is None else below >= said["slower_from"])
-        out.append((f"slower from {_size(said['slower_from'])} (past TCA's crossover)", model,
+        out.append((f"slower from {size_text(said['slower_from'])} (past TCA's crossover)", model,
                     holds))
     return out
 
@@ -254,7 +255,7 @@ def _table(machine, name):
     for r in rows:
         more = (f" {r['mpi_p2p_ns'] / 1000:.1f} | {r['mpi_p2p_ns'] / r['hybrid_ns']:.2f} |"
                 if p2p else "")
-        out.append(f"| {_size(r['size'])} | {r['mpi_ns'] / 1000:.1f} | "
+        out.append(f"| {size_text(r['size'])} | {r['mpi_ns'] / 1000:.1f} | "
                    f"{r['hybrid_ns'] / 1000:.1f} | {r['ratio']:.2f} | "
                    f"{_algorithm(r.get('mpi_algorithm'))} |{more}")
     return out

@@ -21,6 +21,7 @@ from pathlib import Path
 from peach2.sim.node import NodeParams
 from peach2.sim.system import MachinePlan
 
+from .figures import size_text
 from .launch import run
 
 __all__ = ["SIZES", "PAPER", "sweep", "rows_of", "table", "main"]
@@ -79,18 +80,13 @@ def rows_of(result, collective):
              "mpi_algorithm": algorithm[s]} for s in sizes]
 
 
-def _size(n):
-    return f"{n >> 20} MiB" if n >= 1 << 20 and not n % (1 << 20) else \
-        f"{n >> 10} KiB" if n >= 1024 and not n % 1024 else f"{n} B"
-
-
 def table(rows, nodes, collective):
     """Markdown table of one collective's sweep."""
     what = "bytes" if collective == "broadcast" else "block"
     lines = [f"| {what} | MPI alone (us) | hybrid (us) | MPI / hybrid |",
              "| ---: | ---: | ---: | ---: |"]
     for r in rows:
-        lines.append(f"| {_size(r['size'])} | {r['mpi_ns'] / 1000:.1f} | "
+        lines.append(f"| {size_text(r['size'])} | {r['mpi_ns'] / 1000:.1f} | "
                      f"{r['hybrid_ns'] / 1000:.1f} | {r['ratio']:.2f} |")
     lines.append(f"\n000 on {nodes} nodes: {PAPER.get((collective, nodes), 'not measured')}.")
     return "\n".join(lines)
