@@ -37,7 +37,7 @@ from array import array
 
 from peach2.sim.collectives import HaloGrid, halo_exchange, halo_local, halo_reference
 
-from .algorithms import NETWORKS, Hybrid, MpiPhase, Overlap, TcaPhase
+from .algorithms import NETWORKS, Hybrid, MpiPhase, Overlap, TcaPhase, _check
 from .groups import Groups
 from .pack import PackKernel
 
@@ -69,23 +69,38 @@ def himeno_array(dims, seed, elem=ELEM):
     return rng.randbytes(n * elem)
 
 
+def _runs(grid, dim, index):
+    """``(offset, length)`` of every contiguous run of plane ``index`` along ``dim`` (0:
+    ``jk``, one run; 1: ``ik``, ``ni`` runs one local row apart) in the local array."""
+    off, length, count, gap = grid.plane(dim, index)
+    return [(off + r * (length + gap), length) for r in range(count)]
+
+
 def plane_bytes(grid, local, dim, index):
     """The bytes of plane ``index`` along ``dim`` (0: ``jk``, 1: ``ik``; inner part) of a
     local array ``local``, in order: what a pack kernel writes into its contiguous buffer."""
-    off, length, count, gap = grid.plane(dim, index)
-    return b"".join(local[off + r * (length + gap):off + r * (length + gap) + length]
-                    for r in range(count))
+    return b"".join(local[at:at + n] for at, n in _runs(grid, dim, index))
 
 
 def put_plane(grid, local, dim, index, data):
     """Write ``data`` (a packed plane) into plane ``index`` along ``dim`` of ``local``
     (a bytearray): what an unpack kernel does."""
-    off, length, count, gap = grid.plane(dim, index)
-    if len(data) != length * count:
-        raise ValueError(f"a plane of {count} x {length} bytes, not {len(data)}")
-    for r in range(count):
-        at = off + r * (length + gap)
-        local[at:at + length] = data[r * length:(r + 1) * length]
+    runs = _runs(grid, dim, index)
+    if len(data) != sum(n for _, n in runs):
+        raise ValueError(f"a plane of {len(runs)} x {runs[0][1]} bytes, not {len(data)}")
+    done = 0
+    for at, n in runs:
+        local[at:at + n] = data[done:done + n]
+        done += n
+
+
+def _fits(grid, plan):
+    """The grid's process count; ``ValueError`` when the machine has fewer nodes."""
+    p = grid.px * grid.py
+    if p > plan.n_nodes:
+        raise ValueError(f"a {grid.px} x {grid.py} grid needs {p} nodes; the machine has "
+                         f"{plan.n_nodes}")
+    return p
 
 
 def halo_groups(plan, grid, network):
@@ -94,10 +109,7 @@ def halo_groups(plan, grid, network):
     sub-cluster split virtually when it holds more than one row, as 000 Figure 11)."""
     if network not in NETWORKS:
         raise ValueError(f"network must be one of {NETWORKS}, not {network!r}")
-    p = grid.px * grid.py
-    if p > plan.n_nodes:
-        raise ValueError(f"a {grid.px} x {grid.py} grid needs {p} nodes; the machine has "
-                         f"{plan.n_nodes}")
+    _fits(grid, plan)
     if network == "hybrid":
         if plan.n % grid.py:
             raise ValueError(f"hybrid: a row of the grid ({grid.py} nodes, the j neighbours) "
@@ -114,15 +126,8 @@ def halo(groups, grid, whole, *, network="hybrid", pack=PackKernel(), seed=1):
     """The halo exchange of ``grid`` (a :class:`~peach2.sim.collectives.HaloGrid`), the global
     array ``whole`` (``Ni x Nj x Nk`` elements), over ``network``; ``groups`` as
     :func:`halo_groups` gives them.  The halos start as noise drawn from ``seed``."""
-    if network not in NETWORKS:
-        raise ValueError(f"network must be one of {NETWORKS}, not {network!r}")
-    p, n_nodes = grid.px * grid.py, groups.plan.n_nodes
-    if p > n_nodes:
-        raise ValueError(f"a {grid.px} x {grid.py} grid needs {p} nodes; the machine has "
-                         f"{n_nodes}")
-    if network == "tca" and groups.count != 1:
-        raise ValueError(f"TCA alone reaches only the nodes of one group; these groups are "
-                         f"{groups.count}: use network='hybrid' or 'mpi'")
+    _check(network, groups, "a halo exchange")
+    p = _fits(grid, groups.plan)
     if network == "hybrid" and groups.size != grid.py:
         raise ValueError(f"hybrid: each group must be one row of the grid ({grid.py} nodes), "
                          f"not {groups.size}: use halo_groups()")
@@ -230,11 +235,13 @@ def _exchange(rank, buf, grid, sends, pack, local):
 
 
 def _gather(buf, grid, dim, index):
-    off, length, count, gap = grid.plane(dim, index)
-    return b"".join(buf.read(off + r * (length + gap), length) for r in range(count))
+    """:func:`plane_bytes` of the rank's buffer (the pack kernel reads GPU memory)."""
+    return b"".join(buf.read(at, n) for at, n in _runs(grid, dim, index))
 
 
 def _scatter(buf, grid, dim, index, data):
-    off, length, count, gap = grid.plane(dim, index)
-    for r in range(count):
-        buf.write(data[r * length:(r + 1) * length], off + r * (length + gap))
+    """:func:`put_plane` into the rank's buffer (the unpack kernel writes GPU memory)."""
+    done = 0
+    for at, n in _runs(grid, dim, index):
+        buf.write(data[done:done + n], at)
+        done += n
