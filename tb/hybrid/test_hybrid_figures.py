@@ -1,7 +1,6 @@
 """The hybrid benchmark section (``peach2.sim.hybrid.figures``) on made-up sweeps: 000's
 statements checked point by point, the tables, and the plot (no simulation)."""
 
-import pytest
 
 from peach2.sim.hybrid.figures import PLOTS, compare, machine_entry, plot, plot_name, section
 
@@ -38,8 +37,6 @@ def test_crossover_not_reached_and_a_dip_is_not_a_crossover():
 
 
 def test_section_and_plot(tmp_path):
-    matplotlib = pytest.importorskip("matplotlib")
-    assert matplotlib
     raw = {"broadcast": {"preset": "MV2GDR-QPI-Tuned", "runs": [{"nodes": 8}]}}
     machine = machine_entry("2x4", 1, 2, {"broadcast": rows([(8, 1.2), (64, 1.1)]),
                                           "allgather": rows([(16, 1.4), (128, 1.3)], None)}, raw)
@@ -61,7 +58,6 @@ def test_section_and_plot(tmp_path):
 
 
 def test_message_by_message_column_only_when_every_row_has_it(tmp_path):
-    pytest.importorskip("matplotlib")
     staged = rows([(16, 1.4), (128, 1.3)], None)
     for r in staged:
         r["mpi_p2p_ns"] = 30_000
