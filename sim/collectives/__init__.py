@@ -9,12 +9,13 @@ from .algorithms import (
     broadcast_reference,
     log2_exact,
     puts,
+    ring_allgather,
 )
 from .halo import ORDERS, HaloGrid, halo_exchange, halo_local, halo_reference
 from .memory import Memories, Place
 from .plan import FLAG, Collective, Program, Result, Step, prepare, run
 
-__all__ = ["broadcast", "allgather", "puts", "broadcast_reference", "allgather_reference",
+__all__ = ["broadcast", "allgather", "ring_allgather", "puts", "broadcast_reference", "allgather_reference",
            "log2_exact", "HaloGrid", "halo_exchange", "halo_local", "halo_reference", "ORDERS",
            "Place", "Memories", "FLAG", "Step", "Program", "Collective", "Result", "prepare",
            "run"]

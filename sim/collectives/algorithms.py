@@ -17,6 +17,11 @@ node, window, offset), so they can be host memory or, once the cluster has them,
   Any block size from 1 byte: the DMA moves any byte length at any alignment (000 could not
   gather a scalar: its minimum transfer was 16 bytes, section 6.3); 000 runs the last step over
   InfiniBand, here it is TCA.
+- :func:`ring_allgather`: the same result without sharing a ring link: the blocks go round
+  every ring of the double ring both ways at once, one hop per step, then recursive doubling
+  between the rings (one S hop on a 2xK).  More steps than recursive doubling (``ceil((K-1)/2)``
+  on a ring of K against ``log2(K)``), but no step puts two flows on one link, so it wins where
+  a step is bandwidth-bound (docs/collectives.md, "Which Allgather").
 - :func:`puts`: independent transfers, one chained DMA per sender (the collision case:
   two senders into one receiver; the latency per hop: one sender at a time).
 
@@ -30,7 +35,7 @@ from peach2.sim.driver import memcpy
 from .memory import Place
 from .plan import FLAG, Collective, Program, Step
 
-__all__ = ["broadcast", "allgather", "puts", "broadcast_reference", "allgather_reference",
+__all__ = ["broadcast", "allgather", "ring_allgather", "puts", "broadcast_reference", "allgather_reference",
            "log2_exact"]
 
 
@@ -107,6 +112,81 @@ def allgather(mem, nodes, buf, size, *, window="host"):
         programs.append(prog)
     return Collective("allgather", programs, flags,
                       {"nodes": p, "steps": steps, "bytes": size, "gathered": p * size})
+
+
+def ring_allgather(mem, nodes, buf, size, *, ring=None, window="host"):
+    """The Allgather of :func:`allgather` (node ``nodes[r]``'s block at ``buf + r * size`` ends
+    up at that offset on every node) in steps of one hop: ``nodes`` are ``p / ring`` rings of
+    ``ring`` nodes each (default one ring of all), ``nodes[j * ring + i]`` the ``i``-th of ring
+    ``j``, each node cabled E to the next of its ring (as ``peach2 routes`` numbers a ring or
+    the rings of a 2xK: ``ring=K``).
+
+    - Ring steps ``s = 1 .. ceil((K-1)/2)``: every node sends the block that started ``s - 1``
+      nodes W of it on E, and (while ``s <= floor((K-1)/2)``) the block that started ``s - 1``
+      nodes E of it on W, both in one chain once the blocks of step ``s - 1`` have landed.  So
+      every ring link carries one block per direction per step: no two flows share a link.
+    - Then recursive doubling between rings (``p / ring`` a power of two): ring ``j``'s node
+      ``i`` exchanges everything its ``2^t`` rings hold with node ``i`` of ring ``j xor 2^t``
+      (on a 2xK: one step over the S cable, the whole ring's ``K`` blocks).
+
+    Every step's descriptors end in a completion write into a flag of their receiver; step
+    ``s`` runs on channel ``s % 4`` (a fifth step waits for the first's chain to be over).
+    """
+    p = len(nodes)
+    k = p if ring is None else ring
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1 or p % k:
+        raise ValueError(f"ring must divide the {p} nodes, not {ring!r}")
+    rings = p // k
+    if rings & (rings - 1) or p < 2:
+        raise ValueError(f"the rings are joined by recursive doubling: {p} nodes in rings of "
+                         f"{k} make {rings} rings, not a power of two (or fewer than 2 nodes)")
+    if size < 1:
+        raise ValueError(f"the block size must be at least 1 byte, not {size}")
+    east, west = k // 2, (k - 1) // 2           # steps with an E send, with a W send
+    across = rings.bit_length() - 1
+    n_flags = east + west + across
+    flags0 = mem.symmetric(4 * n_flags)
+    flag_e = [flags0 + 4 * s for s in range(east)]                  # arrived from W at step s
+    flag_w = [flags0 + 4 * (east + s) for s in range(west)]         # arrived from E at step s
+    flag_x = [flags0 + 4 * (east + west + t) for t in range(across)]
+
+    def send(node, partner, first, length, flag):
+        return memcpy(mem.local(Place(node, window, buf + first * size), length * size),
+                      mem.tca(Place(partner, window, buf + first * size), length * size),
+                      length * size, seq=_flag_word(mem, partner, flag))
+
+    programs, flags = [], []
+    for g, node in enumerate(nodes):
+        j, i = divmod(g, k)
+        base = j * k
+        prog = Program(node, [])
+        waits = []
+        for s in range(max(east, west)):
+            transfers = []
+            if s < east:        # the block that started s nodes W of me goes E
+                transfers.append(send(node, nodes[base + (i + 1) % k], base + (i - s) % k, 1,
+                                      flag_e[s]))
+            if s < west:        # the block that started s nodes E of me goes W
+                transfers.append(send(node, nodes[base + (i - 1) % k], base + (i + s) % k, 1,
+                                      flag_w[s]))
+            prog.steps.append(Step(len(prog.steps) % 4, transfers, waits))
+            waits = [(Place(node, "host", f[s]), FLAG) for f in (flag_e, flag_w) if s < len(f)]
+        # a step's chains run on their own channels: the blocks of step s - 1 may still land
+        # after those of step s, so what is sent on holds every block of the ring
+        mine = [(Place(node, "host", flags0 + 4 * f), FLAG) for f in range(n_flags)]
+        waits = mine[:east + west]
+        for t in range(across):
+            partner = nodes[((j ^ (1 << t)) * k) + i]
+            first = (j >> t << t) * k
+            prog.steps.append(Step(len(prog.steps) % 4,
+                                   [send(node, partner, first, (1 << t) * k, flag_x[t])], waits))
+            waits = [(Place(node, "host", flag_x[t]), FLAG)]
+        prog.done = mine
+        flags += [place for place, _ in mine]
+        programs.append(prog)
+    return Collective("allgather", programs, flags,
+                      {"nodes": p, "steps": max(east, west) + across, "bytes": size,
+                       "gathered": p * size, "algorithm": "ring", "ring": k})
 
 
 def puts(mem, transfers, *, channel=0):

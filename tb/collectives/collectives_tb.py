@@ -9,12 +9,14 @@ CPU polls them), and per test:
 
 - ``collectives_check``: every collective of ``peach2.sim.collectives.algorithms`` / ``peach2.sim.collectives.halo``
   the parameters name, one after the other in one simulation: ``bcast`` (sizes), ``roots``,
-  ``allgather`` (block sizes), ``halo`` (``[N, px, py]`` list), ``collision`` (bytes per
+  ``allgather`` (block sizes), ``ring_allgather`` (block sizes, the ring algorithm along
+  the topology's rings), ``halo`` (``[N, px, py]`` list), ``collision`` (bytes per
   sender, or 0), ``fault`` (a put from unmapped memory must raise the channel's DmaFault).
   Every host window (and GPU memory) starts as random noise; after each collective every byte
   of every node's host window and GPU memory is compared with the reference model (inputs,
   results, flags; nothing else may change), then every chip's drop counters must be 0.
-- ``collectives_bench``: times of ``bcast_sizes``, ``allgather_sizes``, ``halo_ns`` (on the
+- ``collectives_bench``: times of ``bcast_sizes``, ``allgather_sizes``,
+  ``ring_allgather_sizes``, ``halo_ns`` (on the
   ``halo_grid``), ``collision_sizes`` and the latency of an 8-byte put from node 0 to the
   nearest node at each hop count (hops from the chips' route set), each result checked
   against the reference; written to ``result_file`` (JSON) after every point.
@@ -42,6 +44,7 @@ from peach2.sim.collectives import (
     halo_local,
     halo_reference,
     puts,
+    ring_allgather,
     run,
 )
 from peach2.sim.driver import DmaFault
@@ -124,16 +127,33 @@ async def run_bcast(tb, size, root, buf):
     return result
 
 
-async def run_allgather(tb, size, buf):
+def ring_length(topology):
+    """The nodes of each ring of a ``ring:K`` or ``2xK`` topology string (the ring Allgather's
+    ``ring``); a line has no ring."""
+    kind, _, k = topology.partition(":")
+    if kind == "ring":
+        return int(k)
+    if "x" in kind:
+        return int(kind.split("x")[1])
+    raise ValueError(f"{topology} has no ring for the ring Allgather")
+
+
+async def run_allgather(tb, size, buf, ring=False):
+    """Allgather of ``size``-byte blocks: recursive doubling, or with ``ring`` the ring
+    algorithm along the topology's rings."""
     nodes = list(range(tb.n))
     blocks = [tb.rng.randbytes(size) for _ in nodes]
     for r, node in enumerate(nodes):
         tb.put(tb.place(node, buf + r * size), blocks[r])
-    coll = allgather(tb.mem, nodes, buf, size, window=tb.window)
+    if ring:
+        coll = ring_allgather(tb.mem, nodes, buf, size, window=tb.window,
+                              ring=ring_length(PARAMS.get("topology", "ring:4")))
+    else:
+        coll = allgather(tb.mem, nodes, buf, size, window=tb.window)
     result = await run(tb.mem, coll)
     for node, want in zip(nodes, allgather_reference(blocks)):
         tb.expect(tb.place(node, buf), want)
-    tb.check(f"allgather of {size} B blocks", coll)
+    tb.check(f"{'ring ' if ring else ''}allgather of {size} B blocks", coll)
     return result
 
 
@@ -196,6 +216,9 @@ async def collectives_check(dut):
     for size in PARAMS.get("allgather", []):
         r = await run_allgather(tb, size, buf)
         log.info("allgather %d B blocks on %d nodes: %.0f ns", size, tb.n, r.time)
+    for size in PARAMS.get("ring_allgather", []):
+        r = await run_allgather(tb, size, buf, ring=True)
+        log.info("ring allgather %d B blocks on %d nodes: %.0f ns", size, tb.n, r.time)
     for n, px, py in PARAMS.get("halo", []):
         for order in ("pairwise", "naive"):
             r = await run_halo(tb, HaloGrid(n, px, py), buf, order)
@@ -240,7 +263,7 @@ async def collectives_bench(dut):
     await tb.start(noise=False)
     out = {"topology": PARAMS.get("topology"), "nodes": tb.n,
            "pipeline_ns": tb.cluster.hardip_pipeline_ns,
-           "bcast": [], "allgather": [], "halo": [], "collision": [], "hops": []}
+           "bcast": [], "allgather": [], "ring": [], "halo": [], "collision": [], "hops": []}
     buf = tb.mem.symmetric(PARAMS.get("buffer", tb.amap.host_size // 2), window=tb.window)
     repeat = PARAMS.get("repeat", 1)
 
@@ -266,6 +289,9 @@ async def collectives_bench(dut):
     for size in PARAMS.get("allgather_sizes", []):
         times = [(await run_allgather(tb, size, buf)).time for _ in range(repeat)]
         point("allgather", bytes=size, ns=min(times), steps=(tb.n - 1).bit_length())
+    for size in PARAMS.get("ring_allgather_sizes", []):
+        times = [(await run_allgather(tb, size, buf, ring=True)).time for _ in range(repeat)]
+        point("ring", bytes=size, ns=min(times))
     px, py = PARAMS.get("halo_grid", (0, 0))
     for n in PARAMS.get("halo_ns", []):
         grid = HaloGrid(n, px, py)

@@ -58,11 +58,12 @@ def run(name, topology, testcase, seed=71, cable="test", threads=1, test_dir=HER
 
 def test_ring4_collectives():
     """Ring of 4: Broadcast (1 B, 13 B, 4 KiB + 5 from roots 0 and 3), Allgather (blocks of
-    1, 3, 16 and 300 B), halo exchange of N = 8 on 2x2 (pairwise and naive order), two
+    1, 3, 16 and 300 B; ring Allgather of 5 and 300 B), halo exchange of N = 8 on 2x2 (pairwise and naive order), two
     senders into one receiver; every host window byte-exact after each; a put from unmapped
     memory ends in the channel's DmaFault."""
     run("coll-ring4", "ring:4", "collectives_check", bcast=[1, 13, 4101], roots=[0, 3],
-        allgather=[1, 3, 16, 300], halo=[[8, 2, 2]], collision=8192, fault=True)
+        allgather=[1, 3, 16, 300], ring_allgather=[5, 300], halo=[[8, 2, 2]], collision=8192,
+        fault=True)
 
 
 @pytest.mark.slow
@@ -101,9 +102,10 @@ def test_double_ring_2x4_collectives_in_gpu_memory():
 
 
 def test_double_ring_2x8_collectives():
-    """2x8 (16 nodes, the full sub-cluster): Broadcast of 100 B and Allgather of 7-byte
-    blocks."""
-    run("coll-2x8", "2x8", "collectives_check", seed=73, bcast=[100], allgather=[7])
+    """2x8 (16 nodes, the full sub-cluster): Broadcast of 100 B, Allgather of 7-byte blocks by
+    recursive doubling and along the two rings then S."""
+    run("coll-2x8", "2x8", "collectives_check", seed=73, bcast=[100], allgather=[7],
+        ring_allgather=[7])
 
 
 @pytest.mark.slow

@@ -22,6 +22,7 @@ from peach2.sim.collectives import (
     halo_reference,
     log2_exact,
     puts,
+    ring_allgather,
 )
 
 HOST = 1 << 20
@@ -107,6 +108,85 @@ def test_allgather_plan(p, size):
     execute(coll, cluster)
     for node, want in enumerate(allgather_reference(blocks)):
         assert mem.read(Place(node, "host", buf), p * size) == want
+
+
+def _reads_only_what_it_waited_for(coll, cluster, buf, size):
+    """Every descriptor sends only bytes its node held at the start or that arrived with a
+    completion write the node waited for before this step (a step's chain runs on its own
+    channel, so nothing else orders it after earlier arrivals); ``done`` covers every byte."""
+    amap = cluster.address_map
+    delivered = {}                  # (node, flag offset) -> block indices it brings
+    for prog in coll.programs:
+        for step in prog.steps:
+            for t in step.transfers:
+                dn = amap.node_of(t.seq_addr)
+                first = (t.dst - amap.window(dn, "host")[0] - buf) // size
+                delivered[(dn, t.seq_addr - amap.window(dn, "host")[0])] = set(
+                    range(first, first + t.length // size))
+    for g, prog in enumerate(coll.programs):
+        held = {g}
+        for step in prog.steps:
+            for place, _ in step.wait:
+                held |= delivered[(place.node, place.offset)]
+            for t in step.transfers:
+                first = (t.src - BUS * (prog.node + 1) - buf) // size
+                assert set(range(first, first + t.length // size)) <= held, (g, first)
+        for place, _ in prog.done:
+            held |= delivered[(place.node, place.offset)]
+        assert held == set(range(len(coll.programs))), (g, sorted(held))
+
+
+@pytest.mark.parametrize("p,ring,steps", [(2, None, 1), (3, None, 1), (5, None, 2),
+                                          (8, None, 4), (8, 4, 3), (16, 8, 5), (8, 2, 3),
+                                          (4, 1, 2), (16, 4, 4)])
+def test_ring_allgather_plan(p, ring, steps):
+    """The ring Allgather gives the reference result in ``ceil((K-1)/2) + log2(p/K)`` steps;
+    a ring step sends one block to each ring neighbour, nothing else; every byte sent was
+    waited for."""
+    size = 7
+    cluster = _Cluster(p)
+    mem = Memories(cluster)
+    buf = mem.symmetric(p * size)
+    blocks = [random.Random(k).randbytes(size) for k in range(p)]
+    for r in range(p):
+        mem.write(Place(r, "host", buf + r * size), blocks[r])
+    coll = ring_allgather(mem, list(range(p)), buf, size, ring=ring)
+    assert coll.info["steps"] == steps
+    assert all(len(prog.steps) == steps for prog in coll.programs)
+    k = ring or p
+    amap = cluster.address_map
+    for g, prog in enumerate(coll.programs):
+        j, i = divmod(g, k)
+        neighbours = {j * k + (i + 1) % k, j * k + (i - 1) % k} - {g}
+        for s, step in enumerate(prog.steps):
+            dests = [amap.node_of(t.dst) for t in step.transfers]
+            assert len(dests) == len(set(dests))
+            if s < steps - (p // k).bit_length() + 1:
+                assert set(dests) <= neighbours and all(t.length == size
+                                                        for t in step.transfers)
+    _reads_only_what_it_waited_for(coll, cluster, buf, size)
+    execute(coll, cluster)
+    for node, want in enumerate(allgather_reference(blocks)):
+        assert mem.read(Place(node, "host", buf), p * size) == want
+
+
+def test_recursive_doubling_reads_only_what_it_waited_for():
+    cluster = _Cluster(16)
+    mem = Memories(cluster)
+    buf = mem.symmetric(16 * 5)
+    _reads_only_what_it_waited_for(allgather(mem, list(range(16)), buf, 5), cluster, buf, 5)
+
+
+def test_ring_allgather_refusals():
+    mem = Memories(_Cluster(12))
+    with pytest.raises(ValueError, match="ring must divide"):
+        ring_allgather(mem, list(range(12)), 0, 8, ring=5)
+    with pytest.raises(ValueError, match="not a power of two"):
+        ring_allgather(mem, list(range(12)), 0, 8, ring=4)
+    with pytest.raises(ValueError, match="at least 1 byte"):
+        ring_allgather(mem, list(range(12)), 0, 0)
+    with pytest.raises(ValueError, match="ring must divide"):
+        ring_allgather(mem, list(range(12)), 0, 8, ring=True)
 
 
 @pytest.mark.parametrize("n,px,py", [(8, 2, 2), (16, 2, 4), (12, 3, 2), (8, 4, 2)])
