@@ -24,6 +24,8 @@ from peach2.platform.hardip import KO_CPL_SPC_VC0
 from peach2.sim.hardip import HardIPModel
 from peach2.sim.pcie import Host, terminate
 
+from .coverage import ReadyLog, beats_of
+
 __all__ = ["ChipHarness", "PORTS", "CSR_BAR", "TCA_BAR", "TCA_SIZE", "LTSSM_L0"]
 
 PORTS = ("n", "e", "w", "s")
@@ -77,7 +79,10 @@ class ChipHarness:
     models : dict of HardIPModel
     host : Host or None
     sent : dict of list of Tlp
-        Every TLP the chip sent, per port, in order.
+        Every TLP the chip sent, per port, in order; each has ``sent_cycle``, the port model's
+        cycle in which its last beat was taken.
+    ready_logs : dict of ReadyLog
+        Per port given backpressure by :meth:`set_backpressure`: when its TX ready was low.
     """
 
     def __init__(self, dut, prefix="", *, host=True, seed=0, mps=256, pass_to_link=None,
@@ -92,6 +97,7 @@ class ChipHarness:
             raise ValueError(f"only link ports e, w, s can be linked, not {sorted(self.linked)}")
         self.rng = random.Random(seed)
         self.sent = {p: [] for p in PORTS}
+        self.ready_logs = {}
         self.models = {}
         self.ports = tuple(p for p in PORTS if p in ports)
         if "n" not in self.ports and host:
@@ -127,10 +133,29 @@ class ChipHarness:
         return port == "n" and tlp.is_completion() and tlp.requester_id == PcieId(0, 0, 0)
 
     def _capture(self, port):
+        model = self.models[port]
+
         def on_tx(tlp):
+            tlp.sent_cycle = model.cycle
             self.sent[port].append(tlp)
             return bool(self._pass(port, tlp))
         return on_tx
+
+    def set_backpressure(self, port, generator):
+        """Drop ``port``'s TX ready once for each value 1 from ``generator`` (None: never), as
+        the model's ``set_backpressure_generator``, noting the cycles for :meth:`stalled`."""
+        model = self.models[port]
+        if generator is None:
+            model.set_backpressure_generator(None)
+            return
+        log = self.ready_logs.setdefault(port, ReadyLog())
+        model.set_backpressure_generator(log.wrap(model, generator))
+
+    def stalled(self, port, tlp):
+        """Whether ``port``'s TX ready was low while ``tlp`` (one of ``sent[port]``) was due
+        to leave (:class:`~peach2.sim.harness.coverage.ReadyLog`)."""
+        log = self.ready_logs.get(port)
+        return bool(log) and log.stalled(tlp.sent_cycle, beats_of(tlp))
 
     def pin(self, name):
         return getattr(self.dut, f"{self.prefix}{name}")

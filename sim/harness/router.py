@@ -18,19 +18,21 @@ from cocotb.triggers import ClockCycles
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId
 
+from peach2.params import REASON_TABLE
 from peach2.sim.driver import Driver
 from peach2.sim.reference import RouteEntry, RouterState, route
 from peach2.sim.run import run_inputs
 
 from .chip import PORTS, TCA_BAR, ChipHarness
+from .coverage import classify, outcome
 
 __all__ = ["REASONS", "HOST_ID", "NODE_SIZE", "MASK64", "setup", "mwr", "mrd", "wait_quiet",
            "seq_of", "requests_sent", "check_delivered", "wait_until", "program_nodes",
-           "node_write", "decide"]
+           "node_write", "decide", "sample_outcomes"]
 
-#: Every COUNT reason of a port (``docs/registers.md``), in register order.
-REASONS = ("UNROUTABLE", "WINDOW_CLOSED", "UNSUPPORTED", "READ_REJECTED", "MALFORMED",
-           "POISONED", "RX_ERR", "UNEXPECTED_CPL")
+#: Every drop reason of a port's COUNT (``docs/registers.md``), in register order: every
+#: reason of ``REASON_TABLE`` but the traffic counts and UR_SENT, so a new one is checked too.
+REASONS = tuple(n for n, _, _ in REASON_TABLE if n not in ("RX_TLPS", "TX_TLPS", "UR_SENT"))
 HOST_ID = PcieId(0, 0, 0)
 #: Every node's region in the TCA window (node d at window base + d * NODE_SIZE).
 NODE_SIZE = 1 << 32
@@ -54,10 +56,10 @@ async def setup(dut, *, pauses=True, seed=None, **chip_options):
     dut.rst.value = 0
     bars = await chip.start()
     if pauses:
-        for model in chip.models.values():
+        for p, model in chip.models.items():
             model.idle_inside_packets = False
             model.set_idle_generator(iter(lambda: int(rng.random() < 0.2), 2))
-            model.set_backpressure_generator(iter(lambda: int(rng.random() < 0.2), 2))
+            chip.set_backpressure(p, iter(lambda: int(rng.random() < 0.2), 2))
     return chip, Driver(bars[0], bars[TCA_BAR]), bars
 
 
@@ -165,3 +167,22 @@ def node_write(rng, seq, base, node, *, length=None, requester=PcieId(0x40, 0, 0
 def decide(state, port, tlp, bardec=0):
     """Return the reference model's decision for ``tlp`` arriving on ``port`` (lower case)."""
     return route(state, port.upper(), tlp, bar=bardec.bit_length() - 1 if bardec else None)
+
+
+def sample_outcomes(cov, chip, injected):
+    """Sample into ``cov`` (a :class:`~peach2.sim.harness.coverage.Coverage`) every
+    ``(port, tlp, decision)`` of ``injected`` once its outcome has been checked: a forwarded
+    TLP is found on its output by its sequence number (:func:`seq_of`) for its backpressure
+    bin.  ``decision`` is a reference Decision or ``(dest, error)``."""
+    sent = {}
+    for p in PORTS:
+        for t in chip.sent[p]:
+            if not t.is_completion():
+                sent[(p, seq_of(t))] = t
+    for port, tlp, decision in injected:
+        dest, error = decision if isinstance(decision, tuple) else outcome(decision)
+        pressure = "n/a"
+        if dest in ("N", "E", "W", "S"):
+            out = sent[(dest.lower(), seq_of(tlp))]
+            pressure = "stalled" if chip.stalled(dest.lower(), out) else "ready"
+        cov.sample(*classify(tlp, port, dest, error, pressure))

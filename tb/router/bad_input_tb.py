@@ -29,6 +29,7 @@ from peach2.sim.harness import (
     PORTS,
     REASONS,
     TCA_BAR,
+    Coverage,
     check_delivered,
     decide,
     mrd,
@@ -63,6 +64,7 @@ async def bad_input(dut):
     # Node 0's region maps across 4 GiB in the host, so N sees 3-DW and 4-DW rewrites.
     state = await program_nodes(drv, base, phys=0xC000_0000)
     n_good = PARAMS.get("good", 24)
+    cov = Coverage()
     times = PARAMS.get("times", 1)
 
     # -- phase 1: windows open --------------------------------------------------------------
@@ -113,7 +115,7 @@ async def bad_input(dut):
         t.unit("n", lambda bd=bardec: t.add("n", mrd(base + 64 * rng.randrange(1 << 20), 8,
                                                      tag=rng.randrange(256)), bd), times)
     t.mix(good_nodes=range(4), n_good=n_good)
-    await run_phase(chip, drv, t, "open")
+    await run_phase(chip, drv, t, "open", cov=cov)
 
     # -- phase 2: PIO window closed ----------------------------------------------------------
     await drv.enable(pio=False, route=True)
@@ -135,7 +137,7 @@ async def bad_input(dut):
         reg_reads.append((tag, value))
     t.unit("n", register_write_read, 6)
     t.mix(good_nodes=range(4), n_good=n_good // 2)
-    await run_phase(chip, drv, t, "pio closed", reg_reads)
+    await run_phase(chip, drv, t, "pio closed", reg_reads, cov=cov)
 
     # -- phase 3: routing closed -------------------------------------------------------------
     await drv.enable(pio=True, route=False)
@@ -146,8 +148,10 @@ async def bad_input(dut):
         t.unit(p, lambda p=p: t.add(p, mrd(base + 64 * rng.randrange(1 << 20), 4,
                                            tag=rng.randrange(256))), times)
     t.mix(good_nodes=range(4), n_good=n_good // 2)
-    await run_phase(chip, drv, t, "routing closed")
+    await run_phase(chip, drv, t, "routing closed", cov=cov)
     chip.check()
+    if PARAMS.get("coverage"):
+        cov.save(PARAMS["coverage"])
 
 
 @cocotb.test()

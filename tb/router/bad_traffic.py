@@ -25,6 +25,7 @@ from peach2.sim.harness import (
     mwr,
     node_write,
     requests_sent,
+    sample_outcomes,
     seq_of,
     wait_until,
 )
@@ -92,6 +93,8 @@ def message(rng, *, data=None):
     tlp.fmt_type = TlpType.MSG_DATA_LOCAL if data else TlpType.MSG_LOCAL
     tlp.requester_id = REQUESTER
     tlp.tag = rng.randrange(256)
+    if data:
+        tlp.set_data(data)          # its Length, for the coverage's size bin
     # Framed like a 4-DW request whose address has bit 2 clear: payload from stream DW 4.
     carrier = mwr(1 << 32, data) if data else mrd(1 << 32, 4)
     beats = tlp_to_avalon_beats(carrier, 0, rng)
@@ -116,6 +119,9 @@ class Traffic:
         Port -> requests it must answer with an Unsupported Request completion, in order.
     counts : dict
         Port -> :class:`collections.Counter` of COUNT reasons (``UR_SENT`` included).
+    outcomes : list
+        ``(port, tlp, decision or (dest, error))`` of every TLP, for the coverage
+        (:func:`peach2.sim.harness.sample_outcomes`).
     """
 
     def __init__(self, state, rng, base):
@@ -125,6 +131,7 @@ class Traffic:
         self.expected = defaultdict(list)
         self.urs = defaultdict(list)
         self.counts = {p: Counter() for p in PORTS}
+        self.outcomes = []
         self.seq = 0
 
     def next_seq(self):
@@ -140,8 +147,10 @@ class Traffic:
         decision = None
         if reason is not None:
             self.counts[port][reason] += 1
+            self.outcomes.append((port, tlp, ("drop", reason)))
         else:
             decision = decide(self.state, port, tlp, bardec)
+            self.outcomes.append((port, tlp, decision))
             if decision.action == "forward":
                 out = decision.port.lower()
                 want = translate(self.state, tlp) if out == "n" else tlp
@@ -204,10 +213,12 @@ def check_urs(chip, port, requests):
         assert have == want, f"port {port}: UR {cpl!r} answers {req!r}; expected {want}"
 
 
-async def run_phase(chip, drv, traffic, name, reg_reads=()):
+async def run_phase(chip, drv, traffic, name, reg_reads=(), cov=None):
     """Inject ``traffic``, wait for its results, check them and the counters; return counts.
 
-    ``reg_reads`` are ``(tag, value)`` of register reads injected on N by ``REG_READER``.
+    ``reg_reads`` are ``(tag, value)`` of register reads injected on N by ``REG_READER``
+    (``value`` None: answered Completer Abort without data).  ``cov``, a
+    :class:`~peach2.sim.harness.Coverage`, samples the traffic once it is checked.
     """
     await drv.clear_counters()
     for p in PORTS:
@@ -230,14 +241,17 @@ async def run_phase(chip, drv, traffic, name, reg_reads=()):
         assert not others, f"port {p}: unexpected completions {others[:3]}"
     reads = [t for t in chip.sent["n"] if t.is_completion() and t.requester_id == REG_READER]
     assert [(t.fmt_type, t.status, t.tag, bytes(t.get_data())) for t in reads] == [
-        (TlpType.CPL_DATA, CplStatus.SC, tag, value.to_bytes(4, "little"))
-        for tag, value in reg_reads], f"register reads on N: {reads}"
+        (TlpType.CPL_DATA, CplStatus.SC, tag, value.to_bytes(4, "little")) if value is not None
+        else (TlpType.CPL, CplStatus.CA, tag, b"") for tag, value in reg_reads], \
+        f"register reads on N: {reads}"
 
     counts = await drv.counters()
     for p in PORTS:
         want = {r: traffic.counts[p][r] for r in REASONS + ("UR_SENT",)}
         got = {r: counts[p.upper()][r] for r in want}
         assert got == want, f"phase {name}, port {p}: COUNT {got}, expected {want}"
+    if cov is not None:
+        sample_outcomes(cov, chip, traffic.outcomes)
     dut = chip.dut
     dut._log.info("phase %s: %s forwarded, URs %s, drops %s", name,
                   {p: len(traffic.expected[p]) for p in PORTS},

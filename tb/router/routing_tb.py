@@ -15,6 +15,7 @@ The harness (bring-up, builders, checks) is :mod:`peach2.sim.harness.router`.
 """
 import random
 from collections import Counter, defaultdict
+from pathlib import Path
 
 import cocotb
 from cocotb.triggers import ClockCycles
@@ -25,11 +26,13 @@ from peach2.sim.harness import (
     PORTS,
     REASONS,
     TCA_BAR,
+    Coverage,
     check_delivered,
     decide,
     mwr,
     program_nodes,
     requests_sent,
+    sample_outcomes,
     seq_of,
     setup,
     wait_quiet,
@@ -70,6 +73,19 @@ async def registers_and_pio(dut):
     dut._log.info("counters %s", counts)
     assert counts["N"]["RX_TLPS"] >= 2 and counts["E"]["TX_TLPS"] == 1
     chip.check()
+
+
+def save_coverage(chip, injected):
+    """Sample the checked ``injected`` TLPs into the ``coverage`` file named by the run's
+    parameters (none: nothing), adding to what an earlier test of the run wrote there."""
+    if not PARAMS.get("coverage"):
+        return
+    cov = Coverage()
+    sample_outcomes(cov, chip, injected)
+    path = Path(PARAMS["coverage"])
+    if path.exists():
+        cov.merge(Coverage.load(path))
+    cov.save(path)
 
 
 def random_table(rng, n):
@@ -118,6 +134,7 @@ async def routing_against_model(dut):
     expected = defaultdict(list)            # out port -> [(in port, seq, Tlp)]
     decisions = {}
     drops = defaultdict(int)
+    injected = []
     per_port = PARAMS.get("per_port", 250)
     seq = 0
     for _ in range(per_port):
@@ -136,6 +153,7 @@ async def routing_against_model(dut):
                 expected[out].append((p, seq, want))
             else:
                 drops[(p, decision.reason)] += 1
+            injected.append((p, tlp, decision))
             chip.models[p].inject(tlp, bardec=1 << TCA_BAR if p == "n" else 0)
             seq += 1
     await wait_quiet(chip, 2000)
@@ -144,6 +162,7 @@ async def routing_against_model(dut):
     counts = await drv.counters()
     for (p, reason), k in drops.items():
         assert counts[p.upper()][reason] == k, (p, reason, counts[p.upper()], k)
+    save_coverage(chip, injected)
     dut._log.info("%d TLPs forwarded exactly, drops %s", sum(map(len, expected.values())),
                   dict(drops))
     chip.check()

@@ -17,8 +17,18 @@ ROOT = HERE.parents[1]
 SIMULATOR = "verilator"
 
 
+def coverage_file(name):
+    """The coverage samples of run ``name`` (``peach2.sim.harness.coverage``), removed before
+    the run so that they are this run's only."""
+    path = SIM_BUILD / name / "coverage.json"
+    path.unlink(missing_ok=True)
+    return path
+
+
 def run(name, testcase, seed=31, module="routing_tb", **params):
-    """Run ``testcase`` of cocotb module ``module`` (``routing_tb`` or ``bad_input_tb``)."""
+    """Run ``testcase`` of cocotb module ``module`` (``routing_tb`` or ``bad_input_tb``); the
+    coverage of its checked traffic goes to ``build/sim/<name>/coverage.json``."""
+    params.setdefault("coverage", str(coverage_file(name)))
     run_cocotb(component=PEACH2(), toplevel="peach2", test_module=module, name=name,
                test_dir=HERE, testcase=testcase, params=params, seed=seed, simulator=SIMULATOR,
                library=True)
@@ -91,6 +101,12 @@ def test_bad_input():
 def test_bad_input_soak(pauses):
     run(f"router-bad_input-soak-{'random' if pauses else 'none'}", "bad_input", seed=35,
         module="bad_input_tb", times=4, good=80, pauses=pauses)
+
+
+def test_coverage_closure():
+    """Traffic drawn from the coverage holes (``coverage_tb``) hits every reachable bin of
+    the router's cross, checked by the bad-input scoreboard (docs/verification.md)."""
+    run("router-coverage", "coverage_closure", module="coverage_tb")
 
 
 def test_late_errors():
