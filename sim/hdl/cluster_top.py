@@ -21,8 +21,9 @@ sees (its N hard-IP model watches it).  Each cabled port's ``<p>_ltssm`` is L0 w
 
 Per cable ``j`` (the order of :func:`peach2.routes.cable_plan`): input
 ``cable<j>_down`` takes the link down (0 = up, so an undriven input leaves it up); outputs
-``cable<j>_a2b_tlps`` / ``_b2a_tlps`` / ``_a2b_stall`` / ``_b2a_stall`` count TLPs and credit
-stalls per direction (``a`` is the plan's first node).
+``cable<j>_a2b_tlps`` / ``_b2a_tlps`` / ``_a2b_stall`` / ``_b2a_stall`` / ``_a2b_bytes`` /
+``_b2a_bytes`` count TLPs, credit stalls and payload bytes per direction (``a`` is the plan's
+first node).
 
 The ``peach2`` module is converted once per chip options (the runner's netlist cache) and
 compiled by Verilator once for all instances and all tops (a library, or with waves a
@@ -50,7 +51,7 @@ N_PINS = ("n_rx_st_data", "n_rx_st_sop", "n_rx_st_eop", "n_rx_st_empty", "n_rx_s
           "n_tx_st_err", "n_tx_st_ready", "n_ltssm", "n_pcie_id", "n_app_msi_req",
           "n_app_msi_num", "n_app_msi_ack", "n_ko_cpl_spc_vc0")
 
-_STATS = ("a2b_tlps", "b2a_tlps", "a2b_stall", "b2a_stall")
+_STATS = ("a2b_tlps", "b2a_tlps", "a2b_stall", "b2a_stall", "a2b_bytes", "b2a_bytes")
 
 
 class ClusterTop(wiring.Component):
@@ -79,6 +80,8 @@ class ClusterTop(wiring.Component):
         Reset of chip ``i`` alone (its cables down meanwhile); the reset chip ``i`` sees.
     cable<j>_down : In(1)
     cable<j>_a2b_tlps, cable<j>_b2a_tlps, cable<j>_a2b_stall, cable<j>_b2a_stall : Out(32)
+    cable<j>_a2b_bytes, cable<j>_b2a_bytes : Out(32)
+        Payload bytes of the TLPs each direction put on the wire (wrapping).
     """
 
     def __init__(self, n_nodes, plan, *, chip=None, cable=None, threads=1):

@@ -8,7 +8,8 @@ for GPU0), ``gpu_read`` (bytes/s of PEACH2's GPU reads; default the GPU model's)
 ``gpu_size`` (bytes of each GPU window), ``window_cycles`` (the machine's window),
 ``runs``: ``[{"collective": "broadcast" | "allgather" | "halo", "network": "tca" | "mpi" |
 "hybrid", "sizes": [...]}]`` (the Broadcast's bytes, the Allgather's block, the halo's
-``{"dims", "grid", "elem"}``: its groups follow its grid), ``out`` (JSON written by rank 0:
+``{"dims", "grid", "elem"}``: its groups follow its grid; ``"trace": true`` records the
+links' utilisation, :mod:`peach2.sim.system.link_trace`), ``out`` (JSON written by rank 0:
 every run's figures).
 """
 
@@ -75,7 +76,7 @@ async def hybrid_collectives(dut):
     for run in params["runs"]:
         for size in run["sizes"]:
             mine, coll = build(groups, run["collective"], run["network"], size, seed)
-            r = await run_collective(sim, mine, coll)
+            r = await run_collective(sim, mine, coll, trace=run.get("trace", False))
             dut._log.info("%s %s, %s on %d nodes (%d groups): %.0f ns (last MPI -> TCA start "
                           "%.0f ns late), %.1f s wall", r["name"], r["network"], size,
                           r["nodes"], r["groups"], r["time_ns"], r["handoff_ns"], r["wall_s"])

@@ -22,6 +22,10 @@ program) at the same time on a node; the node's phase is over when the later of 
 
 The collective's time is from the common start to the last node's end (MPI ends at the exact
 time the rank's program returned), as 000 times its collectives from the start call.
+
+``trace=True`` also records every TCA cable's and InfiniBand port's bytes over the run
+(:class:`peach2.sim.system.link_trace.LinkTrace`; the result's ``links``); it only watches, so
+the times are the same with and without it.
 """
 
 import time
@@ -32,6 +36,7 @@ from cocotb.utils import get_sim_time
 
 from peach2.sim.collectives import run as run_tca
 from peach2.sim.collectives.plan import prepare
+from peach2.sim.system.link_trace import LinkTrace
 
 from .algorithms import MpiPhase, Overlap, TcaPhase
 from .context import Context
@@ -42,7 +47,7 @@ __all__ = ["run_collective"]
 TIMEOUT_PS = 20_000_000_000
 
 
-async def run_collective(sim, groups, coll, *, timeout_ps=TIMEOUT_PS, check=True):
+async def run_collective(sim, groups, coll, *, timeout_ps=TIMEOUT_PS, check=True, trace=False):
     """Run ``coll`` (:class:`~.algorithms.Hybrid`) on ``sim`` (a started
     :class:`~peach2.sim.system.MachineSim` with its worlds); return its figures (the same on
     every MPI rank of the simulation).
@@ -50,16 +55,22 @@ async def run_collective(sim, groups, coll, *, timeout_ps=TIMEOUT_PS, check=True
     Every node's buffer is filled with ``coll.initial(g)`` first and compared with
     ``coll.expected(g)`` after (``check``); a difference raises ``AssertionError`` naming the
     node and the first differing byte.  Not over within ``timeout_ps``: ``TimeoutError`` naming
-    the nodes still in a phase.
+    the nodes still in a phase.  ``trace``: record the links' utilisation too (the result's
+    ``links``, :meth:`~peach2.sim.system.link_trace.LinkTrace.finish`; ``phase_kinds``:
+    ``"tca"``, ``"mpi"`` or ``"overlap"`` per phase; ``phase_ps``: ``{"g:i": ps}`` when node
+    ``g``'s phase ``i`` ended).
     """
     ctx = Context(sim, groups, coll.nbytes)
+    links = LinkTrace(sim) if trace else None
     try:
-        return await _run(sim, groups, coll, ctx, timeout_ps, check)
+        return await _run(sim, groups, coll, ctx, timeout_ps, check, links)
     finally:
         ctx.free()
+        if links is not None:
+            links.stop()
 
 
-async def _run(sim, groups, coll, ctx, timeout_ps, check):
+async def _run(sim, groups, coll, ctx, timeout_ps, check, links):
     local = ctx.nodes
     for g in local:
         ctx.write(g, coll.initial(g))
@@ -82,6 +93,8 @@ async def _run(sim, groups, coll, ctx, timeout_ps, check):
         raise ValueError("a node takes part in two TCA phases: their chains would share its "
                          "DMA channels' head registers")
     start = await sim.align(int(get_sim_time("ps")))
+    if links is not None:
+        links.begin(start)
     state = _State(sim, groups, coll, ctx, in_tca, start)
     wall = time.perf_counter()
     tasks = []
@@ -123,13 +136,24 @@ async def _run(sim, groups, coll, ctx, timeout_ps, check):
         merged["phase_ps"].update(part["phase_ps"])
         merged["handoff_ps"] += part["handoff_ps"]
     end = max(merged["done_ps"].values())
+    extra = {}
+    if links is not None:
+        extra = {"links": links.finish(end),
+                 "phase_kinds": [_kind(p) for p in coll.phases],
+                 "phase_ps": dict(sorted(merged["phase_ps"].items()))}
     return {"name": coll.name, "network": coll.network, "nodes": groups.plan.n_nodes,
             "groups": groups.count, "bytes": coll.nbytes, "info": coll.info,
             "start_ps": start, "time_ns": (end - start) / 1000,
             "done_ns": {str(g): (t - start) / 1000 for g, t in sorted(merged["done_ps"].items())},
             "phases": [p.name for p in coll.phases],
             "handoff_ns": max(merged["handoff_ps"], default=0) / 1000,
-            "wall_s": wall, "checked": check}
+            "wall_s": wall, "checked": check, **extra}
+
+
+def _kind(phase):
+    if isinstance(phase, Overlap):
+        return "overlap"
+    return "tca" if isinstance(phase, TcaPhase) else "mpi"
 
 
 def _part(phase, kind):

@@ -55,6 +55,13 @@ class Crossbar:
         self._seq = [0] * n                             # message sequence per source port
         self._delivered = []
         self._serialize = {}                            # wire bytes -> ps (Params' is slow)
+        #: ``on_wire(link, port, start_ps, end_ps, packet)`` (optional) is told of every
+        #: packet put on a link this model runs: ``link`` ``"up"`` (HCA ``port`` to the
+        #: switch) or ``"down"`` (the switch to HCA ``port``), on the wire from ``start_ps``
+        #: to ``end_ps``.  ``on_delivered(message)`` (optional) is told of every message
+        #: delivered to a port this model runs.  Both only watch (a utilisation trace).
+        self.on_wire = None
+        self.on_delivered = None
 
     # -- time ------------------------------------------------------------------------------
 
@@ -229,6 +236,8 @@ class Crossbar:
             m.t_first_wire_ps = now
         if pkt.last:
             m.t_last_wire_ps = end
+        if self.on_wire is not None:
+            self.on_wire("up", port, now, end, pkt)
         self._to_switch(port, pkt, now)
         if self._src_q[port] or self._urgent_q[port]:
             self._wake(self._try_tx, port, end)
@@ -270,6 +279,8 @@ class Crossbar:
         self._down_credits[out] -= pkt.blocks
         end = now + self._serialize_ps(pkt.wire_bytes)
         self._down_free[out] = end
+        if self.on_wire is not None:
+            self.on_wire("down", out, now, end, pkt)
         self._return_credits(chosen, out, pkt, now, end)
         self._events.push(end + self.params.cable_ps + self.params.hca_rx_ps, ARRIVE, out,
                           self._hca_in, pkt)
@@ -311,6 +322,8 @@ class Crossbar:
 
     def _deliver(self, m):
         m.t_deliver_ps = self.now
+        if self.on_delivered is not None:
+            self.on_delivered(m)
         handler = self._on_message[m.dst]
         if handler is not None:
             handler(m)

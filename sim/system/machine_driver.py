@@ -31,6 +31,10 @@ class MachineDriver:
         The machine's window, a whole number of clock cycles.
     windows : int
         Windows run so far.
+    watchers : list
+        ``watch(edge_ps)`` callables, called after every :meth:`step` (the chips and the
+        machine both at ``edge_ps``): e.g. :class:`~.link_trace.LinkTrace` samples the cables'
+        counters there.  Watching only; they must not change the simulation.
     """
 
     def __init__(self, machine, check_every=4):
@@ -41,6 +45,7 @@ class MachineDriver:
         self.window_ps = machine.window_ps
         self.check_every = check_every
         self.windows = 0
+        self.watchers = []
 
     async def align(self, t_ps):
         """Collective: run the machine and cocotb to the first window edge at or after the
@@ -60,6 +65,8 @@ class MachineDriver:
         edge = int(get_sim_time("ps"))
         self.machine.run_until(edge - 1)
         self.windows += 1
+        for watch in self.watchers:
+            watch(edge)
         return edge
 
     async def run(self, done):
