@@ -1,10 +1,10 @@
 """Harnesses: a chip with its hosts, a sub-cluster, faults, the scoreboard soak, the router,
-register-block and DMA testbench set-ups, the router traffic's functional coverage.
+register-block and DMA testbench set-ups; the router traffic's functional coverage
+(:mod:`peach2.sim.harness.coverage`, imported by its users: ``python -m`` runs it).
 """
 
 from .chip import CSR_BAR, LTSSM_L0, PORTS, TCA_BAR, TCA_SIZE, ChipHarness
 from .cluster import Cluster
-from .coverage import Coverage, classify, reachable
 from .csr import (
     CsrHarness,
     SimBar,
@@ -42,5 +42,4 @@ __all__ = ["ChipHarness", "PORTS", "CSR_BAR", "TCA_BAR", "TCA_SIZE", "LTSSM_L0",
            "DmaHarness", "src_arena", "ctrl_offset", "cable_index", "set_cable", "reset_chip",
            "wait_port_ready", "REASONS", "HOST_ID", "NODE_SIZE", "MASK64", "setup", "mwr", "mrd",
            "wait_quiet", "seq_of", "requests_sent", "check_delivered", "wait_until",
-           "program_nodes", "node_write", "decide", "sample_outcomes", "Coverage", "classify",
-           "reachable", "Soak", "SoakStalled", "DROP_REASONS"]
+           "program_nodes", "node_write", "decide", "sample_outcomes", "Soak", "SoakStalled", "DROP_REASONS"]

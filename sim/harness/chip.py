@@ -24,8 +24,6 @@ from peach2.platform.hardip import KO_CPL_SPC_VC0
 from peach2.sim.hardip import HardIPModel
 from peach2.sim.pcie import Host, terminate
 
-from .coverage import ReadyLog, beats_of
-
 __all__ = ["ChipHarness", "PORTS", "CSR_BAR", "TCA_BAR", "TCA_SIZE", "LTSSM_L0"]
 
 PORTS = ("n", "e", "w", "s")
@@ -144,6 +142,7 @@ class ChipHarness:
     def set_backpressure(self, port, generator):
         """Drop ``port``'s TX ready once for each value 1 from ``generator`` (None: never), as
         the model's ``set_backpressure_generator``, noting the cycles for :meth:`stalled`."""
+        from .coverage import ReadyLog  # not at the top: ``python -m`` runs that module
         model = self.models[port]
         if generator is None:
             model.set_backpressure_generator(None)
@@ -154,6 +153,7 @@ class ChipHarness:
     def stalled(self, port, tlp):
         """Whether ``port``'s TX ready was low while ``tlp`` (one of ``sent[port]``) was due
         to leave (:class:`~peach2.sim.harness.coverage.ReadyLog`)."""
+        from .coverage import beats_of
         log = self.ready_logs.get(port)
         return bool(log) and log.stalled(tlp.sent_cycle, beats_of(tlp))
 

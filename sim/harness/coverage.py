@@ -39,7 +39,7 @@ from peach2.sim.reference import RouteEntry, RouterState, route
 
 __all__ = ["DIMENSIONS", "TYPES", "SIZES", "ALIGNS", "ARRIVALS", "DESTS", "ERRORS", "PRESSURE",
            "EXCLUDED", "MPS_DW", "Coverage", "tlp_type", "size_class", "alignment", "classify",
-           "example", "reachable", "outcome", "beats_of", "ReadyLog", "report", "main"]
+           "example", "reachable", "outcome", "payload_dw", "beats_of", "ReadyLog", "report", "main"]
 
 #: Largest payload of the router tests' links, DWs (``max_payload_size`` 256 bytes).
 MPS_DW = 64
@@ -113,7 +113,8 @@ def tlp_type(tlp):
     return "Other"
 
 
-def _payload_dw(tlp):
+def payload_dw(tlp):
+    """Payload DWs of ``tlp`` on the wire: its Length if it carries data, else 0."""
     return tlp.length if int(tlp.fmt_type.value[0]) & 2 else 0
 
 
@@ -145,7 +146,7 @@ def alignment(tlp):
 
 def classify(tlp, arrival, dest, error="none", pressure="n/a"):
     """Return the 7-tuple of ``tlp`` arrived on ``arrival`` (any case) with its outcome."""
-    return (tlp_type(tlp), size_class(_payload_dw(tlp)), alignment(tlp), arrival.upper(),
+    return (tlp_type(tlp), size_class(payload_dw(tlp)), alignment(tlp), arrival.upper(),
             dest.upper() if dest != "drop" else dest, error, pressure)
 
 
@@ -279,7 +280,7 @@ def reachable(seed=1, tries=4):
         samples = [t for t in (example(rng, kind, size, align, 1 << 32) for _ in range(tries))
                    if t is not None]
         for tlp, port, ep in product(samples, ARRIVALS, (False, True)):
-            if (tlp_type(tlp), size_class(_payload_dw(tlp)), alignment(tlp)) != \
+            if (tlp_type(tlp), size_class(payload_dw(tlp)), alignment(tlp)) != \
                     (kind, size, align):
                 continue
             tlp.ep = ep
@@ -388,7 +389,7 @@ def report(cov, goal=None, sources=()):
 def beats_of(tlp):
     """128-bit beats of ``tlp`` on the Avalon-ST interface (header, alignment DW, payload)."""
     header = 4 if int(tlp.fmt_type.value[0]) & 1 else 3
-    return (header + 1 + _payload_dw(tlp) + 3) // 4
+    return (header + 1 + payload_dw(tlp) + 3) // 4
 
 
 class ReadyLog:

@@ -24,7 +24,6 @@ from peach2.sim.reference import RouteEntry, RouterState, route
 from peach2.sim.run import run_inputs
 
 from .chip import PORTS, TCA_BAR, ChipHarness
-from .coverage import classify, outcome
 
 __all__ = ["REASONS", "HOST_ID", "NODE_SIZE", "MASK64", "setup", "mwr", "mrd", "wait_quiet",
            "seq_of", "requests_sent", "check_delivered", "wait_until", "program_nodes",
@@ -174,6 +173,7 @@ def sample_outcomes(cov, chip, injected):
     ``(port, tlp, decision)`` of ``injected`` once its outcome has been checked: a forwarded
     TLP is found on its output by its sequence number (:func:`seq_of`) for its backpressure
     bin.  ``decision`` is a reference Decision or ``(dest, error)``."""
+    from .coverage import classify, outcome  # not at the top: ``python -m`` runs it
     sent = {}
     for p in PORTS:
         for t in chip.sent[p]:

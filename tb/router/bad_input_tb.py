@@ -29,7 +29,6 @@ from peach2.sim.harness import (
     PORTS,
     REASONS,
     TCA_BAR,
-    Coverage,
     check_delivered,
     decide,
     mrd,
@@ -39,6 +38,7 @@ from peach2.sim.harness import (
     setup,
     wait_quiet,
 )
+from peach2.sim.harness.coverage import Coverage
 from peach2.sim.run import run_inputs
 
 PARAMS, SEED = run_inputs()

@@ -33,14 +33,11 @@ from peach2.sim.harness import (
     NODE_SIZE,
     PORTS,
     TCA_BAR,
-    Coverage,
-    classify,
     decide,
     program_nodes,
-    reachable,
     setup,
 )
-from peach2.sim.harness.coverage import example
+from peach2.sim.harness.coverage import Coverage, classify, example, reachable
 from peach2.sim.run import run_inputs
 
 PARAMS, SEED = run_inputs()

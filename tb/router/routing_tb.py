@@ -26,7 +26,6 @@ from peach2.sim.harness import (
     PORTS,
     REASONS,
     TCA_BAR,
-    Coverage,
     check_delivered,
     decide,
     mwr,
@@ -38,6 +37,7 @@ from peach2.sim.harness import (
     wait_quiet,
     wait_until,
 )
+from peach2.sim.harness.coverage import Coverage
 from peach2.sim.reference import RouteEntry, RouterState, route, translate
 from peach2.sim.run import run_inputs
 

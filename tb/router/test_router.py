@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from peach2.sim.harness.coverage import Coverage, reachable
 from peach2.sim.run import SIM_BUILD, fresh_seed, run_cocotb
 from peach2.top import PEACH2
 
@@ -107,6 +108,10 @@ def test_coverage_closure():
     """Traffic drawn from the coverage holes (``coverage_tb``) hits every reachable bin of
     the router's cross, checked by the bad-input scoreboard (docs/verification.md)."""
     run("router-coverage", "coverage_closure", module="coverage_tb")
+    cov = Coverage.load(SIM_BUILD / "router-coverage" / "coverage.json")
+    goal = reachable()
+    assert not cov.holes(goal), f"{len(cov.holes(goal))} holes: {cov.holes(goal)[:10]}"
+    assert not cov.unreachable_hits(goal), cov.unreachable_hits(goal)[:10]
 
 
 def test_late_errors():
