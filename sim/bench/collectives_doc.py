@@ -86,13 +86,45 @@ def _rows_sizes(res, kind, L, h):
     p = res["nodes"]
     model = model_bcast if kind == "bcast" else model_allgather
     extra = _extra_hops(p, kind)
+    ring = {r["bytes"]: r["ns"] for r in res.get("ring", [])} if kind == "allgather" else {}
     out = []
     for r in res.get(kind, []):
         m = model(p, r["bytes"], L, h, extra) if L and h is not None else None
         moved = r["bytes"] if kind == "bcast" else r["bytes"] * p
-        out.append(f"| {_size(r['bytes'])} | {_size(moved)} | {r['ns'] / 1000:.2f} | "
-                   + (f"{m / 1000:.2f} | {r['ns'] / m:.2f} |" if m else "- | - |"))
+        row = (f"| {_size(r['bytes'])} | {_size(moved)} | {r['ns'] / 1000:.2f} | "
+               + (f"{m / 1000:.2f} | {r['ns'] / m:.2f} |" if m else "- | - |"))
+        if ring:
+            t = ring.get(r["bytes"])
+            row += f" {t / 1000:.2f} | {r['ns'] / t:.2f} |" if t else " - | - |"
+        out.append(row)
     return out
+
+
+def _ring_text(saved):
+    """What the saved ring Allgather rows show against recursive doubling (a sentence each
+    node count), or nothing without them."""
+    out = []
+    for n in ("8", "16"):
+        res = saved.get(n) or {}
+        ring = {r["bytes"]: r["ns"] for r in res.get("ring", [])}
+        rd = {r["bytes"]: r["ns"] for r in res.get("allgather", [])}
+        both = sorted(set(ring) & set(rd))
+        if not both:
+            continue
+        big = both[-1]
+        ahead = [b for b in both if ring[b] < rd[b]]
+        first = next((b for b in both if all(x in ahead for x in both if x >= b)), None)
+        where = ("at every size" if first == both[0] else
+                 f"from {_size(first)} blocks on" if first else "at no size")
+        out.append(f"on {n} nodes ({res['topology']}) it is ahead {where}, "
+                   f"{rd[big] / ring[big]:.2f} times faster at {_size(big)} "
+                   f"({ring[big] / 1000:.1f} against {rd[big] / 1000:.1f} us) and "
+                   f"{rd[both[0]] / ring[both[0]]:.2f} times at {_size(both[0])}")
+    if not out:
+        return ""
+    return ("  The ring Allgather (`ring_allgather`, the `ring` columns: both ways round each "
+            "ring one hop a step, then between the rings, so one flow per link): "
+            + "; ".join(out) + ".")
 
 
 def summary(results, heading="collectives"):
@@ -107,7 +139,7 @@ def summary(results, heading="collectives"):
                         else ""))
     for n in ("8", "16"):
         res = results.get(n) or {}
-        for kind in ("bcast", "allgather"):
+        for kind in ("bcast", "allgather", "ring"):
             if res.get(kind):
                 pts = ", ".join(f"{_size(r['bytes'])} {r['ns'] / 1000:.2f} us" for r in res[kind])
                 lines.append(f"  {n} nodes {kind}: {pts}")
@@ -134,6 +166,9 @@ def plot(saved, path):
                 continue
             xs = [r["bytes"] for r in res[kind]]
             ax.plot(xs, [r["ns"] / 1000 for r in res[kind]], style, label=f"{n} nodes")
+            if kind == "allgather" and res.get("ring"):
+                ax.plot([r["bytes"] for r in res["ring"]], [r["ns"] / 1000 for r in res["ring"]],
+                        style[0] + ":", label=f"{n} nodes, ring")
             if L and h is not None:
                 model = model_bcast if kind == "bcast" else model_allgather
                 ax.plot(xs, [model(int(n), x, L, h, _extra_hops(int(n), kind)) / 1000
@@ -199,9 +234,12 @@ def section(saved, img=None, draw=True):
             res = saved.get(n)
             if not res or not res.get(kind):
                 continue
+            ring = kind == "allgather" and res.get("ring")
             out += [f"### {title}, {n} nodes ({res['topology']})", "",
-                    "| size | per node received | time (us) | model (us) | time / model |",
-                    "| ---: | ---: | ---: | ---: | ---: |", *_rows_sizes(res, kind, L, h), ""]
+                    "| size | per node received | time (us) | model (us) | time / model |"
+                    + (" ring (us) | time / ring |" if ring else ""),
+                    "| ---: | ---: | ---: | ---: | ---: |" + (" ---: | ---: |" if ring else ""),
+                    *_rows_sizes(res, kind, L, h), ""]
     halo = (saved.get("8") or {}).get("halo", [])
     if halo:
         out += ["### Halo exchange, N^3 array of 8-byte elements on a 2x4 process grid (8 nodes)",
@@ -241,7 +279,7 @@ def section(saved, img=None, draw=True):
             "points take 1.3 and 1.5 times the model; on the 2x8 the steps between nodes two "
             "and four apart on a ring of eight put two and four flows on a ring link, and "
             "the Allgathers from 32 KiB blocks take 2.2 times the model (the model counts "
-            "one flow per link).  The halo exchange is one chain "
+            "one flow per link)." + _ring_text(saved) + "  The halo exchange is one chain "
             "per node; at N = 128 the naive order (a node at the edge of the grid starts "
             "its j planes early and meets a neighbour's) is 12 % slower than the pairwise "
             "order.  Two senders into one receiver split its N link evenly; together they "

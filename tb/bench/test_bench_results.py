@@ -512,3 +512,22 @@ def test_collectives_from_raw_says_so(bench_coll, tmp_path, monkeypatch, capsys)
     assert "from the raw results of an earlier run (build/bench/), not measured now:" in out
     assert "measured by this run" not in out
     assert not [c for c in bench_coll.calls if c[0] == "measure"]
+
+
+def test_collectives_ring_columns_and_where_the_ring_wins():
+    """The ring Allgather's rows go beside recursive doubling's (time and the ratio), and the
+    text says from which block size the ring is ahead, from the saved rows."""
+    from peach2.sim.bench import collectives_doc
+    saved = {"16": {"nodes": 16, "topology": "2x8", "pipeline_ns": 156.0,
+                    "allgather": [{"bytes": 8, "ns": 9000.0}, {"bytes": 4096, "ns": 44000.0},
+                                  {"bytes": 65536, "ns": 600000.0}],
+                    "ring": [{"bytes": 8, "ns": 12000.0}, {"bytes": 4096, "ns": 30000.0},
+                             {"bytes": 65536, "ns": 300000.0}]}}
+    _, body = collectives_doc.section(saved, draw=False)
+    assert "| time / model | ring (us) | time / ring |" in body
+    assert "| 64 KiB | 1 MiB | 600.00 | - | - | 300.00 | 2.00 |" in body
+    assert "on 16 nodes (2x8) it is ahead from 4 KiB blocks on, 2.00 times faster at 64 KiB" \
+        in body
+    del saved["16"]["ring"]
+    _, body = collectives_doc.section(saved, draw=False)
+    assert "ring" not in body.split("### Allgather")[1].split("\n")[2]

@@ -9,8 +9,9 @@ Runs ``collectives_bench`` (tb/collectives/collectives_tb.py) on the 2x4 (8 node
 (16 nodes) with the cable model's default credits and the calibrated hard-IP pipeline, the two
 simulations side by side (four in the full run: each node count's Broadcast apart from the rest):
 
-- Broadcast (root 0) for 8 B .. 1 MiB and Allgather (recursive doubling; the size is one
-  node's block) from 8 B up to 1 MiB gathered (128 KiB blocks on 8 nodes, 64 KiB on 16: a
+- Broadcast (root 0) for 8 B .. 1 MiB and Allgather (recursive doubling, and kind ``ring``:
+  the ring algorithm along the double ring; the size is one node's block) from 8 B up to 1 MiB
+  gathered (128 KiB blocks on 8 nodes, 64 KiB on 16: a
   16-node Allgather of 1 MiB blocks is 4.5 ms of simulated time, over an hour on a shared
   machine), on 8 and 16 nodes (``--quick``: 8 B, 512 B, 32 KiB);
 - halo exchange of ``N^3`` (8-byte elements) on a 2x4 process grid (8 nodes), N = 16 .. 128,
@@ -57,7 +58,7 @@ TOPOLOGY = {8: "2x4", 16: "2x8"}
 #: The Allgather's largest gathered total per node (the full run).
 ALLGATHER_TOTAL = 1 << 20
 #: What a run measures; parameters named ``<kind>...`` belong to that kind.
-KINDS = ("bcast", "allgather", "halo", "collision", "hops")
+KINDS = ("bcast", "allgather", "ring", "halo", "collision", "hops")
 QUICK_NOTE = "sizes 8 B, 512 B, 32 KiB; halo N = 16, 32; collision 64 KiB"
 
 
@@ -91,6 +92,7 @@ def jobs(nodes, quick, split=None):
     split = not quick if split is None else split
     sizes = QUICK_SIZES if quick else SIZES
     gather = {"allgather_sizes": sizes if quick else allgather_sizes(nodes, sizes)}
+    gather["ring_allgather_sizes"] = gather["allgather_sizes"]
     rest = {"bcast_sizes": sizes}
     if nodes == 8:
         rest.update(halo_ns=QUICK_HALO_NS if quick else HALO_NS, halo_grid=[2, 4],
@@ -258,7 +260,7 @@ def plan(args, p):
     if not todo and not args.doc_only:
         p.error(f"nothing to measure: --part {args.part} on {args.nodes} nodes has no "
                 f"{', '.join(kinds)} (bcast: Broadcast, and hops on 16 nodes; rest: "
-                f"Allgather, and halo and collision on 8 nodes)")
+                f"Allgather and ring Allgather, and halo and collision on 8 nodes)")
     return todo
 
 
