@@ -30,25 +30,42 @@ peer; the HCA on CPU1 reaches it across QPI, so the MPI steps use MVAPICH2-GDR a
 GDR up to 8 KB, host staging above, "MV2GDR-QPI-Tuned").  The buffer is at the same offset of
 every node's GPU0 window: the MPI rank's buffer and the TCA collective's place are the same
 bytes (:class:`~.context.Context`).
+
+A network may carry options after ``+`` (``"hybrid+ring+staged"``), each changing one part of
+it (issue 31's item 4):
+
+- ``ring`` (Allgather; ``tca`` and ``hybrid``): the TCA part gathers along the group's rings
+  (:func:`peach2.sim.collectives.ring_allgather`: one hop per step, no ring link shared by two
+  flows) instead of recursive doubling, whose steps between nodes 2 and 4 apart share links;
+- ``staged`` (``hybrid``): the hybrid's MPI steps stage the GPU data through host memory
+  (``cudaMemcpy``, InfiniBand host to host, ``cudaMemcpy``: ``naive_cuda_bcast`` /
+  ``naive_cuda_allgather`` among the leaders / from the gathered groups) instead of sending it
+  from GPU0 message by message (GPUDirect RDMA across QPI up to 8 KB, MVAPICH2-GDR's pipeline
+  above), the path MPI alone takes.
 """
 
 from dataclasses import dataclass, field
 
 from peach2.sim.collectives import allgather as tca_allgather
 from peach2.sim.collectives import broadcast as tca_broadcast
+from peach2.sim.collectives import ring_allgather
+from peach2.sim.mpi.collective import allgather as mpi_allgather
 from peach2.sim.mpi.collective import (
-    ALLGATHER_TAG,
     mv2_bcast,
     naive_cuda_allgather,
     naive_cuda_bcast,
     select_bcast,
 )
-from peach2.sim.mpi.request import COLL
 
-__all__ = ["TcaPhase", "MpiPhase", "Overlap", "Hybrid", "NETWORKS", "broadcast", "allgather"]
+__all__ = ["TcaPhase", "MpiPhase", "Overlap", "Hybrid", "NETWORKS", "OPTIONS", "parse_network",
+           "broadcast", "allgather"]
 
 #: The ways to communicate: TCA only, MPI over InfiniBand only, or both.
 NETWORKS = ("tca", "mpi", "hybrid")
+
+#: The options a network may carry after ``+``: which collectives and networks take each.
+OPTIONS = {"ring": (("allgather",), ("tca", "hybrid")),
+           "staged": (("broadcast", "allgather"), ("hybrid",))}
 
 
 @dataclass
@@ -101,17 +118,39 @@ class Hybrid:
     info: dict = field(default_factory=dict)
 
 
+def parse_network(network, collective=None):
+    """``"hybrid+ring"`` -> ``("hybrid", {"ring"})``: the network and its options;
+    ``ValueError`` for an unknown network or option, or one ``collective`` does not take."""
+    base, *options = str(network).split("+")
+    if base not in NETWORKS:
+        raise ValueError(f"network must be one of {NETWORKS} (with options "
+                         f"{'/'.join('+' + o for o in OPTIONS)}), not {network!r}")
+    for o in options:
+        if o not in OPTIONS:
+            raise ValueError(f"{network!r}: unknown option {o!r} (options: {list(OPTIONS)})")
+        collectives, bases = OPTIONS[o]
+        if base not in bases or (collective is not None and collective not in collectives):
+            raise ValueError(f"{network!r}: +{o} goes with {' or '.join(collectives)} over "
+                             f"{' or '.join(bases)}")
+    if len(set(options)) != len(options):
+        raise ValueError(f"{network!r}: an option twice")
+    return base, set(options)
+
+
 def _check(network, groups, what):
-    if network not in NETWORKS:
-        raise ValueError(f"network must be one of {NETWORKS}, not {network!r}")
-    if network == "tca" and groups.count != 1:
+    base, options = parse_network(network, what)
+    if base == "tca" and groups.count != 1:
         raise ValueError(f"TCA alone reaches only the nodes of one group; this machine has "
                          f"{groups.count} groups: use network='hybrid' or 'mpi' for {what}")
+    if "ring" in options and groups.ring is None:
+        raise ValueError(f"+ring gathers along whole rings: a group of {groups.size} nodes of "
+                         f"a {groups.plan.shape} holds none")
+    return base, options
 
 
 def broadcast(groups, size, data, *, root=0, network="hybrid"):
     """Broadcast ``data`` (``size`` bytes) from global node ``root`` to every node."""
-    _check(network, groups, "a Broadcast")
+    base, options = _check(network, groups, "broadcast")
     data = bytes(data)
     if size < 1 or len(data) != size:
         raise ValueError(f"size must be >= 1 and match the data ({len(data)} bytes), not {size}")
@@ -129,27 +168,29 @@ def broadcast(groups, size, data, *, root=0, network="hybrid"):
     def leaders_bcast(ctx, rank):
         if rank.rank not in leaders:
             return None
-        return mv2_bcast(rank, ctx.buffer(rank.rank), size, groups.of(root), group=leaders)
+        how = naive_cuda_bcast if "staged" in options else mv2_bcast
+        return how(rank, ctx.buffer(rank.rank), size, groups.of(root), group=leaders)
 
     def world_bcast(ctx, rank):
         return naive_cuda_bcast(rank, ctx.buffer(rank.rank), size, root)
 
     phases = {"tca": [TcaPhase("TCA binomial", tca)],
               "mpi": [MpiPhase("MPI_Bcast", world_bcast)],
-              "hybrid": [MpiPhase("MPI_Bcast among group leaders", leaders_bcast),
-                         TcaPhase("TCA binomial in each group", tca)]}[network]
+              "hybrid": [MpiPhase("MPI_Bcast among group leaders"
+                                  + (", staged" if "staged" in options else ""), leaders_bcast),
+                         TcaPhase("TCA binomial in each group", tca)]}[base]
     return Hybrid("broadcast", network, size, phases,
                   initial=lambda g: data if g == root else bytes(size),
                   expected=lambda g: data,
                   info={"root": root, "leaders": leaders, "bytes": size,
                         "mpi_algorithm": select_bcast(
-                            p if network == "mpi" else len(leaders), size)})
+                            p if base == "mpi" else len(leaders), size)})
 
 
 def allgather(groups, block, blocks, *, network="hybrid"):
     """Allgather: node ``g``'s ``blocks[g]`` (``block`` bytes) ends at ``g * block`` of every
     node's buffer (``p * block`` bytes)."""
-    _check(network, groups, "an Allgather")
+    base, options = _check(network, groups, "allgather")
     p, m = groups.plan.n_nodes, groups.size
     if p & (p - 1) or m & (m - 1):
         raise ValueError(f"recursive doubling needs a power-of-two number of nodes and group "
@@ -159,36 +200,34 @@ def allgather(groups, block, blocks, *, network="hybrid"):
         raise ValueError(f"allgather needs {p} blocks of block = {block} >= 1 bytes")
     whole = b"".join(blocks)
 
+    ring = "ring" in options
+
     def tca(ctx, k):
         first = groups.members(k)[0]
+        if m == 1:
+            return None
+        if ring:
+            return ring_allgather(ctx.mem(k), groups.local(k), ctx.offset + first * block,
+                                  block, ring=groups.ring, window=ctx.window)
         return tca_allgather(ctx.mem(k), groups.local(k), ctx.offset + first * block, block,
-                             window=ctx.window) if m > 1 else None
+                             window=ctx.window)
 
     def across(ctx, rank):
-        return _doubling_from(rank, ctx.buffer(rank.rank), block, m, p)
+        # each node holds its group's m blocks: recursive doubling's steps from distance m on
+        how = naive_cuda_allgather if "staged" in options else mpi_allgather
+        return how(rank, ctx.buffer(rank.rank), block, held=m)
 
     def world_allgather(ctx, rank):
         return naive_cuda_allgather(rank, ctx.buffer(rank.rank), block)
 
-    phases = {"tca": [TcaPhase("TCA recursive doubling", tca)],
+    tca_name = "TCA ring" if ring else "TCA recursive doubling"
+    phases = {"tca": [TcaPhase(tca_name, tca)],
               "mpi": [MpiPhase("MPI_Allgather", world_allgather)],
-              "hybrid": [TcaPhase("TCA recursive doubling in each group", tca),
-                         MpiPhase("MPI recursive doubling across groups", across)]}[network]
+              "hybrid": [TcaPhase(f"{tca_name} in each group", tca),
+                         MpiPhase("MPI recursive doubling across groups"
+                                  + (", staged" if "staged" in options else ""), across)]}[base]
     return Hybrid("allgather", network, p * block, phases,
                   initial=lambda g: bytes(g * block) + blocks[g] + bytes((p - 1 - g) * block),
                   expected=lambda g: whole,
                   info={"block": block, "gathered": p * block, "mpi_steps":
-                        (p // m).bit_length() - 1 if network == "hybrid" else None})
-
-
-def _doubling_from(rank, buf, block, first_mask, p):
-    """Recursive doubling's steps from distance ``first_mask`` on: each node already holds the
-    ``first_mask`` blocks of its group (as ``MPIR_Allgather_RD`` after its first steps)."""
-    me, mask = rank.rank, first_mask
-    while mask < p:
-        peer = me ^ mask
-        mine, theirs = me & -mask, peer & -mask
-        yield rank.waitall([
-            rank.irecv(buf, peer, ALLGATHER_TAG, mask * block, theirs * block, context=COLL),
-            rank.isend(buf, peer, ALLGATHER_TAG, mask * block, mine * block, context=COLL)])
-        mask <<= 1
+                        (p // m).bit_length() - 1 if base == "hybrid" else None})

@@ -66,6 +66,15 @@ class Groups:
         first = (k % self.per_subcluster) * self.size
         return list(range(first, first + self.size))
 
+    @property
+    def ring(self):
+        """Nodes of each ring of the sub-cluster (``ring:K``, ``2xK``: ``K``) when every group
+        is made of whole rings, else None (a line, or a group that is part of a ring)."""
+        shape = self.plan.shape
+        kind, _, k = shape.partition(":")
+        k = int(k) if kind == "ring" else int(kind.split("x")[1]) if "x" in kind else None
+        return k if k and self.size % k == 0 else None
+
     def leader(self, k, root=0):
         """The node that receives group ``k``'s data over MPI: ``root`` in its own group, the
         first node elsewhere."""

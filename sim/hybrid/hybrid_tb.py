@@ -7,10 +7,11 @@ sub-cluster: 2 is 000 Figure 11's virtual split), ``mpi`` (this is one rank of a
 for GPU0), ``gpu_read`` (bytes/s of PEACH2's GPU reads; default the GPU model's),
 ``gpu_size`` (bytes of each GPU window), ``window_cycles`` (the machine's window),
 ``runs``: ``[{"collective": "broadcast" | "allgather" | "halo", "network": "tca" | "mpi" |
-"hybrid", "sizes": [...]}]`` (the Broadcast's bytes, the Allgather's block, the halo's
-``{"dims", "grid", "elem"}``: its groups follow its grid; ``"trace": true`` records the
-links' utilisation, :mod:`peach2.sim.system.link_trace`), ``out`` (JSON written by rank 0:
-every run's figures).
+"hybrid" (with options: ``hybrid+ring+staged``) | "tuned", "sizes": [...]}]`` (the
+Broadcast's bytes, the Allgather's block, the halo's ``{"dims", "grid", "elem"}``: its groups
+follow its grid; ``"trace": true`` records the links' utilisation,
+:mod:`peach2.sim.system.link_trace`), ``out`` (JSON written by rank 0: every run's figures),
+``tuning_table`` (the table network ``tuned`` reads, default the saved one: :mod:`.tuning`).
 """
 
 import json
@@ -27,15 +28,20 @@ from .algorithms import allgather, broadcast
 from .groups import Groups
 from .halo import halo, halo_grid, halo_groups, himeno_array
 from .runner import run_collective
+from .tuning import choose, load_table
 
 __all__ = ["hybrid_collectives", "build"]
 
 _arrays = {}
 
 
-def build(groups, collective, network, size, seed):
+def build(groups, collective, network, size, seed, table=None):
     """``(groups, Hybrid)`` of one run, its data drawn from ``seed`` (a halo's groups follow
-    its grid)."""
+    its grid); network ``tuned``: the one :func:`.tuning.choose` picks from ``table`` (default
+    the saved table)."""
+    if network == "tuned":
+        network = choose(table or load_table(), collective, groups.plan.n_nodes, groups.count,
+                         size)
     if collective == "halo":
         grid = halo_grid(size)
         key = (grid.dims, grid.elem, seed)
@@ -75,12 +81,13 @@ async def hybrid_collectives(dut):
     results = []
     for run in params["runs"]:
         for size in run["sizes"]:
-            mine, coll = build(groups, run["collective"], run["network"], size, seed)
+            mine, coll = build(groups, run["collective"], run["network"], size, seed,
+                               params.get("tuning_table"))
             r = await run_collective(sim, mine, coll, trace=run.get("trace", False))
             dut._log.info("%s %s, %s on %d nodes (%d groups): %.0f ns (last MPI -> TCA start "
                           "%.0f ns late), %.1f s wall", r["name"], r["network"], size,
                           r["nodes"], r["groups"], r["time_ns"], r["handoff_ns"], r["wall_s"])
-            results.append({"size": size, **r})
+            results.append({"size": size, **r, "asked": run["network"]})
     if transport.rank == 0 and params.get("out"):
         with open(params["out"], "w") as f:
             json.dump({"shape": plan.shape, "subclusters": plan.subclusters,

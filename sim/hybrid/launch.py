@@ -9,8 +9,10 @@
 Each ``--run COLLECTIVE:NETWORK:SIZES`` runs one collective (``broadcast``: SIZES are the bytes
 broadcast; ``allgather``: the block per node; ``halo``: ``DIMS/GRID`` items such as
 ``64x64x128/2x4`` or ``small/2x4``, an ``Ni x Nj x Nk`` float array over a ``Pi x Pj`` grid,
-``/8`` after them for 8-byte elements) over one network (``tca``, ``mpi``, ``hybrid``) at every
-size, one after the other on one machine, every byte checked.  A halo's TCA groups follow its
+``/8`` after them for 8-byte elements) over one network (``tca``, ``mpi``, ``hybrid``, with
+options such as ``hybrid+ring+staged``: :func:`~.algorithms.parse_network`; or ``tuned``, the
+network :mod:`.tuning`'s table picks per size) at every size, one after the other on one
+machine, every byte checked.  A halo's TCA groups follow its
 grid (:func:`~.halo.halo_groups`), whatever ``--per-subcluster`` says.
 """
 
@@ -26,9 +28,10 @@ from peach2.sim.run import ROOT, run_cocotb
 from peach2.sim.system import MachinePlan
 from peach2.sim.system.launch import copies_per_rank
 
-from .algorithms import NETWORKS
+from .algorithms import allgather, broadcast, parse_network
 from .groups import Groups
 from .halo import ELEM, SIZES, halo_grid, halo_groups
+from .tuning import choose, load_table
 
 __all__ = ["run", "parse_run", "parse_halo", "main"]
 
@@ -65,8 +68,8 @@ def parse_run(text):
     collective, network, sizes = parts
     if collective not in COLLECTIVES:
         raise ValueError(f"collective must be one of {COLLECTIVES}, not {collective!r}")
-    if network not in NETWORKS:
-        raise ValueError(f"network must be one of {NETWORKS}, not {network!r}")
+    if network != "tuned" or collective == "halo":
+        parse_network(network, collective)
     if collective == "halo":
         return {"collective": collective, "network": network,
                 "sizes": [parse_halo(s) for s in sizes.split(",")]}
@@ -80,10 +83,14 @@ def parse_run(text):
 
 
 def run(shape, subclusters, runs, *, per_subcluster=1, mpi=False, seed=1, out=None,
-        preset="MV2GDR-QPI-Tuned", gpu_size=1 << 20, window_cycles=28, gpu_read=None):
+        preset="MV2GDR-QPI-Tuned", gpu_size=1 << 20, window_cycles=28, gpu_read=None,
+        tuning_table=None, name=None):
     """Run ``runs`` (dicts as :func:`parse_run` makes them) on the machine; return the figures
     rank 0 wrote (``None`` on other ranks).  ``gpu_read``: bytes/s of PEACH2's GPU reads
-    (default the GPU model's, 002's 870 MB/s)."""
+    (default the GPU model's, 002's 870 MB/s); ``tuning_table``: what network ``tuned`` reads
+    (default the saved table, :mod:`.tuning`); ``name``: the build folder's name under
+    ``build/sim/`` (default ``hybrid-<shape>x<subclusters>-<rank>``: runs of one name take
+    turns)."""
     plan = MachinePlan(shape, subclusters)
     groups = Groups(plan, per_subcluster)
     for r in runs:
@@ -96,8 +103,14 @@ def run(shape, subclusters, runs, *, per_subcluster=1, mpi=False, seed=1, out=No
                     raise ValueError(f"halo {size['dims']} over {size['grid']} needs {need} "
                                      f"bytes of GPU window; gpu_size is {gpu_size}")
             continue
-        if r["network"] == "tca" and groups.count != 1:
-            raise ValueError(f"TCA alone reaches one group; this machine has {groups.count}")
+        networks = [r["network"]] if r["network"] != "tuned" else \
+            {choose(tuning_table or load_table(), r["collective"], plan.n_nodes, groups.count,
+                    size) for size in r["sizes"]}
+        for network in networks:                # refuses what the run would refuse
+            if r["collective"] == "allgather":
+                allgather(groups, 1, [b"\0"] * plan.n_nodes, network=network)
+            else:
+                broadcast(groups, 1, b"\0", network=network)
         if r["collective"] == "allgather":
             need = plan.n_nodes * max(r["sizes"])
         else:
@@ -107,12 +120,13 @@ def run(shape, subclusters, runs, *, per_subcluster=1, mpi=False, seed=1, out=No
                              f"GPU window; gpu_size is {gpu_size}")
     copies = copies_per_rank(subclusters, launcher_size()) if mpi else subclusters
     where = f"rank{launcher_rank()}" if mpi else "one"
-    name = f"hybrid-{shape.replace(':', '')}x{subclusters}-{where}"     # make: no ':' in paths
+    name = name or f"hybrid-{shape.replace(':', '')}x{subclusters}-{where}"  # no ':' for make
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(out) if out else Path(tmp) / "hybrid.json"
         params = {"shape": shape, "subclusters": subclusters, "per_subcluster": per_subcluster,
                   "mpi": mpi, "runs": runs, "out": str(out.resolve()), "preset": preset,
-                  "gpu_size": gpu_size, "window_cycles": window_cycles, "gpu_read": gpu_read}
+                  "gpu_size": gpu_size, "window_cycles": window_cycles, "gpu_read": gpu_read,
+                  "tuning_table": tuning_table}
         run_cocotb(component=plan.top(copies), toplevel="cluster",
                    test_module="peach2.sim.hybrid.hybrid_tb", name=name, test_dir=ROOT,
                    params=params, seed=seed, simulator="verilator")

@@ -11,6 +11,15 @@ nodes): one machine per collective, every size and network on it, every byte che
 It prints, per collective, the time of MPI alone and of the hybrid at every size and their
 ratio (above 1: the hybrid is faster), as 000 plots "relative performance", beside what the
 paper states for its figures.
+
+``--tune`` makes a tuning sweep instead (:func:`tuning_sweep`; issue 31's item 4): every
+network the tuning table chooses among (:data:`~.tuning.CHOICES`) at :data:`SIZES` and
+:data:`CHECK_SIZES`, the table from SIZES, network ``tuned`` run with it at every size, and its
+time against the best fixed network's; the result replaces the machine's entry in
+``docs/results/hybrid_tuning.json``, whose tables network ``tuned`` reads::
+
+    python -m peach2.sim.hybrid.sweep --shape 2x4 --subclusters 1 --per-subcluster 2 \
+        --collective allgather --tune
 """
 
 import argparse
@@ -21,10 +30,14 @@ from pathlib import Path
 from peach2.sim.node import NodeParams
 from peach2.sim.system import MachinePlan
 
+from .algorithms import allgather, broadcast
 from .figures import size_text
+from .groups import Groups
 from .launch import run
+from .tuning import CHOICES, TABLE_FILE, build_table
 
-__all__ = ["SIZES", "PAPER", "sweep", "rows_of", "table", "main"]
+__all__ = ["SIZES", "CHECK_SIZES", "PAPER", "sweep", "rows_of", "table", "choices",
+           "tuning_sweep", "tuning_table_text", "main"]
 
 #: PEACH2's GPU read rate: HA-PACS/TCA's Ivy Bridge nodes (the node model's, which the MPI
 #: side's GPUDirect reads use too), not the GPU model's default (002's Sandy Bridge 870 MB/s).
@@ -33,6 +46,10 @@ GPU_READ = NodeParams().gpu_read_bytes_per_s
 #: Broadcast bytes and Allgather blocks (000 plots 8 B .. 4 MB and 16 B .. 1 MB).
 SIZES = {"broadcast": [8, 64, 512, 2048, 8192, 32768, 131072, 524288],
          "allgather": [16, 128, 1024, 4096, 16384, 65536]}
+
+#: Sizes between :data:`SIZES` where a tuning sweep checks the table built from SIZES.
+CHECK_SIZES = {"broadcast": [32, 1024, 4096, 16384, 65536, 262144],
+               "allgather": [64, 512, 2048, 8192, 32768]}
 
 #: What "TCA/InfiniBand hybrid communication in XcalableACC" states of its Figures 12-15.
 PAPER = {("broadcast", 8): "up to 21% faster; slower at 2-8 KB (MVAPICH2's protocol switch) and "
@@ -80,6 +97,76 @@ def rows_of(result, collective):
              "mpi_algorithm": algorithm[s]} for s in sizes]
 
 
+def choices(groups, collective):
+    """The networks of :data:`~.tuning.CHOICES` ``collective`` can take on ``groups``."""
+    out = []
+    for network in CHOICES[collective]:
+        try:
+            if collective == "allgather":
+                allgather(groups, 1, [b"\0"] * groups.plan.n_nodes, network=network)
+            else:
+                broadcast(groups, 1, b"\0", network=network)
+        except ValueError:
+            continue
+        out.append(network)
+    return out
+
+
+def tuning_sweep(shape, subclusters, collective, sizes=None, checks=None, *, per_subcluster=1,
+                 seed=1, gpu_read=GPU_READ):
+    """Measure every network of :func:`choices` at ``sizes`` (default :data:`SIZES`) and
+    ``checks`` (default :data:`CHECK_SIZES`), build the tuning table from ``sizes`` alone
+    (:func:`~.tuning.build_table`), then run network ``tuned`` with that table at every size.
+    Returns ``{"nodes", "groups", "table", "times", "rows"}``, a row per size: ``times``
+    (network -> ns), ``best`` (the fastest fixed network) and ``best_ns``, ``tuned`` (the
+    network the table chose) and ``tuned_ns`` (measured in its own run), ``ratio`` =
+    tuned / best, ``check`` (a size the table was not built from)."""
+    sizes = sorted(sizes or SIZES[collective])
+    checks = sorted(set(checks if checks is not None else CHECK_SIZES[collective]) - set(sizes))
+    plan = MachinePlan(shape, subclusters)
+    groups = Groups(plan, per_subcluster)
+    every = sorted(set(sizes) | set(checks))
+    need = max(every) * (plan.n_nodes if collective == "allgather" else 1) + 4096
+    gpu_size = max(1 << 20, 1 << (need - 1).bit_length())
+    kw = {"seed": seed, "per_subcluster": per_subcluster, "gpu_read": gpu_read,
+          "gpu_size": gpu_size,        # a build folder of its own: sweeps may run side by side
+          "name": f"tune-{shape.replace(':', '')}x{subclusters}x{per_subcluster}-{collective}"}
+    nets = choices(groups, collective)
+    fixed = run(shape, subclusters, [{"collective": collective, "network": n, "sizes": every}
+                                     for n in nets], **kw)
+    times = [{"collective": collective, "nodes": plan.n_nodes, "groups": groups.count,
+              "network": r["network"], "size": r["size"], "time_ns": r["time_ns"]}
+             for r in fixed["runs"]]
+    tuning = build_table([t for t in times if t["size"] in sizes])
+    tuned = run(shape, subclusters, [{"collective": collective, "network": "tuned",
+                                      "sizes": every}], tuning_table=tuning, **kw)
+    rows = []
+    for r in tuned["runs"]:
+        mine = {t["network"]: t["time_ns"] for t in times if t["size"] == r["size"]}
+        best = min(mine, key=lambda n: (mine[n], n))
+        rows.append({"size": r["size"], "check": r["size"] in checks, "times": mine,
+                     "best": best, "best_ns": mine[best], "tuned": r["network"],
+                     "tuned_ns": r["time_ns"], "ratio": r["time_ns"] / mine[best]})
+    return {"nodes": plan.n_nodes, "groups": groups.count, "shape": shape,
+            "subclusters": subclusters, "per_subcluster": per_subcluster,
+            "collective": collective, "preset": fixed["preset"], "gpu_read": gpu_read,
+            "networks": nets, "table": tuning, "times": times, "rows": rows}
+
+
+def tuning_table_text(result):
+    """Markdown table of one :func:`tuning_sweep`: every network's time per size, the best,
+    the tuned choice and its time against the best."""
+    nets = result["networks"]
+    lines = ["| size | " + " | ".join(f"`{n}`" for n in nets) + " | best | tuned | tuned / best |",
+             "| ---: |" + " ---: |" * len(nets) + " --- | --- | ---: |"]
+    for r in result["rows"]:
+        cells = " | ".join(f"{r['times'][n] / 1000:.1f}" if n in r["times"] else "-"
+                           for n in nets)
+        lines.append(f"| {size_text(r['size'])}{' *' if r['check'] else ''} | {cells} | "
+                     f"`{r['best']}` | `{r['tuned']}` | {r['ratio']:.3f} |")
+    return "\n".join(lines)
+
+
 def table(rows, nodes, collective):
     """Markdown table of one collective's sweep."""
     what = "bytes" if collective == "broadcast" else "block"
@@ -104,10 +191,21 @@ def main(argv=None):
     ap.add_argument("--sizes", help="comma-separated sizes instead of SIZES (with one "
                     "--collective)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--tune", action="store_true",
+                    help="a tuning sweep (every network of the tuning's choices, the table "
+                         "from SIZES, checked at CHECK_SIZES by network tuned); its result "
+                         "replaces this machine's entry in --out (default "
+                         "docs/results/hybrid_tuning.json)")
     ap.add_argument("--out", help="JSON of the figures")
     args = ap.parse_args(argv)
+    if args.tune and not args.out:
+        args.out = str(TABLE_FILE)
     if args.out and not Path(args.out).resolve().parent.is_dir():
         ap.error(f"--out: no folder {Path(args.out).resolve().parent}")
+    try:
+        Groups(MachinePlan(args.shape, args.subclusters), args.per_subcluster)
+    except ValueError as e:
+        ap.error(str(e))
     chosen = {c: SIZES[c] for c in (args.collective or SIZES)}
     if args.sizes:
         if len(chosen) != 1:
@@ -119,6 +217,8 @@ def main(argv=None):
         if values[0] < 1:
             ap.error("--sizes: at least 1 byte each")
         chosen = {c: values for c in chosen}
+    if args.tune:
+        return _tune(args, chosen)
     rows, raw = sweep(args.shape, args.subclusters, chosen, args.seed, args.per_subcluster)
     nodes = next(iter(raw.values()))["runs"][0]["nodes"]
     split = f", {args.per_subcluster} groups each" if args.per_subcluster > 1 else ""
@@ -133,6 +233,46 @@ def main(argv=None):
              "rows": rows, "runs": raw},
             indent=1))
     return 0
+
+
+def _tune(args, chosen):
+    """``--tune``: a tuning sweep per collective, printed and merged into ``args.out``."""
+    out = Path(args.out)
+    try:
+        saved = json.loads(out.read_text()) if out.exists() else {"machines": []}
+    except (OSError, ValueError) as e:
+        print(f"--out: cannot read {out}: {e}", file=sys.stderr)
+        return 4
+    for collective, values in chosen.items():
+        given = values if args.sizes else None
+        r = tuning_sweep(args.shape, args.subclusters, collective, given,
+                         [] if given else None, per_subcluster=args.per_subcluster,
+                         seed=args.seed)
+        print(f"\n{collective}, {r['nodes']} nodes in {r['groups']} groups ({args.subclusters} x "
+              f"{args.shape}), {r['preset']}, us (* = a size the table was not built from):\n")
+        print(tuning_table_text(r))
+        worst = max(r["rows"], key=lambda x: x["ratio"])
+        print(f"\nworst tuned / best: {worst['ratio']:.3f} at {size_text(worst['size'])}")
+        r["command"] = "python -m peach2.sim.hybrid.sweep " + " ".join(
+            a for a in (argv_of(args)) if a)
+        saved["machines"] = [m for m in saved["machines"]
+                             if (m["collective"], m["nodes"], m["groups"]) !=
+                             (collective, r["nodes"], r["groups"])] + [r]
+    try:
+        out.write_text(json.dumps(saved, indent=1))
+    except OSError as e:
+        print(f"--out: cannot write {out}: {e}", file=sys.stderr)
+        return 4
+    print(f"saved {out}", file=sys.stderr)
+    return 0
+
+
+def argv_of(args):
+    """The options that chose this sweep's machine (for the saved command)."""
+    return [f"--shape {args.shape}", f"--subclusters {args.subclusters}",
+            f"--per-subcluster {args.per_subcluster}" if args.per_subcluster > 1 else "",
+            *(f"--collective {c}" for c in (args.collective or [])),
+            f"--sizes {args.sizes}" if args.sizes else "", "--tune"]
 
 
 if __name__ == "__main__":

@@ -12,7 +12,10 @@ can run at once.  A copy issued at ``t``:
   the other socket (full rate, ``qpi_host_latency_ps`` more: 000 section 4);
 - is done when the slowest of those has carried the data.
 
-The bytes are copied at the call; the returned time says when the copy is complete.
+The bytes are copied at the call; the returned time says when the copy is complete.  A caller
+that models the launch itself (``launched=True``: the call comes when the launch is over) has
+the bytes copied when the engine starts, so writes still on their way into the GPU when the CPU
+called (ahead of the launch's doorbell on the GPU's link) are in the copy.
 A device-to-device copy between two GPUs is routed through both GPUs' links (and the
 peer-to-peer QPI path when they sit on different sockets); within one GPU it costs the engine
 time only.
@@ -48,10 +51,12 @@ class CopyEngine:
     def __repr__(self):
         return f"CopyEngine(gpu{self.gpu})"
 
-    def copy(self, t_ps, dst_mem, dst, src_mem, src, nbytes):
+    def copy(self, t_ps, dst_mem, dst, src_mem, src, nbytes, launched=False):
         """Copy ``nbytes`` from ``src`` in ``src_mem`` to ``dst`` in ``dst_mem``; return ``t_done``.
 
         One of the two memories must be this GPU's; the other host memory or a GPU.
+        ``launched``: ``t_ps`` is the end of the launch, not the call (no ``copy_launch_ps``
+        added).
         """
         node = self.node
         p = node.params
@@ -76,7 +81,8 @@ class CopyEngine:
             raise ValueError(f"copy engine of gpu{self.gpu} cannot copy from {src_mem.name} "
                              f"to {dst_mem.name}")
         dst_mem.store(dst, data)
-        _start, end = Channel.transfer(channels, t_ps + p.copy_launch_ps, nbytes)
+        start = t_ps if launched else t_ps + p.copy_launch_ps
+        _start, end = Channel.transfer(channels, start, nbytes)
         self.copies += 1
         return end + latency
 

@@ -135,21 +135,23 @@ class Node:
 
     # -- timed copies --------------------------------------------------------------------------
 
-    def copy(self, t_ps, dst, src, nbytes):
+    def copy(self, t_ps, dst, src, nbytes, *, launched=False):
         """Copy ``nbytes`` from ``src`` to ``dst`` from ``t_ps`` on; return the completion time.
 
         A copy touching GPU memory is a ``cudaMemcpy`` on that GPU's copy engine (the source
         GPU's for device to device); host to host is a CPU ``memcpy``.  The bytes move at the
-        call.
+        call.  ``launched`` (a ``cudaMemcpy``): ``t_ps`` is when its launch is over
+        (``copy_launch_ps`` after the CPU's call, which the caller waited), not the call.
         """
         if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0:
             raise ValueError(f"nbytes must be a non-negative integer, not {nbytes!r}")
         src_mem = self.locate(src, nbytes)
         dst_mem = self.locate(dst, nbytes)
-        if src_mem.is_gpu:
-            return self._engines[src_mem.gpu].copy(t_ps, dst_mem, dst, src_mem, src, nbytes)
-        if dst_mem.is_gpu:
-            return self._engines[dst_mem.gpu].copy(t_ps, dst_mem, dst, src_mem, src, nbytes)
+        if src_mem.is_gpu or dst_mem.is_gpu:
+            engine = self._engines[src_mem.gpu if src_mem.is_gpu else dst_mem.gpu]
+            return engine.copy(t_ps, dst_mem, dst, src_mem, src, nbytes, launched)
+        if launched:
+            raise ValueError("launched is a cudaMemcpy's: a host-to-host copy is a CPU memcpy")
         return self.memcpy(t_ps, dst, src, nbytes)
 
     def memcpy(self, t_ps, dst, src, nbytes):

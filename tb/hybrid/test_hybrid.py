@@ -81,17 +81,23 @@ def test_launch_refuses_bad_options_before_building(argv, why, capsys):
 
 
 def test_broadcast_and_allgather_on_8_nodes_in_2_subclusters(tmp_path):
-    """Hybrid and MPI-only Broadcast and Allgather on 2 x 2x2, byte-exact in every GPU0; the
+    """Hybrid and MPI-only Broadcast and Allgather on 2 x 2x2, byte-exact in every GPU0, and
+    the hybrid with its options (ring TCA part, MPI steps staged through host memory); the
     hybrid Broadcast's TCA phase starts after its MPI phase (and no more than a window late),
-    and at 8 bytes hybrid beats MPI alone (000 sections 6.2-6.3: TCA's latency)."""
+    and at 8 bytes hybrid beats MPI alone (000 sections 6.2-6.3: TCA's latency) and its staged
+    form (two cudaMemcpy)."""
     if pick_simulator("verilator") == "icarus":
         pytest.skip("the machine's sub-clusters run on Verilator")
     result = run("2x2", 2, [parse_run("broadcast:hybrid:8,1027"),
                             parse_run("broadcast:mpi:8"),
                             parse_run("allgather:hybrid:16"),
-                            parse_run("allgather:mpi:16")], out=tmp_path / "r.json")
+                            parse_run("allgather:mpi:16"),
+                            # the staged MPI step copies blocks TCA has just written into
+                            # the GPU: the copy must see the last of them
+                            parse_run("allgather:hybrid+ring+staged:4096"),
+                            parse_run("broadcast:hybrid+staged:8")], out=tmp_path / "r.json")
     runs = {(r["name"], r["network"], r["size"]): r for r in result["runs"]}
-    assert len(runs) == 5 and all(r["checked"] for r in runs.values())
+    assert len(runs) == 7 and all(r["checked"] for r in runs.values())
     for r in runs.values():
         assert r["nodes"] == 8 and r["groups"] == 2 and r["time_ns"] > 0
         assert 0 <= r["handoff_ns"] <= result["window_ps"] / 1000
@@ -101,6 +107,7 @@ def test_broadcast_and_allgather_on_8_nodes_in_2_subclusters(tmp_path):
     assert runs[("broadcast", "hybrid", 8)]["time_ns"] < runs[("broadcast", "mpi", 8)]["time_ns"]
     assert runs[("allgather", "hybrid", 16)]["time_ns"] < runs[("allgather", "mpi", 16)]["time_ns"]
     assert runs[("broadcast", "hybrid", 1027)]["time_ns"] > bcast["time_ns"]
+    assert runs[("broadcast", "hybrid+staged", 8)]["time_ns"] > bcast["time_ns"] + 10_000
 
 
 def test_sweep_table_says_what_the_paper_states():

@@ -32,7 +32,13 @@ def bcast_run(fn, p, count, root, where="gpu0", **kw):
 def allgather_run(fn, p, block, where="gpu0", **kw):
     world = preset("MV2GDR-QPI-Tuned").world(p)
     rng = random.Random(repr((p, block, where)))
-    before = [rng.randbytes(OFFSET + p * block + 8) for _ in range(p)]
+    before = [bytearray(rng.randbytes(OFFSET + p * block + 8)) for _ in range(p)]
+    held = kw.get("held", 1)
+    for r in range(p):          # rank r holds its aligned group's blocks already
+        for b in range(r & -held, (r & -held) + held):
+            before[r][OFFSET + b * block:OFFSET + (b + 1) * block] = \
+                before[b][OFFSET + b * block:OFFSET + (b + 1) * block]
+    before = [bytes(b) for b in before]
     bufs = []
     for rank, data in zip(world.ranks, before):
         buf = rank.alloc(len(data), where)
@@ -61,6 +67,26 @@ def test_staged_bcast_bytes_and_host_messages(sent_from, p, root, count):
 def test_staged_allgather_bytes_and_host_messages(sent_from, p, block):
     allgather_run(naive_cuda_allgather, p, block)
     assert sent_from and set(sent_from) == {"host0"}
+
+
+@pytest.mark.parametrize("fn", [allgather, naive_cuda_allgather])
+@pytest.mark.parametrize("p, held, block", [(8, 4, 16), (16, 8, 3 * KIB), (8, 8, 5),
+                                            (4, 1, 7)])
+def test_allgather_from_held_groups(sent_from, fn, p, held, block):
+    """``held``: every rank holds its aligned group's blocks (a hybrid's TCA groups gathered
+    them); only the ``log2(p / held)`` steps between groups are sent, every byte right."""
+    allgather_run(fn, p, block, held=held)
+    assert len(sent_from) == p * (p // held).bit_length() - p
+
+
+def test_allgather_refuses_a_bad_held():
+    world = preset("MV2GDR-QPI-Tuned").world(8)
+    rank = world.ranks[0]
+    buf = rank.alloc(64, "gpu0")
+    for held in (0, 3, 16, True, 2.0):
+        for fn in (allgather, naive_cuda_allgather):
+            with pytest.raises(MPIError, match="held must be a power of two"):
+                fn(rank, buf, 8, held=held)
 
 
 def test_staging_is_what_makes_medium_gpu_messages_fast():

@@ -83,7 +83,7 @@ def _members(rank, group):
     return members
 
 
-def allgather(rank, buf, block, offset=0):
+def allgather(rank, buf, block, offset=0, held=1):
     """Gather every rank's ``block`` bytes into every rank (``MPI_Allgather`` of ``MPI_BYTE``
     with ``MPI_IN_PLACE``): ``yield from allgather(rank, buf, block)``.
 
@@ -94,6 +94,10 @@ def allgather(rank, buf, block, offset=0):
     recursive doubling needs extra steps, and MPICH uses Bruck's algorithm there (Thakur et
     al.); this model refuses them.  Nothing is sent when ``block`` is 0 or ``p`` is 1.
 
+    ``held`` (a power of two dividing ``p``): every rank already holds the ``held`` blocks of
+    its aligned group (ranks ``r & -held`` on), as after the first ``log2 held`` steps, so the
+    steps start at distance ``held`` (a hybrid Allgather whose groups gathered over TCA).
+
     Raises ``MPI_ERR_OTHER`` when ``p`` is not a power of two, ``MPI_ERR_COUNT`` for a negative
     block or offset or when ``p*block`` bytes at ``offset`` leave ``buf``, ``MPI_ERR_BUFFER``
     and ``MPI_ERR_OTHER`` as :func:`bcast` does.
@@ -103,9 +107,18 @@ def allgather(rank, buf, block, offset=0):
         raise MPIError(ERR_OTHER, f"rank {rank.rank}: recursive-doubling allgather needs a "
                        f"power-of-two number of ranks, not {p} (MPICH uses Bruck's algorithm "
                        f"there, which this model does not have)")
+    _check_held(rank, held)
     total = p * block if isinstance(block, int) and not isinstance(block, bool) else block
     _check(rank, buf, offset, block, "block", total)
-    return _recursive_doubling(rank, buf, block, offset)
+    return _recursive_doubling(rank, buf, block, offset, held)
+
+
+def _check_held(rank, held):
+    p = rank.size
+    if isinstance(held, bool) or not isinstance(held, int) or held < 1 or held & (held - 1) \
+            or p % held:
+        raise MPIError(ERR_OTHER, f"rank {rank.rank}: held must be a power of two dividing "
+                       f"the {p} ranks, not {held!r}")
 
 
 def _check(rank, buf, offset, count, name, nbytes):
@@ -154,11 +167,11 @@ def _binomial(rank, buf, count, root, offset, members):
         mask >>= 1
 
 
-def _recursive_doubling(rank, buf, block, offset):
+def _recursive_doubling(rank, buf, block, offset, held=1):
     p, me = rank.size, rank.rank
     if p == 1 or block == 0:
         return
-    mask = 1
+    mask = held
     while mask < p:
         peer = me ^ mask
         mine, theirs = me & -mask, peer & -mask      # first block each side holds

@@ -20,7 +20,7 @@ copy is a synchronous ``cudaMemcpy`` on the GPU's copy engine
 message above the limit: the unstaged algorithm.
 """
 
-from .algorithms import _check, _recursive_doubling, allgather, check_bcast
+from .algorithms import _check, _check_held, _recursive_doubling, allgather, check_bcast
 from .tuning import BCAST_TUNING, mv2_bcast
 
 __all__ = ["naive_cuda_bcast", "naive_cuda_allgather", "MV2_CUDA_USE_NAIVE",
@@ -34,8 +34,16 @@ MV2_CUDA_ALLGATHER_NAIVE_LIMIT = 1 << 20
 
 
 def _copy(rank, dst, src, nbytes):
-    """A synchronous ``cudaMemcpy`` of ``nbytes`` from address ``src`` to ``dst``."""
-    done = rank.node.copy(rank.now, dst, src, nbytes)
+    """A synchronous ``cudaMemcpy`` of ``nbytes`` from address ``src`` to ``dst``: the CPU
+    launches it (``copy_launch_ps``), then the engine moves the bytes.  They are read when the
+    launch is over, not at the call: in a hybrid collective the last TCA writes into the GPU
+    may still be on the GPU's link when the CPU sees their completion flag in host memory, and
+    the launch's doorbell travels behind them (PCIe keeps posted writes in order on a link)."""
+    launched = rank.now + rank.node.params.copy_launch_ps
+    rank.block_cpu(launched)
+    yield rank.elapse(launched - rank.now)
+    # the engine starts when the launch is over, whenever this rank's CPU comes back to it
+    done = rank.node.copy(launched, dst, src, nbytes, launched=True)
     rank.block_cpu(done)
     yield rank.elapse(max(0, done - rank.now))
 
@@ -61,22 +69,26 @@ def _bcast(rank, buf, count, root, offset, group, table, members):
 
 
 def naive_cuda_allgather(rank, buf, block, offset=0, naive=MV2_CUDA_USE_NAIVE,
-                         limit=MV2_CUDA_ALLGATHER_NAIVE_LIMIT):
+                         limit=MV2_CUDA_ALLGATHER_NAIVE_LIMIT, held=1):
     """``MPI_Allgather`` (in place) as MVAPICH2's CUDA build runs it: staged through host
     memory up to ``limit`` bytes per block when ``buf`` is GPU memory and ``naive``, else
-    :func:`~.algorithms.allgather`.  ``yield from`` it; arguments as that function's."""
-    gen = allgather(rank, buf, block, offset)          # checks everything, sends nothing yet
+    :func:`~.algorithms.allgather`.  ``yield from`` it; arguments as that function's
+    (``held``: the blocks of its aligned group every rank holds already, all copied to the
+    host in one ``cudaMemcpy``)."""
+    gen = allgather(rank, buf, block, offset, held)    # checks everything, sends nothing yet
     if not naive or buf.gpu is None or block == 0 or rank.size == 1 or block > limit:
         return gen
     gen.close()
-    return _allgather(rank, buf, block, offset)
+    return _allgather(rank, buf, block, offset, held)
 
 
-def _allgather(rank, buf, block, offset):
+def _allgather(rank, buf, block, offset, held):
+    _check_held(rank, held)
     p, me = rank.size, rank.rank
     host = rank.alloc(p * block, "host")
     _check(rank, host, 0, block, "block", p * block)
-    yield from _copy(rank, host.addr + me * block, buf.addr + offset + me * block, block)
-    yield from _recursive_doubling(rank, host, block, 0)
+    first = (me & -held) * block
+    yield from _copy(rank, host.addr + first, buf.addr + offset + first, held * block)
+    yield from _recursive_doubling(rank, host, block, 0, held)
     yield from _copy(rank, buf.addr + offset, host.addr, p * block)
     rank.free(host)

@@ -1,0 +1,111 @@
+"""The hybrid's network options and the tuning table (no simulator): what each option changes
+in a collective's phases, what is refused, how a table is built from measured times and read.
+"""
+
+import json
+
+import pytest
+
+from peach2.sim.hybrid import Groups, allgather, broadcast
+from peach2.sim.hybrid.algorithms import parse_network
+from peach2.sim.hybrid.launch import parse_run
+from peach2.sim.hybrid.sweep import choices, tuning_table_text
+from peach2.sim.hybrid.tuning import build_table, choose, load_table, table_rows
+from peach2.sim.system import MachinePlan
+
+SPLIT = Groups(MachinePlan("2x4", 1), per_subcluster=2)          # 000 Figure 11, 8 nodes
+
+
+def test_parse_network():
+    assert parse_network("hybrid") == ("hybrid", set())
+    assert parse_network("hybrid+ring+staged", "allgather") == ("hybrid", {"ring", "staged"})
+    assert parse_network("tca+ring") == ("tca", {"ring"})
+    for bad, why in (("ib", "network must be one of"), ("hybrid+fast", "unknown option"),
+                     ("mpi+staged", "goes with"), ("tca+staged", "goes with"),
+                     ("hybrid+staged+staged", "twice")):
+        with pytest.raises(ValueError, match=why):
+            parse_network(bad)
+    with pytest.raises(ValueError, match=r"\+ring goes with allgather"):
+        parse_network("hybrid+ring", "broadcast")
+    with pytest.raises(ValueError, match="goes with"):
+        parse_network("hybrid+staged", "halo")
+
+
+def test_options_change_the_phases():
+    blocks = [bytes([g]) * 3 for g in range(8)]
+    plain = allgather(SPLIT, 3, blocks, network="hybrid")
+    both = allgather(SPLIT, 3, blocks, network="hybrid+ring+staged")
+    assert [p.name for p in plain.phases] == ["TCA recursive doubling in each group",
+                                              "MPI recursive doubling across groups"]
+    assert [p.name for p in both.phases] == ["TCA ring in each group",
+                                             "MPI recursive doubling across groups, staged"]
+    assert both.network == "hybrid+ring+staged" and both.expected(0) == plain.expected(0)
+    assert [p.name for p in broadcast(SPLIT, 8, bytes(8), network="hybrid+staged").phases] == \
+        ["MPI_Bcast among group leaders, staged", "TCA binomial in each group"]
+    # the ring phase gathers along group 1's ring: chips 4..7 of the 2x4 (ring B)
+    plan = SPLIT.plan
+    assert SPLIT.ring == 4 and Groups(plan).ring == 4
+    assert Groups(MachinePlan("2x8", 2), per_subcluster=4).ring is None
+
+
+def test_options_refused_where_they_cannot_run():
+    quarter = Groups(MachinePlan("2x8", 2), per_subcluster=4)      # groups of 4 in a ring of 8
+    with pytest.raises(ValueError, match="whole rings"):
+        allgather(quarter, 1, [b"x"] * 32, network="hybrid+ring")
+    assert choices(quarter, "allgather") == ["mpi", "hybrid", "hybrid+staged"]
+    assert choices(SPLIT, "allgather") == ["mpi", "hybrid", "hybrid+staged", "hybrid+ring",
+                                           "hybrid+ring+staged"]
+    assert choices(SPLIT, "broadcast") == ["mpi", "hybrid", "hybrid+staged"]
+    assert parse_run("allgather:hybrid+ring:16")["network"] == "hybrid+ring"
+    assert parse_run("broadcast:tuned:8")["network"] == "tuned"
+    for bad in ("broadcast:hybrid+ring:8", "halo:tuned:small/2x4"):
+        with pytest.raises(ValueError):
+            parse_run(bad)
+
+
+def _times(rows):
+    return [{"collective": "allgather", "nodes": 8, "groups": 2, "network": n, "size": s,
+             "time_ns": t} for s, by in rows.items() for n, t in by.items()]
+
+
+def test_table_takes_the_fastest_and_switches_half_way():
+    table = build_table(_times({16: {"mpi": 20, "hybrid": 10},
+                                256: {"mpi": 30, "hybrid": 25},
+                                4096: {"mpi": 40, "hybrid": 60, "hybrid+staged": 35},
+                                65536: {"mpi": 90, "hybrid+staged": 80}}))
+    assert table == {"allgather:8:2": [[1024, "hybrid"], [-1, "hybrid+staged"]]}
+    pick = [choose(table, "allgather", 8, 2, s) for s in (1, 16, 1024, 1025, 1 << 30)]
+    assert pick == ["hybrid", "hybrid", "hybrid", "hybrid+staged", "hybrid+staged"]
+    # an unmeasured node count takes the nearest row of the same collective and groups
+    assert choose(table, "allgather", 16, 2, 100) == "hybrid"
+    with pytest.raises(KeyError, match="no broadcast on 2 groups"):
+        choose(table, "broadcast", 8, 2, 8)
+    with pytest.raises(ValueError, match="positive number of bytes"):
+        choose(table, "allgather", 8, 2, 0)
+    with pytest.raises(ValueError, match="network must be one of"):
+        build_table(_times({16: {"infiniband": 1}}))
+    # equal times: the same choice every time (by name), not by dict order
+    assert build_table(_times({8: {"mpi": 5, "hybrid": 5}}))["allgather:8:2"] == \
+        [[-1, "hybrid"]]
+    assert "| allgather | 8 | 2 | 1024 | `hybrid` |" in table_rows(table)
+
+
+def test_saved_tables_merge_and_a_missing_file_says_how(tmp_path):
+    path = tmp_path / "t.json"
+    with pytest.raises(FileNotFoundError, match="sweep --tune"):
+        load_table(path)
+    path.write_text(json.dumps({"machines": [{"table": {"broadcast:8:2": [[-1, "hybrid"]]}},
+                                             {"table": {"allgather:8:2": [[-1, "mpi"]]}}]}))
+    assert load_table(path) == {"broadcast:8:2": [[-1, "hybrid"]],
+                                "allgather:8:2": [[-1, "mpi"]]}
+
+
+def test_tuning_table_text_marks_check_sizes():
+    result = {"networks": ["mpi", "hybrid"],
+              "rows": [{"size": 16, "check": False, "times": {"mpi": 20000, "hybrid": 10000},
+                        "best": "hybrid", "tuned": "hybrid", "ratio": 1.0},
+                       {"size": 64, "check": True, "times": {"mpi": 21000, "hybrid": 12000},
+                        "best": "hybrid", "tuned": "mpi", "ratio": 1.75}]}
+    text = tuning_table_text(result)
+    assert "| 16 B | 20.0 | 10.0 | `hybrid` | `hybrid` | 1.000 |" in text
+    assert "| 64 B * | 21.0 | 12.0 | `hybrid` | `mpi` | 1.750 |" in text
