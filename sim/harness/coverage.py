@@ -432,10 +432,16 @@ def main(argv=None):
         print("no coverage files: run `python -m pytest tb/router tb/cluster/test_soak.py` "
               "first", file=sys.stderr)
         return 2
-    cov = Coverage()
+    cov, goal, per_file = Coverage(), reachable(), []
     for f in files:
-        cov.merge(Coverage.load(f))
-    text, data = report(cov, sources=files)
+        one = Coverage.load(f)
+        cov.merge(one)
+        per_file.append({"file": str(f), "tlps": sum(one.hits.values()),
+                         "reached": len(set(one.hits) & goal)})
+    text, data = report(cov, goal, sources=files)
+    data["per_file"] = per_file
+    for row in per_file:
+        print(f"{row['file']}: {row['tlps']} TLPs, {row['reached']} reachable bins")
     print(text)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -29,6 +29,7 @@ import time
 import cocotb
 from cocotb.triggers import Timer
 from cocotb.utils import get_sim_time
+from cocotbext.pcie.core.tlp import TlpType
 
 from peach2.params import N_DMA_CHANNELS, REASON_TABLE, DmaError
 from peach2.sim.driver import Chain, DmaFault, memcpy
@@ -231,6 +232,38 @@ class Soak:
                        f"{model.rx_tlps} delivered, {model.tx_tlps} taken from it")
         out.append(f"cables {self.cluster.cable_stats()}")
         return "\n".join(out)
+
+    # -- coverage --------------------------------------------------------------------------------
+
+    def sample_coverage(self, cov):
+        """Sample into ``cov`` (:class:`~peach2.sim.harness.coverage.Coverage`) every memory
+        write a chip sent its host by N into the soak's windows: arrival port at that chip from
+        the write's source node (the slot its address lies in) and the route's last hop, N for
+        a host's stores into its own window; a chip's DMA writes to its own host come from no
+        port and are left out.  Backpressure from each N model's ready log, when the caller
+        gave it with :meth:`~peach2.sim.harness.chip.ChipHarness.set_backpressure`."""
+        from .coverage import classify  # not at the top: ``python -m`` runs that module
+        cluster, n = self.cluster, self.cluster.n_nodes
+        into = {}                           # (node, neighbour) -> node's ports cabled to it
+        for a, pa, b, pb, _ in cluster.cables:
+            into.setdefault((b, a), []).append(pb)
+            into.setdefault((a, b), []).append(pa)
+        writes = (TlpType.MEM_WRITE, TlpType.MEM_WRITE_64)
+        for dst, chip in enumerate(cluster.chips):
+            base = cluster.memory(dst)[0]
+            for tlp in chip.sent["n"]:
+                off = tlp.address - base
+                if tlp.fmt_type not in writes or not 0 <= off < self.amap.host_size:
+                    continue
+                src, k = divmod(off // self.slot, len(self.sources))
+                if src >= n or (src == dst and k):
+                    continue
+                ports = ["N"] if src == dst else \
+                    into.get((dst, cluster.route_set.path(src, dst)[-2]), [])
+                if len(ports) != 1:         # two cables to that neighbour: which is unknown
+                    continue
+                pressure = "stalled" if chip.stalled("n", tlp) else "ready"
+                cov.sample(*classify(tlp, ports[0], "N", "none", pressure))
 
     # -- the run ---------------------------------------------------------------------------------
 

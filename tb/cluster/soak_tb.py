@@ -8,8 +8,9 @@ arrives and every window byte at the end; no counter of a dropped TLP may move.
 Parameters (``PEACH2_PARAMS``): ``topology``, ``routes``, ``pipeline_ns`` (as ``cluster_tb``),
 ``tlps`` (checked writes to run for), ``idle``/``backpressure`` (host pauses), ``max_pio``,
 ``max_dma``, ``pio_window`` (bytes), ``dma_timeout`` (cycles), ``host_size`` (bytes of each
-window), ``result_file`` (JSON figures), ``profile`` (a file for a cProfile of the run, read
-with ``pstats``).
+window), ``result_file`` (JSON figures), ``coverage`` (a file for the functional coverage of
+the writes the hosts received, ``peach2.sim.harness.coverage``), ``profile`` (a file for a
+cProfile of the run, read with ``pstats``).
 """
 
 import cProfile
@@ -21,6 +22,7 @@ import cocotb
 
 from peach2.routes import Topology, default_address_map
 from peach2.sim.harness import Cluster, Soak
+from peach2.sim.harness.coverage import Coverage
 from peach2.sim.run import run_inputs
 
 PARAMS, SEED = run_inputs()
@@ -39,6 +41,11 @@ async def soak(dut):
     await cluster.reset_and_start()
     cluster.set_pauses(random.Random(SEED + 1), idle=PARAMS.get("idle", 0.1),
                        backpressure=PARAMS.get("backpressure", 0.1))
+    if PARAMS.get("coverage"):      # the hosts' backpressure logged for the coverage
+        rng, share = random.Random(SEED + 3), PARAMS.get("backpressure", 0.1)
+        for chip in cluster.chips:
+            chip.set_backpressure("n", iter(lambda: int(rng.random() < share), 2)
+                                  if share else None)
     soak = Soak(cluster, random.Random(SEED + 2), max_pio=PARAMS.get("max_pio", 512),
                 max_dma=PARAMS.get("max_dma", 8192), dma_timeout=PARAMS.get("dma_timeout"),
                 pio_window=PARAMS.get("pio_window", 2048),
@@ -62,6 +69,12 @@ async def soak(dut):
                   r["descriptors"], r["dma_bytes"], r["carried_tlps"], r["window_bytes"],
                   r["sim_ns"] / 1000, r["wall_s"], r["tlps"] / r["wall_s"])
     dut._log.info("faults: %s", r["faults"])
+    if PARAMS.get("coverage"):
+        cov = Coverage()
+        soak.sample_coverage(cov)
+        cov.save(PARAMS["coverage"])
+        dut._log.info("coverage: %d writes sampled in %d bins", sum(cov.hits.values()),
+                      len(cov.hits))
     if PARAMS.get("result_file"):
         with open(PARAMS["result_file"], "w") as f:
             json.dump({**r, "drops": {str(k): v for k, v in r["drops"].items()},
