@@ -19,6 +19,10 @@ __all__ = ["STATEMENTS", "plot_name", "compare", "plot", "section", "MACHINES", 
 
 KB = 1024
 
+#: The utilisation heatmaps of ``docs/hybrid.md`` ("Which links a step uses") the section links
+#: (``docs/img/heat_<name>.png``, drawn by ``python -m peach2.sim.hybrid.heatmap``).
+HEATMAPS = ("broadcast", "allgather", "halo")
+
 #: The sweeps of the full run: ``(shape, subclusters, per_subcluster)``; 000 splits one
 #: sub-cluster into two groups that never use TCA with each other (Figure 11).
 MACHINES = (("2x4", 1, 2), ("2x8", 1, 2))
@@ -284,6 +288,11 @@ def section(saved, img, draw=True, notes=""):
         "",
         "Re-simulate: `peach2 bench hybrid` (the sweeps of `python -m peach2.sim.hybrid.sweep`); "
         "redraw from the saved results: `peach2 bench --doc-only`.",
+        "",
+        "Which links each step uses and when the network switches, one picture per collective "
+        "(every cable's and InfiniBand port's utilisation over time, 8 nodes; "
+        "[hybrid](hybrid.md#which-links-a-step-uses), `python -m peach2.sim.hybrid.heatmap "
+        "--collective NAME`): " + ", ".join(f"[{c}](img/heat_{c}.png)" for c in HEATMAPS) + ".",
     ]
     for machine in saved["machines"]:
         name = plot_name(machine)
