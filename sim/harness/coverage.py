@@ -26,7 +26,9 @@ A report (bins reached / reachable / holes per dimension and for the cross, JSON
 import argparse
 import json
 import random
+import subprocess
 import sys
+import time
 from bisect import bisect_left
 from collections import Counter
 from itertools import product
@@ -439,7 +441,12 @@ def main(argv=None):
         per_file.append({"file": str(f), "tlps": sum(one.hits.values()),
                          "reached": len(set(one.hits) & goal)})
     text, data = report(cov, goal, sources=files)
-    data["per_file"] = per_file
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True, check=False).stdout.strip()
+    data = {"run": {"command": "python -m peach2.sim.harness.coverage "
+                               + " ".join(argv if argv is not None else sys.argv[1:]),
+                    "commit": commit, "date": time.strftime("%Y-%m-%d")},
+            "per_file": per_file, **data}
     for row in per_file:
         print(f"{row['file']}: {row['tlps']} TLPs, {row['reached']} reachable bins")
     print(text)
