@@ -41,7 +41,12 @@ it (issue 31's item 4):
   (``cudaMemcpy``, InfiniBand host to host, ``cudaMemcpy``: ``naive_cuda_bcast`` /
   ``naive_cuda_allgather`` among the leaders / from the gathered groups) instead of sending it
   from GPU0 message by message (GPUDirect RDMA across QPI up to 8 KB, MVAPICH2-GDR's pipeline
-  above), the path MPI alone takes.
+  above), the path MPI alone takes;
+- ``hops<H>`` (``hybrid``, e.g. ``hybrid+hops2``): a per-step choice by hop count (000 section
+  6.2: send multi-hop TCA steps over InfiniBand instead): the TCA part takes only the steps
+  whose routes cross at most ``H`` links, the farther ones go over MPI with the rest
+  (:meth:`~.groups.Groups.within`: smaller TCA groups, more MPI leaders).  Which ``H`` at
+  which size: the tuning table's choice (:mod:`.tuning`).
 """
 
 from dataclasses import dataclass, field
@@ -63,9 +68,11 @@ __all__ = ["TcaPhase", "MpiPhase", "Overlap", "Hybrid", "NETWORKS", "OPTIONS", "
 #: The ways to communicate: TCA only, MPI over InfiniBand only, or both.
 NETWORKS = ("tca", "mpi", "hybrid")
 
-#: The options a network may carry after ``+``: which collectives and networks take each.
+#: The options a network may carry after ``+``: which collectives and networks take each
+#: (``hops`` is followed by its number: ``hops2``).
 OPTIONS = {"ring": (("allgather",), ("tca", "hybrid")),
-           "staged": (("broadcast", "allgather"), ("hybrid",))}
+           "staged": (("broadcast", "allgather"), ("hybrid",)),
+           "hops": (("broadcast", "allgather"), ("hybrid",))}
 
 
 @dataclass
@@ -108,7 +115,8 @@ class Overlap:
 @dataclass
 class Hybrid:
     """A collective: its ``phases`` in order, the bytes every node's buffer holds before
-    (``initial(g)``) and after (``expected(g)``), and ``info`` for reports."""
+    (``initial(g)``) and after (``expected(g)``), and ``info`` for reports; ``groups``: the
+    :class:`~.groups.Groups` its phases number, when not those it was built for (``+hops``)."""
     name: str
     network: str
     nbytes: int                 # bytes of each node's buffer the collective covers
@@ -116,25 +124,31 @@ class Hybrid:
     initial: object
     expected: object
     info: dict = field(default_factory=dict)
+    groups: object = None
 
 
 def parse_network(network, collective=None):
-    """``"hybrid+ring"`` -> ``("hybrid", {"ring"})``: the network and its options;
-    ``ValueError`` for an unknown network or option, or one ``collective`` does not take."""
-    base, *options = str(network).split("+")
+    """``"hybrid+ring+hops2"`` -> ``("hybrid", {"ring": True, "hops": 2})``: the network and
+    its options; ``ValueError`` for an unknown network or option, or one ``collective`` does
+    not take."""
+    base, *words = str(network).split("+")
     if base not in NETWORKS:
         raise ValueError(f"network must be one of {NETWORKS} (with options "
                          f"{'/'.join('+' + o for o in OPTIONS)}), not {network!r}")
-    for o in options:
-        if o not in OPTIONS:
-            raise ValueError(f"{network!r}: unknown option {o!r} (options: {list(OPTIONS)})")
-        collectives, bases = OPTIONS[o]
+    options = {}
+    for word in words:
+        name, value = word.rstrip("0123456789"), word[len(word.rstrip("0123456789")):]
+        if name not in OPTIONS or (name == "hops") != bool(value) or (value and int(value) < 1):
+            raise ValueError(f"{network!r}: unknown option {word!r} (options: ring, staged, "
+                             f"hops<H> with H >= 1)")
+        collectives, bases = OPTIONS[name]
         if base not in bases or (collective is not None and collective not in collectives):
-            raise ValueError(f"{network!r}: +{o} goes with {' or '.join(collectives)} over "
+            raise ValueError(f"{network!r}: +{name} goes with {' or '.join(collectives)} over "
                              f"{' or '.join(bases)}")
-    if len(set(options)) != len(options):
-        raise ValueError(f"{network!r}: an option twice")
-    return base, set(options)
+        if name in options:
+            raise ValueError(f"{network!r}: an option twice")
+        options[name] = int(value) if value else True
+    return base, options
 
 
 def _check(network, groups, what):
@@ -142,15 +156,17 @@ def _check(network, groups, what):
     if base == "tca" and groups.count != 1:
         raise ValueError(f"TCA alone reaches only the nodes of one group; this machine has "
                          f"{groups.count} groups: use network='hybrid' or 'mpi' for {what}")
+    if "hops" in options:
+        groups = groups.within(options["hops"])
     if "ring" in options and groups.ring is None:
         raise ValueError(f"+ring gathers along whole rings: a group of {groups.size} nodes of "
                          f"a {groups.plan.shape} holds none")
-    return base, options
+    return base, options, groups
 
 
 def broadcast(groups, size, data, *, root=0, network="hybrid"):
     """Broadcast ``data`` (``size`` bytes) from global node ``root`` to every node."""
-    base, options = _check(network, groups, "broadcast")
+    base, options, groups = _check(network, groups, "broadcast")
     data = bytes(data)
     if size < 1 or len(data) != size:
         raise ValueError(f"size must be >= 1 and match the data ({len(data)} bytes), not {size}")
@@ -184,13 +200,14 @@ def broadcast(groups, size, data, *, root=0, network="hybrid"):
                   expected=lambda g: data,
                   info={"root": root, "leaders": leaders, "bytes": size,
                         "mpi_algorithm": select_bcast(
-                            p if base == "mpi" else len(leaders), size)})
+                            p if base == "mpi" else len(leaders), size)},
+                  groups=groups)
 
 
 def allgather(groups, block, blocks, *, network="hybrid"):
     """Allgather: node ``g``'s ``blocks[g]`` (``block`` bytes) ends at ``g * block`` of every
     node's buffer (``p * block`` bytes)."""
-    base, options = _check(network, groups, "allgather")
+    base, options, groups = _check(network, groups, "allgather")
     p, m = groups.plan.n_nodes, groups.size
     if p & (p - 1) or m & (m - 1):
         raise ValueError(f"recursive doubling needs a power-of-two number of nodes and group "
@@ -230,4 +247,5 @@ def allgather(groups, block, blocks, *, network="hybrid"):
                   initial=lambda g: bytes(g * block) + blocks[g] + bytes((p - 1 - g) * block),
                   expected=lambda g: whole,
                   info={"block": block, "gathered": p * block, "mpi_steps":
-                        (p // m).bit_length() - 1 if base == "hybrid" else None})
+                        (p // m).bit_length() - 1 if base == "hybrid" else None},
+                  groups=groups)

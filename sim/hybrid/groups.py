@@ -16,8 +16,18 @@ group gathers are contiguous.
 """
 
 from dataclasses import dataclass
+from functools import cache
+
+from peach2.routes import RouteSet, Topology, default_address_map
 
 __all__ = ["Groups"]
+
+
+@cache
+def _routes(shape):
+    """The safe routes of one sub-cluster (hop counts do not depend on the addresses)."""
+    topology = Topology.parse(shape)
+    return RouteSet.build(topology, default_address_map(topology.n_nodes), "safe")
 
 
 @dataclass(frozen=True)
@@ -74,6 +84,23 @@ class Groups:
         kind, _, k = shape.partition(":")
         k = int(k) if kind == "ring" else int(kind.split("x")[1]) if "x" in kind else None
         return k if k and self.size % k == 0 else None
+
+    def within(self, hops):
+        """The largest groups (a power of two of nodes dividing this group) whose TCA steps all
+        cross at most ``hops`` links of the sub-cluster's routes (``peach2 routes``' safe
+        routing): every node's recursive-doubling partners (``r xor d``) and binomial-tree
+        children (``r + d``) at the distances ``d`` inside the group.  Steps farther away are
+        left to MPI: a per-step choice by hop count (000 section 6.2)."""
+        if isinstance(hops, bool) or not isinstance(hops, int) or hops < 1:
+            raise ValueError(f"hops must be a positive integer, not {hops!r}")
+        n, g = self.plan.n, 1
+        routes = _routes(self.plan.shape)
+        while self.size % (2 * g) == 0 and 2 * g <= self.size:
+            if any(routes.hops(r, b) > hops for r in range(n) for b in
+                   (r ^ g, (r // (2 * g)) * 2 * g + (r % (2 * g) + g) % (2 * g))):
+                break
+            g *= 2
+        return Groups(self.plan, self.per_subcluster * (self.size // g))
 
     def leader(self, k, root=0):
         """The node that receives group ``k``'s data over MPI: ``root`` in its own group, the

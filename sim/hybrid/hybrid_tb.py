@@ -52,12 +52,13 @@ def build(groups, collective, network, size, seed, table=None):
         return groups, halo(groups, grid, _arrays[key], network=network, seed=seed)
     rng = random.Random(f"{seed}:{collective}:{network}:{size}")
     if collective == "broadcast":
-        return groups, broadcast(groups, size, rng.randbytes(size), network=network)
-    if collective == "allgather":
-        return groups, allgather(groups, size, [rng.randbytes(size)
-                                                for _ in range(groups.plan.n_nodes)],
-                                 network=network)
-    raise ValueError(f"collective must be 'broadcast' or 'allgather', not {collective!r}")
+        coll = broadcast(groups, size, rng.randbytes(size), network=network)
+    elif collective == "allgather":
+        coll = allgather(groups, size, [rng.randbytes(size) for _ in range(groups.plan.n_nodes)],
+                         network=network)
+    else:
+        raise ValueError(f"collective must be 'broadcast' or 'allgather', not {collective!r}")
+    return coll.groups or groups, coll
 
 
 @cocotb.test()

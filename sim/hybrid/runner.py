@@ -60,6 +60,7 @@ async def run_collective(sim, groups, coll, *, timeout_ps=TIMEOUT_PS, check=True
     ``"tca"``, ``"mpi"`` or ``"overlap"`` per phase; ``phase_ps``: ``{"g:i": ps}`` when node
     ``g``'s phase ``i`` ended).
     """
+    groups = coll.groups or groups          # +hops: the collective's own, smaller groups
     ctx = Context(sim, groups, coll.nbytes)
     links = LinkTrace(sim) if trace else None
     try:

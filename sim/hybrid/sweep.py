@@ -98,17 +98,21 @@ def rows_of(result, collective):
 
 
 def choices(groups, collective):
-    """The networks of :data:`~.tuning.CHOICES` ``collective`` can take on ``groups``."""
-    out = []
+    """The networks of :data:`~.tuning.CHOICES` ``collective`` can take on ``groups``, less
+    those that would run as another of them (a ``hops`` that keeps every TCA step)."""
+    out, seen = [], set()
     for network in CHOICES[collective]:
         try:
             if collective == "allgather":
-                allgather(groups, 1, [b"\0"] * groups.plan.n_nodes, network=network)
+                coll = allgather(groups, 1, [b"\0"] * groups.plan.n_nodes, network=network)
             else:
-                broadcast(groups, 1, b"\0", network=network)
+                coll = broadcast(groups, 1, b"\0", network=network)
         except ValueError:
             continue
-        out.append(network)
+        same = (tuple(p.name for p in coll.phases), coll.groups.size)
+        if same not in seen:
+            seen.add(same)
+            out.append(network)
     return out
 
 

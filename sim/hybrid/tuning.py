@@ -26,10 +26,13 @@ from .algorithms import parse_network
 
 __all__ = ["CHOICES", "build_table", "choose", "load_table", "TABLE_FILE", "table_rows"]
 
-#: What the table chooses among, per collective (options a machine cannot take are skipped).
-CHOICES = {"broadcast": ("mpi", "hybrid", "hybrid+staged"),
-           "allgather": ("mpi", "hybrid", "hybrid+staged", "hybrid+ring",
-                         "hybrid+ring+staged")}
+#: What the table chooses among, per collective (options a machine cannot take, and ``hops``
+#: that leave the groups as they are, are skipped: :func:`peach2.sim.hybrid.sweep.choices`).
+CHOICES = {"broadcast": ("mpi", "hybrid", "hybrid+staged", "hybrid+hops1", "hybrid+hops2",
+                         "hybrid+hops1+staged", "hybrid+hops2+staged"),
+           "allgather": ("mpi", "hybrid", "hybrid+staged", "hybrid+ring", "hybrid+ring+staged",
+                         "hybrid+hops1", "hybrid+hops2", "hybrid+hops1+staged",
+                         "hybrid+hops2+staged")}
 
 #: The saved measurements the default table is built from.
 TABLE_FILE = Path(__file__).resolve().parents[2] / "docs" / "results" / "hybrid_tuning.json"

@@ -17,12 +17,16 @@ SPLIT = Groups(MachinePlan("2x4", 1), per_subcluster=2)          # 000 Figure 11
 
 
 def test_parse_network():
-    assert parse_network("hybrid") == ("hybrid", set())
-    assert parse_network("hybrid+ring+staged", "allgather") == ("hybrid", {"ring", "staged"})
-    assert parse_network("tca+ring") == ("tca", {"ring"})
+    assert parse_network("hybrid") == ("hybrid", {})
+    assert parse_network("hybrid+ring+staged", "allgather") == \
+        ("hybrid", {"ring": True, "staged": True})
+    assert parse_network("tca+ring") == ("tca", {"ring": True})
+    assert parse_network("hybrid+hops2+staged") == ("hybrid", {"hops": 2, "staged": True})
     for bad, why in (("ib", "network must be one of"), ("hybrid+fast", "unknown option"),
                      ("mpi+staged", "goes with"), ("tca+staged", "goes with"),
-                     ("hybrid+staged+staged", "twice")):
+                     ("hybrid+staged+staged", "twice"), ("hybrid+hops", "unknown option"),
+                     ("hybrid+hops0", "unknown option"), ("hybrid+ring2", "unknown option"),
+                     ("hybrid+hops1+hops2", "twice"), ("tca+hops1", "goes with")):
         with pytest.raises(ValueError, match=why):
             parse_network(bad)
     with pytest.raises(ValueError, match=r"\+ring goes with allgather"):
@@ -52,15 +56,36 @@ def test_options_refused_where_they_cannot_run():
     quarter = Groups(MachinePlan("2x8", 2), per_subcluster=4)      # groups of 4 in a ring of 8
     with pytest.raises(ValueError, match="whole rings"):
         allgather(quarter, 1, [b"x"] * 32, network="hybrid+ring")
-    assert choices(quarter, "allgather") == ["mpi", "hybrid", "hybrid+staged"]
+    assert choices(quarter, "allgather") == ["mpi", "hybrid", "hybrid+staged", "hybrid+hops1",
+                                             "hybrid+hops1+staged"]
+    # hops2 keeps a ring of 4's steps (1 and 2 hops): it would run as plain hybrid
     assert choices(SPLIT, "allgather") == ["mpi", "hybrid", "hybrid+staged", "hybrid+ring",
-                                           "hybrid+ring+staged"]
-    assert choices(SPLIT, "broadcast") == ["mpi", "hybrid", "hybrid+staged"]
+                                           "hybrid+ring+staged", "hybrid+hops1",
+                                           "hybrid+hops1+staged"]
+    assert choices(SPLIT, "broadcast") == ["mpi", "hybrid", "hybrid+staged", "hybrid+hops1",
+                                           "hybrid+hops1+staged"]
     assert parse_run("allgather:hybrid+ring:16")["network"] == "hybrid+ring"
     assert parse_run("broadcast:tuned:8")["network"] == "tuned"
     for bad in ("broadcast:hybrid+ring:8", "halo:tuned:small/2x4"):
         with pytest.raises(ValueError):
             parse_run(bad)
+
+
+def test_hops_sends_far_steps_over_mpi():
+    """``+hopsH``: TCA keeps the steps whose routes cross at most H links (safe routing), MPI
+    takes the rest: smaller TCA groups and more leaders.  On a ring of 8 (half a 2x8) the
+    steps 1, 2 and 4 apart cross 1, 2 and 4 links."""
+    half = Groups(MachinePlan("2x8", 1), per_subcluster=2)
+    assert [half.within(h).size for h in (1, 2, 3, 4)] == [2, 4, 4, 8]
+    whole = Groups(MachinePlan("2x8", 2))      # the S step is one hop: 16 at 4 hops
+    assert [whole.within(h).size for h in (1, 2, 4)] == [2, 4, 16]
+    coll = broadcast(half, 8, bytes(8), network="hybrid+hops2")
+    assert coll.groups.size == 4 and coll.info["leaders"] == [0, 4, 8, 12]
+    coll = allgather(half, 2, [bytes(2)] * 16, network="hybrid+hops1")
+    assert coll.groups.size == 2 and coll.info["mpi_steps"] == 3
+    assert broadcast(half, 8, bytes(8)).groups is half
+    with pytest.raises(ValueError, match="hops must be a positive integer"):
+        half.within(0)
 
 
 def _times(rows):
