@@ -200,8 +200,12 @@ def main(argv=None):
                          "from SIZES, checked at CHECK_SIZES by network tuned); its result "
                          "replaces this machine's entry in --out (default "
                          "docs/results/hybrid_tuning.json)")
+    ap.add_argument("--max-size", type=int, metavar="BYTES",
+                    help="only sizes up to BYTES (of SIZES, and CHECK_SIZES with --tune)")
     ap.add_argument("--out", help="JSON of the figures")
     args = ap.parse_args(argv)
+    if args.max_size is not None and args.max_size < 1:
+        ap.error(f"--max-size: at least 1 byte, not {args.max_size}")
     if args.tune and not args.out:
         args.out = str(TABLE_FILE)
     if args.out and not Path(args.out).resolve().parent.is_dir():
@@ -221,6 +225,10 @@ def main(argv=None):
         if values[0] < 1:
             ap.error("--sizes: at least 1 byte each")
         chosen = {c: values for c in chosen}
+    if args.max_size is not None:
+        chosen = {c: [v for v in values if v <= args.max_size] for c, values in chosen.items()}
+        if not all(chosen.values()):
+            ap.error(f"--max-size {args.max_size} leaves no size")
     if args.tune:
         return _tune(args, chosen)
     rows, raw = sweep(args.shape, args.subclusters, chosen, args.seed, args.per_subcluster)
@@ -248,10 +256,10 @@ def _tune(args, chosen):
         print(f"--out: cannot read {out}: {e}", file=sys.stderr)
         return 4
     for collective, values in chosen.items():
-        given = values if args.sizes else None
-        r = tuning_sweep(args.shape, args.subclusters, collective, given,
-                         [] if given else None, per_subcluster=args.per_subcluster,
-                         seed=args.seed)
+        checks = [] if args.sizes else [v for v in CHECK_SIZES[collective]
+                                         if args.max_size is None or v <= args.max_size]
+        r = tuning_sweep(args.shape, args.subclusters, collective, values, checks,
+                         per_subcluster=args.per_subcluster, seed=args.seed)
         print(f"\n{collective}, {r['nodes']} nodes in {r['groups']} groups ({args.subclusters} x "
               f"{args.shape}), {r['preset']}, us (* = a size the table was not built from):\n")
         print(tuning_table_text(r))
@@ -276,7 +284,8 @@ def argv_of(args):
     return [f"--shape {args.shape}", f"--subclusters {args.subclusters}",
             f"--per-subcluster {args.per_subcluster}" if args.per_subcluster > 1 else "",
             *(f"--collective {c}" for c in (args.collective or [])),
-            f"--sizes {args.sizes}" if args.sizes else "", "--tune"]
+            f"--sizes {args.sizes}" if args.sizes else "",
+            f"--max-size {args.max_size}" if args.max_size else "", "--tune"]
 
 
 if __name__ == "__main__":
