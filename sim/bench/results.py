@@ -12,14 +12,12 @@ simulator's own output goes to its log file).
 """
 
 import json
-import os
-import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 from peach2.sim.run import ROOT
+from peach2.sim.run.provenance import commit, run_info, started
 
 __all__ = ["ROOT", "RESULTS", "SECTIONS", "result_path", "load", "save", "commit", "started",
            "run_info", "stamp", "shortened_note", "PointProgress", "follow", "save_plot"]
@@ -56,34 +54,6 @@ def save_plot(fig, path, dpi):
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=dpi, metadata={"Software": None})
     return path
-
-
-def commit():
-    """The checked-out commit, with ``+changes`` when ``rtl/`` or ``sim/`` has edits."""
-    def git(*args):
-        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True,
-                              text=True).stdout.strip()
-    head = git("rev-parse", "--short", "HEAD") or "unknown"
-    dirty = git("status", "--porcelain", "--untracked-files=no", "rtl", "sim")
-    return head + ("+changes" if dirty else "")
-
-
-def started():
-    """What :func:`run_info` needs from a run's start: time, commit (the design measured, even
-    if a commit lands while it runs) and the machine's load."""
-    return {"time": time.time(), "commit": commit(), "load": round(os.getloadavg()[0], 1)}
-
-
-def run_info(command, start, shortened=(), conditions=None):
-    """The ``run`` entry of a section's results; ``start`` is :func:`started`'s.
-
-    ``shortened`` lists what ``--quick`` (or an option) made smaller than the full run, one
-    phrase each; ``conditions`` is what the user says else ran on the machine.  ``load`` is the
-    one-minute load average at the start and at the end."""
-    return {"command": command, "commit": start["commit"], "date": time.strftime("%Y-%m-%d"),
-            "seconds": round(time.time() - start["time"]), "cores": os.cpu_count(),
-            "load": [start["load"], round(os.getloadavg()[0], 1)],
-            "shortened": list(shortened), "conditions": conditions}
 
 
 def _load(load):

@@ -16,7 +16,7 @@ paper states for its figures.
 network the tuning table chooses among (:data:`~.tuning.CHOICES`) at :data:`SIZES` and
 :data:`CHECK_SIZES`, the table from SIZES, network ``tuned`` run with it at every size, and its
 time against the best fixed network's; the result replaces the machine's entry in
-``docs/results/hybrid_tuning.json``, whose tables network ``tuned`` reads::
+``docs/results/tuning.json``, whose tables network ``tuned`` reads::
 
     python -m peach2.sim.hybrid.sweep --shape 2x4 --subclusters 1 --per-subcluster 2 \
         --collective allgather --tune
@@ -28,6 +28,7 @@ import sys
 from pathlib import Path
 
 from peach2.sim.node import NodeParams
+from peach2.sim.run import run_info, started
 from peach2.sim.system import MachinePlan
 
 from .algorithms import allgather, broadcast
@@ -199,7 +200,7 @@ def main(argv=None):
                     help="a tuning sweep (every network of the tuning's choices, the table "
                          "from SIZES, checked at CHECK_SIZES by network tuned); its result "
                          "replaces this machine's entry in --out (default "
-                         "docs/results/hybrid_tuning.json)")
+                         "docs/results/tuning.json)")
     ap.add_argument("--max-size", type=int, metavar="BYTES",
                     help="only sizes up to BYTES (of SIZES, and CHECK_SIZES with --tune)")
     ap.add_argument("--out", help="JSON of the figures")
@@ -256,6 +257,7 @@ def _tune(args, chosen):
         print(f"--out: cannot read {out}: {e}", file=sys.stderr)
         return 4
     for collective, values in chosen.items():
+        start = started()
         checks = [] if args.sizes else [v for v in CHECK_SIZES[collective]
                                          if args.max_size is None or v <= args.max_size]
         r = tuning_sweep(args.shape, args.subclusters, collective, values, checks,
@@ -265,8 +267,9 @@ def _tune(args, chosen):
         print(tuning_table_text(r))
         worst = max(r["rows"], key=lambda x: x["ratio"])
         print(f"\nworst tuned / best: {worst['ratio']:.3f} at {size_text(worst['size'])}")
-        r["command"] = "python -m peach2.sim.hybrid.sweep " + " ".join(
-            a for a in (argv_of(args)) if a)
+        r["run"] = saved["run"] = run_info(
+            "python -m peach2.sim.hybrid.sweep " + " ".join(a for a in argv_of(args) if a),
+            start)
         saved["machines"] = [m for m in saved["machines"]
                              if (m["collective"], m["nodes"], m["groups"]) !=
                              (collective, r["nodes"], r["groups"])] + [r]

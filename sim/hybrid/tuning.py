@@ -10,7 +10,7 @@ for every machine (collective, nodes, TCA groups) the fastest choice at every me
 and ranges that switch half-way (in log scale) between two measured sizes whose choices
 differ.  :func:`choose` reads it; the network ``tuned`` of the launcher and the sweeps is the
 choice :func:`choose` makes from :func:`load_table`, the tables of the saved tuning sweeps
-(``docs/results/hybrid_tuning.json``, ``python -m peach2.sim.hybrid.sweep --tune``: each
+(``docs/results/tuning.json``, ``python -m peach2.sim.hybrid.sweep --tune``: each
 machine's table is built from its training sizes and checked at sizes between them).
 
 A machine the table has no row for takes the row of the same collective and group count with
@@ -35,7 +35,7 @@ CHOICES = {"broadcast": ("mpi", "hybrid", "hybrid+staged", "hybrid+hops1", "hybr
                          "hybrid+hops2+staged")}
 
 #: The saved measurements the default table is built from.
-TABLE_FILE = Path(__file__).resolve().parents[2] / "docs" / "results" / "hybrid_tuning.json"
+TABLE_FILE = Path(__file__).resolve().parents[2] / "docs" / "results" / "tuning.json"
 
 
 def _key(collective, nodes, groups):
