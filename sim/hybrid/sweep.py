@@ -33,6 +33,7 @@ from peach2.sim.system import MachinePlan
 
 from .algorithms import allgather, broadcast
 from .figures import size_text
+from .figures.tuning import table_lines
 from .groups import Groups
 from .launch import run
 from .tuning import CHOICES, TABLE_FILE, build_table
@@ -161,15 +162,7 @@ def tuning_sweep(shape, subclusters, collective, sizes=None, checks=None, *, per
 def tuning_table_text(result):
     """Markdown table of one :func:`tuning_sweep`: every network's time per size, the best,
     the tuned choice and its time against the best."""
-    nets = result["networks"]
-    lines = ["| size | " + " | ".join(f"`{n}`" for n in nets) + " | best | tuned | tuned / best |",
-             "| ---: |" + " ---: |" * len(nets) + " --- | --- | ---: |"]
-    for r in result["rows"]:
-        cells = " | ".join(f"{r['times'][n] / 1000:.1f}" if n in r["times"] else "-"
-                           for n in nets)
-        lines.append(f"| {size_text(r['size'])}{' *' if r['check'] else ''} | {cells} | "
-                     f"`{r['best']}` | `{r['tuned']}` | {r['ratio']:.3f} |")
-    return "\n".join(lines)
+    return "\n".join(table_lines(result))
 
 
 def table(rows, nodes, collective):

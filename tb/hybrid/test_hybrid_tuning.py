@@ -134,3 +134,31 @@ def test_tuning_table_text_marks_check_sizes():
     text = tuning_table_text(result)
     assert "| 16 B | 20.0 | 10.0 | `hybrid` | `hybrid` | 1.000 |" in text
     assert "| 64 B * | 21.0 | 12.0 | `hybrid` | `mpi` | 1.750 |" in text
+
+
+def _machine(collective, ratios):
+    rows = [{"size": s, "check": s == 64, "times": {"mpi": 20000.0, "hybrid": 10000.0},
+             "best": "hybrid", "best_ns": 10000.0, "tuned": "hybrid" if r == 1 else "mpi",
+             "tuned_ns": 10000.0 * r, "ratio": r} for s, r in zip((16, 64, 256), ratios)]
+    return {"collective": collective, "nodes": 8, "groups": 2, "shape": "2x4",
+            "subclusters": 1, "per_subcluster": 2, "networks": ["mpi", "hybrid"],
+            "rows": rows, "table": {f"{collective}:8:2": [[-1, "hybrid"]]},
+            "run": {"command": "python -m peach2.sim.hybrid.sweep --tune", "commit": "abc1234",
+                    "date": "2026-11-29", "seconds": 5}}
+
+
+def test_tuning_section_states_the_limit_and_draws(tmp_path):
+    from peach2.sim.hybrid.figures import tuning as fig
+    saved = {"machines": [_machine("broadcast", [1.0, 1.01, 1.0]),
+                          _machine("allgather", [1.0, 1.0, 1.0])]}
+    title, body = fig.section(saved, tmp_path)
+    assert "Tuned choice" in title
+    assert "more than 5%: holds** (worst 1.010: broadcast of 64 B on 8 nodes)" in body
+    assert "| 64 B * | 20.0 | 10.0 | `hybrid` | `mpi` | 1.010 |" in body
+    assert "| allgather | 8 | 2 | larger | `hybrid` |" in body
+    assert "at abc1234 on 2026-11-29 (5 s)" in body
+    for m in saved["machines"]:
+        assert (tmp_path / fig.plot_name(m)).stat().st_size > 1000
+    saved["machines"][1] = _machine("allgather", [1.0, 1.2, 1.0])
+    _, body = fig.section(saved, tmp_path, draw=False)
+    assert "does not hold** (worst 1.200: allgather of 64 B" in body

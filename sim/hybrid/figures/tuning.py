@@ -1,0 +1,116 @@
+"""The ``tuning`` section of ``docs/benchmarks.md``: issue 31's item 4 from the saved tuning
+sweeps (``docs/results/hybrid_tuning.json``, :func:`peach2.sim.hybrid.sweep.tuning_sweep`):
+every network choice's time per size on each machine, the choice the table makes, and the
+tuned network's measured time against the best fixed choice, at the sizes the table was built
+from and at sizes between them.
+"""
+
+from pathlib import Path
+
+from ..tuning import table_rows
+from .collectives import size_text
+
+__all__ = ["LIMIT", "MACHINES", "plot_name", "plot", "section", "table_lines"]
+
+#: The tuned network may be at most this much slower than the best fixed choice (issue 31).
+LIMIT = 1.05
+
+#: The tuning sweeps of the full run: ``(shape, subclusters, per_subcluster, collective,
+#: max_size)``: 000 Figure 11's virtual split of a 2x4 (8 nodes) and of a 2x8 (16 nodes, sizes
+#: capped: a 16-node sweep of every choice to 512 KiB is hours of simulation).
+MACHINES = (("2x4", 1, 2, "broadcast", None), ("2x4", 1, 2, "allgather", None),
+            ("2x8", 1, 2, "broadcast", 131072), ("2x8", 1, 2, "allgather", 16384))
+
+
+def plot_name(machine):
+    """The plot of one machine's tuning sweep, a file name under the image folder."""
+    return f"tuning_{machine['collective']}_{machine['nodes']}n{machine['groups']}g.png"
+
+
+def plot(machine, path):
+    """Time against size for every choice (log-log), the tuned runs as black dots."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    rows = machine["rows"]
+    sizes = [r["size"] for r in rows]
+    for net in machine["networks"]:
+        pts = [(r["size"], r["times"][net] / 1000) for r in rows if net in r["times"]]
+        ax.plot(*zip(*pts), marker=".", linewidth=1, label=net)
+    ax.plot(sizes, [r["tuned_ns"] / 1000 for r in rows], "ko", markersize=4, fillstyle="none",
+            label="tuned (its own run)")
+    ax.set(xscale="log", yscale="log", xlabel="bytes" if machine["collective"] == "broadcast"
+           else "block per node (bytes)", ylabel="time (us)",
+           title=f"{machine['collective'].capitalize()}, {machine['nodes']} nodes, "
+                 f"{machine['groups']} TCA groups")
+    ax.set_xscale("log", base=2)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100, metadata={"Software": None})
+    plt.close(fig)
+    return path
+
+
+def table_lines(machine):
+    """Markdown lines of one tuning sweep (:func:`~peach2.sim.hybrid.sweep.tuning_sweep`):
+    every network's time per size (us; * marks a size the table was not built from), the
+    best, the tuned choice and its time against the best."""
+    nets = machine["networks"]
+    out = ["| size | " + " | ".join(f"`{n}`" for n in nets) + " | best | tuned | tuned / best |",
+           "| ---: |" + " ---: |" * len(nets) + " --- | --- | ---: |"]
+    for r in machine["rows"]:
+        cells = " | ".join(f"{r['times'][n] / 1000:.1f}" if n in r["times"] else "-"
+                           for n in nets)
+        out.append(f"| {size_text(r['size'])}{' *' if r['check'] else ''} | {cells} | "
+                   f"`{r['best']}` | `{r['tuned']}` | {r['ratio']:.3f} |")
+    return out
+
+
+def section(saved, img, draw=True):
+    """``(title, body)``; draws each machine's plot under ``img`` when ``draw`` (True, or a
+    list of file names to draw)."""
+    lines = [
+        "",
+        "Issue 31's item 4 on the co-simulated machine: every network a collective can take "
+        "there ([hybrid](hybrid.md#options-and-the-tuned-choice-beyond-the-paper): MPI alone, "
+        "the hybrid, with its MPI steps staged through host memory (`+staged`), its TCA "
+        "Allgather along the rings (`+ring`), its farther TCA steps sent over MPI (`+hopsH`)), "
+        "at the sweep's sizes; the table built from them (`peach2.sim.hybrid.tuning`); and "
+        "network `tuned`, run with that table in its own simulation, at the same sizes and at "
+        "sizes between them (marked *) that the table was not built from. Time in us from the "
+        "common start to the last node's end, every GPU's bytes checked.",
+        "",
+    ]
+    worst = []
+    for machine in saved["machines"]:
+        name = plot_name(machine)
+        if draw is True or (draw and name in draw):
+            plot(machine, Path(img) / name)
+        bad = max(machine["rows"], key=lambda r: r["ratio"])
+        worst.append((bad["ratio"], machine, bad))
+        run = machine.get("run") or {}
+        lines += [f"### {machine['collective'].capitalize()}, {machine['nodes']} nodes in "
+                  f"{machine['groups']} TCA groups ({machine['subclusters']} x "
+                  f"{machine['shape']}{', split' if machine['per_subcluster'] > 1 else ''})",
+                  "", f"`{run.get('command', '?')}` at {run.get('commit', '?')} on "
+                  f"{run.get('date', '?')} ({run.get('seconds', '?')} s).",
+                  "", f"![tuning](img/{name})", "", *table_lines(machine), "",
+                  f"Tuned against the best fixed choice: at most {bad['ratio']:.3f} "
+                  f"(at {size_text(bad['size'])}).", ""]
+    if worst:
+        ratio, machine, row = max(worst, key=lambda w: w[0])
+        held = "holds" if ratio <= LIMIT else "does not hold"
+        lines[2:2] = [f"**Never slower than the best fixed choice by more than "
+                      f"{LIMIT - 1:.0%}: {held}** (worst {ratio:.3f}: "
+                      f"{machine['collective']} of {size_text(row['size'])} on "
+                      f"{machine['nodes']} nodes).", ""]
+        table = {}
+        for m in saved["machines"]:
+            table.update(m["table"])
+        lines += ["### The tables", "", *table_rows(table), ""]
+    return "Tuned choice of network (beyond the paper)", "\n".join(lines)
