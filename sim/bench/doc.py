@@ -20,6 +20,7 @@ import json
 import sys
 
 from peach2.sim.hybrid import figures as hybrid_figures
+from peach2.sim.hybrid.figures import halo as halo_figures
 
 from . import calibration_doc, collectives_doc, dma_doc, gpu_doc
 from .cluster_doc import section as cluster_section
@@ -37,18 +38,19 @@ PLOT = "loopback_throughput.png"
 #: Every section's plots, file names under :data:`IMG`.
 IMAGES = {"adapters": [PLOT], "dma": list(dma_doc.PLOTS.values()),
           "collectives": [collectives_doc.PLOT], "calibration": [calibration_doc.PLOT],
-          "machine": [machine_doc.PLOT], "hybrid": list(hybrid_figures.PLOTS)}
+          "machine": [machine_doc.PLOT], "hybrid": list(hybrid_figures.PLOTS),
+          "halo": list(halo_figures.PLOTS)}
 
 HEAD = """# Benchmarks
 
 Each section below is written from its saved results, `docs/results/<section>.json` (committed:
 the figures, and the command, commit, date, seconds, machine load and anything `--quick`
 shortened of the run that measured them). `peach2 bench [SECTION ...] [--quick]` (sections
-adapters, router, dma, cluster, gpu, collectives, calibration, machine, hybrid; the same as
-`python tb/bench/benchmarks.py`, which runs `tb/cluster/bench_cluster.py`,
+adapters, router, dma, cluster, gpu, collectives, calibration, machine, hybrid, halo; the same
+as `python tb/bench/benchmarks.py`, which runs `tb/cluster/bench_cluster.py`,
 `tb/cluster/bench_gpu.py`, `tb/collectives/bench_collectives.py`,
-`tb/calibration/bench_calibration.py` and `python -m peach2.sim.bench.machine.speed` for
-theirs) measures only the sections it names, saves
+`tb/calibration/bench_calibration.py`, `python -m peach2.sim.bench.machine.speed` and
+`python -m peach2.sim.hybrid.halo_bench` for theirs) measures only the sections it names, saves
 their files and rebuilds this document from all saved files; `peach2 bench --doc-only` only
 rebuilds it ([bench](sim/bench.md)). A section without a saved file keeps its text as committed
 and names its own run. A run's stamp gives the command as it was run then.
@@ -198,6 +200,10 @@ def hybrid_section(saved, draw=True):
     return hybrid_figures.section(saved, IMG, draw, hybrid_figures.NOTES)
 
 
+def halo_section(saved, draw=True):
+    return halo_figures.section(saved, IMG, draw)
+
+
 def _cluster_section(saved, draw=True):
     return cluster_section(saved)
 
@@ -207,7 +213,7 @@ def _cluster_section(saved, draw=True):
 RENDER = {"adapters": adapters_section, "router": router_section, "dma": dma_section,
           "cluster": _cluster_section, "gpu": gpu_section, "collectives": collectives_section,
           "calibration": calibration_section, "machine": machine_section,
-          "hybrid": hybrid_section}
+          "hybrid": hybrid_section, "halo": halo_section}
 
 
 def _markers(name):

@@ -38,6 +38,9 @@ DEPENDS = {
     "hybrid": (*GATEWARE, *_LINKS, "sim/hdl", "sim/driver", "sim/harness", "sim/collectives",
                "sim/infiniband", "sim/verbs", "sim/node", "sim/mpi", "sim/machine",
                "sim/system", "sim/hybrid"),
+    "halo": (*GATEWARE, *_LINKS, "sim/hdl", "sim/driver", "sim/harness", "sim/collectives",
+             "sim/infiniband", "sim/verbs", "sim/node", "sim/mpi", "sim/machine", "sim/system",
+             "sim/hybrid"),
 }
 _COMMIT = re.compile(r"\bat ([0-9a-f]{7,40})(\+changes)?\b")
 _MARKS = ("**Stale:**", "**Staleness unknown:**")

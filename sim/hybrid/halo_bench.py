@@ -4,9 +4,9 @@ machine, every byte checked.
 
 ::
 
-    python -m peach2.sim.hybrid.halo_bench --out build/halo.json            # 8 nodes + Fig. 6
-    python -m peach2.sim.hybrid.halo_bench --part figure6 --planes 32,64 --out ...
-    python -m peach2.sim.hybrid.halo_bench --nodes 16 --out build/halo16.json
+    python -m peach2.sim.hybrid.halo_bench                  # 8 nodes (Figures 9-10) + Figure 6
+    python -m peach2.sim.hybrid.halo_bench --nodes 16       # (2, 8, 1) and (4, 4, 1)
+    python -m peach2.sim.hybrid.halo_bench --part figure6 --planes 32,64 --out build/halo.json
 
 PEACH2 reads GPU0 at HA-PACS/TCA's rate (:data:`GPU_READ`).  8 nodes are one 2x4
 sub-cluster: ``tca`` uses it whole, ``hybrid`` splits it into two groups of
@@ -14,7 +14,15 @@ four as 000 Figure 11 did; 16 nodes are one 2x8.  The time of a run is one halo 
 Himeno iteration's communication) from the common start to the last node's end.  Figure 6's
 runs exchange one plane of an ``N^3`` array of doubles (``N x N x 8`` bytes) between two
 neighbours (a sub-cluster of two nodes), both directions at once: the ``jk`` plane (Block) and the ``ik`` plane (Block
-Stride; MPI packs and unpacks it).  The result is a JSON list of rows.
+Stride; MPI packs and unpacks it).
+
+The rows go to ``--out`` (default :data:`RESULTS_FILE`, the ``halo`` section of
+``docs/benchmarks.md``, drawn by :mod:`peach2.sim.hybrid.figures.halo`) as
+``{"run": {...}, "parts": [...], "rows": [...]}``: the rows of the figures and node counts a
+run measured replace those saved, the others are kept (:func:`merge`); ``parts`` holds each
+kept run's stamp (:func:`peach2.sim.run.run_info`) and ``run`` the section's, made of them.
+A file in the older format (a bare list of rows) is read as rows without a stamp
+(:func:`saved_form`).
 """
 
 import argparse
@@ -23,11 +31,16 @@ import sys
 from pathlib import Path
 
 from peach2.sim.node import NodeParams
+from peach2.sim.run import ROOT, run_info, started
 
 from .halo import SIZES
 from .launch import run
 
-__all__ = ["GRIDS", "PLANES", "PAPER", "measure", "tables", "main"]
+__all__ = ["GRIDS", "PLANES", "PAPER", "RESULTS_FILE", "measure", "tables", "saved_form",
+           "load", "merge", "main"]
+
+#: The ``halo`` section's saved results.
+RESULTS_FILE = ROOT / "docs" / "results" / "halo.json"
 
 #: The partitions (Pi, Pj) of 000 section 6.1 that fit each machine.
 GRIDS = {8: [(2, 4)], 16: [(2, 8), (4, 4)]}
@@ -133,6 +146,91 @@ def tables(rows):
     return "\n".join(out)
 
 
+def saved_form(data, where="the saved halo results"):
+    """``data`` as ``{"run", "parts", "rows"}``: a dict with ``rows`` as it is, a bare list of
+    rows (the format before the run stamp) with no run; anything else is refused."""
+    if isinstance(data, list):
+        return {"run": None, "parts": [], "rows": data}
+    if isinstance(data, dict) and isinstance(data.get("rows"), list):
+        return {"run": data.get("run"), "parts": data.get("parts", []), "rows": data["rows"]}
+    raise ValueError(f"{where}: not halo_bench's results (a dict with 'run' and 'rows', or a "
+                     "list of rows)")
+
+
+def load(path=RESULTS_FILE):
+    """The results saved at ``path`` in :func:`saved_form`, or None when there are none."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except ValueError as e:
+        raise ValueError(f"{path}: not JSON ({e})") from None
+    return saved_form(data, str(path))
+
+
+def _key(row):
+    return [row["figure"], row["nodes"]]
+
+
+def _what(keys):
+    """``[["9", 8], ["10", 8], ["6", 2]]`` -> ``Figures 9-10 on 8 nodes, Figure 6``."""
+    nodes = sorted({n for f, n in keys if f != "6"})
+    out = [f"Figures 9-10 on {n} nodes" for n in nodes]
+    return ", ".join(out + (["Figure 6"] if any(f == "6" for f, _ in keys) else []))
+
+
+def merge(saved, rows, run):
+    """``saved`` (:func:`saved_form`'s, or None) with ``rows``, measured by ``run``
+    (:func:`~peach2.sim.run.run_info`'s), in place of the saved rows of the same figures and
+    node counts.  Each run whose rows are kept stays in ``parts``; the section's ``run`` joins
+    their commands and names the oldest part's commit (the figures are stale since then)."""
+    keys = _keys(rows)
+    old = saved or {"run": None, "parts": [], "rows": []}
+    kept = [r for r in old["rows"] if _key(r) not in keys]
+    parts = []
+    earlier = old["parts"] or ([{**old["run"], "keys": _keys(kept)}] if old["run"] and kept
+                               else [])
+    for part in earlier:
+        left = [k for k in part["keys"] if k not in keys]
+        if left:
+            parts.append({**part, "keys": left, "what": _what(left)})
+    if kept and not parts:          # rows without a stamp (the list format)
+        parts.append({"command": "?", "commit": "unknown", "keys": _keys(kept),
+                      "what": _what(_keys(kept)), "conditions": "saved without a run stamp"})
+    parts.append({**run, "keys": keys, "what": _what(keys)})
+    return {"run": _section_run(parts), "parts": parts, "rows": kept + rows}
+
+
+def _keys(rows):
+    out = []
+    for k in map(_key, rows):
+        if k not in out:
+            out.append(k)
+    return out
+
+
+def _section_run(parts):
+    """The stamp of the section from its parts' (one part: that part's)."""
+    if len(parts) == 1:
+        return {k: v for k, v in parts[0].items() if k not in ("keys", "what")}
+    commands = []
+    for p in parts:
+        if p["command"] not in commands:
+            commands.append(p["command"])
+    seconds = [p.get("seconds") for p in parts]
+    shortened = [s for p in parts for s in p.get("shortened") or []]
+    commit, date = parts[0]["commit"], max(p.get("date") or "" for p in parts) or None
+    return {"command": "; ".join(commands), "commit": commit, "date": date,
+            "seconds": sum(seconds) if None not in seconds else None,
+            "cores": parts[-1].get("cores"), "load": None,
+            "shortened": list(dict.fromkeys(shortened)),
+            "conditions": "; ".join(
+                p["what"] + (f" at {p['commit']}" if p["commit"] != commit else "")
+                + (f" on {p['date']}" if p.get("date") and p["date"] != date else "")
+                + (f" ({p['conditions']})" if p.get("conditions") else "") for p in parts)}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m peach2.sim.hybrid.halo_bench",
                                  description=__doc__.splitlines()[0])
@@ -142,23 +240,47 @@ def main(argv=None):
     ap.add_argument("--planes", help="Figure 6's N, comma separated (default "
                                      f"{','.join(map(str, PLANES))})")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--out", help="JSON list of rows")
+    ap.add_argument("--out", default=str(RESULTS_FILE),
+                    help="JSON of the results: the rows measured replace those of the same "
+                         "figures and node counts, the others are kept (default: the halo "
+                         "section of docs/benchmarks.md, docs/results/halo.json)")
+    ap.add_argument("--conditions", help="what else ran on the machine (saved with the rows)")
     args = ap.parse_args(argv)
-    if args.out and not Path(args.out).resolve().parent.is_dir():
-        ap.error(f"--out: no folder {Path(args.out).resolve().parent}")
+    out = Path(args.out)
+    if not out.resolve().parent.is_dir():
+        ap.error(f"--out: no folder {out.resolve().parent}")
+    try:
+        saved = load(out)
+    except ValueError as e:
+        ap.error(f"--out: {e}")
     try:
         planes = [int(n) for n in args.planes.split(",")] if args.planes else None
     except ValueError:
         ap.error(f"--planes: integers separated by commas, not {args.planes!r}")
     if planes and min(planes) < 1:
         ap.error("--planes: N must be at least 1")
+    start = started()
     rows = measure(args.nodes, halo=args.part != "figure6",
                    figure6=args.part != "halo" and args.nodes == 8, planes=planes,
                    seed=args.seed)
     print(tables(rows))
-    if args.out:
-        Path(args.out).write_text(json.dumps(rows, indent=1))
+    command = " ".join(["python -m peach2.sim.hybrid.halo_bench", *(
+        a for a in _options(args) if a)])
+    shortened = ([f"Figure 6: N = {', '.join(map(str, planes))} instead of "
+                  f"{', '.join(map(str, PLANES))}"] if planes and planes != PLANES and
+                 args.part != "halo" and args.nodes == 8 else [])
+    data = merge(saved, rows, run_info(command, start, shortened, args.conditions))
+    out.write_text(json.dumps(data, indent=1) + "\n")
+    print(f"saved {out}", file=sys.stderr)
     return 0
+
+
+def _options(args):
+    """The options of the measurement (for the saved command; not --out or --conditions)."""
+    return [f"--nodes {args.nodes}" if args.nodes != 8 else "",
+            f"--part {args.part}" if args.part != "all" else "",
+            f"--planes {args.planes}" if args.planes else "",
+            f"--seed {args.seed}" if args.seed != 1 else ""]
 
 
 if __name__ == "__main__":

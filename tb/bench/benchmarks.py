@@ -21,7 +21,10 @@ HA-PACS/TCA's figures and 000 Figure 4's ping-pong bandwidth, TCA against the MP
 :mod:`peach2.sim.bench.calibration_doc`), ``machine`` (:mod:`peach2.sim.bench.machine.speed`, in
 a child process that starts its own ``mpiexec`` runs: the 64-node machine's simulation speed),
 ``hybrid`` (:func:`peach2.sim.hybrid.sweep.sweep` per machine of
-:data:`peach2.sim.hybrid.figures.MACHINES`: 000 Figures 12-15).  A run saves only the sections it measured, so it
+:data:`peach2.sim.hybrid.figures.MACHINES`: 000 Figures 12-15), ``halo``
+(:mod:`peach2.sim.hybrid.halo_bench` in child processes, which save their own rows: Himeno's halo
+exchange over TCA, MV2GDR and the hybrid on 8 and 16 nodes, 000 Figures 9-10, and one plane,
+Figure 6).  A run saves only the sections it measured, so it
 never removes another section's figures; each point prints a progress line with how many are
 left.  Under ``mpiexec`` with several ranks the independent points go to the worker ranks and
 rank 0 saves the same results (:mod:`peach2.sim.bench.pool`; ``--jobs`` is then refused).
@@ -81,6 +84,8 @@ FULL_TLPS, QUICK_TLPS = 1000, 200            # adapters: TLPs per point
 FULL_BUSY, QUICK_BUSY = 1000, 300            # router: TLPs per all-ports-busy flow
 #: collectives: what --quick leaves out (tb/collectives/bench_collectives.py says the same)
 QUICK_COLLECTIVES = "sizes 8 B, 512 B, 32 KiB; halo N = 16, 32; collision 64 KiB"
+HALO_QUICK = ("8 nodes and Figure 6 at N = 32, 64 only (the 16-node rows kept from the last "
+              "full run)")
 
 # Limits of the dma section's options (tb/dma/dma_perf_tb.py runs two chips with 4 MiB of host
 # memory each and 16 KiB of descriptors per channel: 128 scattered descriptors, 128 bytes apart).
@@ -105,6 +110,8 @@ STUDIES = [
                                  "(GTC 2014), ping-pong bandwidth of 000 Figure 4 (TCA, MV2GDR)"),
     ("peach2 bench machine", "simulation speed of 2 and 4 sub-clusters of 2x8 (64 nodes): "
                              "one process against mpiexec -n 2 and -n 4, idle and under traffic"),
+    ("peach2 bench halo", "Himeno's halo exchange over TCA, MV2GDR and the hybrid on 8 and 16 "
+                          "nodes (000 Figures 9-10), one plane Block / Block Stride (Figure 6)"),
     ("python tb/cluster/bench_cluster.py --only latency", "the 16-node sub-cluster's PIO "
                                                           "latency per hop alone"),
     ("python tb/collectives/bench_collectives.py --nodes 16", "the collectives on 16 nodes "
@@ -229,6 +236,8 @@ def shortened(section, quick, chain=None, max_total=None):
         return bench_calibration_doc.quick_shortened() if quick else []
     if section == "hybrid":
         return ["8 nodes (one 2x4 split virtually) only, not 16 (one 2x8)"] if quick else []
+    if section == "halo":
+        return [HALO_QUICK] if quick else []
     if section == "machine":
         return [f"runs {', '.join(MACHINE_QUICK_RUNS)} only, {MACHINE_QUICK_IDLE} idle windows "
                 f"instead of {MACHINE_IDLE}"] if quick else []
@@ -317,6 +326,16 @@ def machine(quick, conditions):
     argv += ["--quick"] if quick else []
     argv += ["--conditions", conditions] if conditions else []
     subprocess.run(argv, check=True)
+
+
+def halo(quick, conditions):
+    """The halo section: ``python -m peach2.sim.hybrid.halo_bench`` in child processes, 8 nodes
+    with Figure 6, then 16 nodes (``--quick``: 8 nodes, Figure 6 at N = 32, 64); each saves its
+    rows into ``docs/results/halo.json`` in place of those it measured."""
+    for extra in ([["--planes", "32,64"]] if quick else [[], ["--nodes", "16"]]):
+        argv = [sys.executable, "-m", "peach2.sim.hybrid.halo_bench", *extra]
+        argv += ["--conditions", conditions] if conditions else []
+        subprocess.run(argv, check=True)
 
 
 def hybrid(quick):
@@ -511,6 +530,9 @@ def _run(args, argv, prog, sections, subset):
             continue
         if name == "machine":         # peach2.sim.bench.machine.speed saves its own
             machine(args.quick, args.conditions)
+            continue
+        if name == "halo":            # python -m peach2.sim.hybrid.halo_bench saves its own
+            halo(args.quick, args.conditions)
             continue
         if name == "collectives":     # tb/collectives/bench_collectives.py saves its own
             collectives(args.quick, args.conditions)
