@@ -246,6 +246,8 @@ def main(argv=None):
                          "section of docs/benchmarks.md, docs/results/halo.json)")
     ap.add_argument("--conditions", help="what else ran on the machine (saved with the rows)")
     args = ap.parse_args(argv)
+    if args.part == "figure6" and args.nodes != 8:
+        ap.error("--part figure6: Figure 6 runs with the 8-node measurement (--nodes 8)")
     out = Path(args.out)
     if not out.resolve().parent.is_dir():
         ap.error(f"--out: no folder {out.resolve().parent}")

@@ -127,3 +127,26 @@ def test_main_refuses_an_out_that_is_not_its_results(tmp_path, capsys):
     with pytest.raises(SystemExit):
         halo_bench.main(["--out", str(tmp_path / "no" / "x.json")])
     assert "no folder" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        halo_bench.main(["--nodes", "16", "--part", "figure6"])
+    assert "Figure 6 runs with the 8-node measurement" in capsys.readouterr().err
+
+
+def test_main_saves_its_rows_with_a_stamp(tmp_path, monkeypatch, capsys):
+    """halo_bench's main with the simulation replaced: the rows merged into --out, stamped."""
+    rows = _saved()["rows"]
+    out = tmp_path / "halo.json"
+    out.write_text(json.dumps(rows))                            # the old format, converted
+    asked = {}
+
+    def measure(nodes, halo, figure6, planes, seed):
+        asked.update(nodes=nodes, halo=halo, figure6=figure6, planes=planes)
+        return [dict(r, time_us=2.0) for r in rows if r["nodes"] == 16]
+    monkeypatch.setattr(halo_bench, "measure", measure)
+    assert halo_bench.main(["--nodes", "16", "--out", str(out)]) == 0
+    assert asked == {"nodes": 16, "halo": True, "figure6": False, "planes": None}
+    saved = json.loads(out.read_text())
+    assert saved["run"]["command"].endswith("; python -m peach2.sim.hybrid.halo_bench --nodes 16")
+    assert sorted({r["nodes"] for r in saved["rows"] if r["time_us"] == 2.0}) == [16]
+    assert len(saved["rows"]) == len(rows)
+    assert "| small | 16 |" in capsys.readouterr().out
