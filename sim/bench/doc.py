@@ -21,6 +21,7 @@ import sys
 
 from peach2.sim.hybrid import figures as hybrid_figures
 from peach2.sim.hybrid.figures import halo as halo_figures
+from peach2.sim.hybrid.figures import tuning as tuning_figures
 
 from . import calibration_doc, collectives_doc, dma_doc, gpu_doc
 from .cluster_doc import section as cluster_section
@@ -39,18 +40,21 @@ PLOT = "loopback_throughput.png"
 IMAGES = {"adapters": [PLOT], "dma": list(dma_doc.PLOTS.values()),
           "collectives": [collectives_doc.PLOT], "calibration": [calibration_doc.PLOT],
           "machine": [machine_doc.PLOT], "hybrid": list(hybrid_figures.PLOTS),
-          "halo": list(halo_figures.PLOTS)}
+          "halo": list(halo_figures.PLOTS),
+          "tuning": [tuning_figures.plot_name({"collective": c, "nodes": n, "groups": g})
+                     for c, n, g in tuning_figures.PLOT_MACHINES]}
 
 HEAD = """# Benchmarks
 
 Each section below is written from its saved results, `docs/results/<section>.json` (committed:
 the figures, and the command, commit, date, seconds, machine load and anything `--quick`
 shortened of the run that measured them). `peach2 bench [SECTION ...] [--quick]` (sections
-adapters, router, dma, cluster, gpu, collectives, calibration, machine, hybrid, halo; the same
-as `python tb/bench/benchmarks.py`, which runs `tb/cluster/bench_cluster.py`,
+adapters, router, dma, cluster, gpu, collectives, calibration, machine, hybrid, halo, tuning;
+the same as `python tb/bench/benchmarks.py`, which runs `tb/cluster/bench_cluster.py`,
 `tb/cluster/bench_gpu.py`, `tb/collectives/bench_collectives.py`,
 `tb/calibration/bench_calibration.py`, `python -m peach2.sim.bench.machine.speed` and
-`python -m peach2.sim.hybrid.halo_bench` for theirs) measures only the sections it names, saves
+`python -m peach2.sim.hybrid.halo_bench` and `python -m peach2.sim.hybrid.sweep --tune` for
+theirs) measures only the sections it names, saves
 their files and rebuilds this document from all saved files; `peach2 bench --doc-only` only
 rebuilds it ([bench](sim/bench.md)). A section without a saved file keeps its text as committed
 and names its own run. A run's stamp gives the command as it was run then.
@@ -204,6 +208,10 @@ def halo_section(saved, draw=True):
     return halo_figures.section(saved, IMG, draw)
 
 
+def tuning_section(saved, draw=True):
+    return tuning_figures.section(saved, IMG, draw)
+
+
 def _cluster_section(saved, draw=True):
     return cluster_section(saved)
 
@@ -213,7 +221,7 @@ def _cluster_section(saved, draw=True):
 RENDER = {"adapters": adapters_section, "router": router_section, "dma": dma_section,
           "cluster": _cluster_section, "gpu": gpu_section, "collectives": collectives_section,
           "calibration": calibration_section, "machine": machine_section,
-          "hybrid": hybrid_section, "halo": halo_section}
+          "hybrid": hybrid_section, "halo": halo_section, "tuning": tuning_section}
 
 
 def _markers(name):

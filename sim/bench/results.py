@@ -25,7 +25,7 @@ __all__ = ["ROOT", "RESULTS", "SECTIONS", "result_path", "load", "save", "commit
 RESULTS = ROOT / "docs" / "results"
 #: The document's sections, in the document's order.
 SECTIONS = ("adapters", "router", "dma", "cluster", "gpu", "collectives", "calibration",
-            "machine", "hybrid", "halo")
+            "machine", "hybrid", "halo", "tuning")
 
 
 def result_path(section):

@@ -194,6 +194,8 @@ def main(argv=None):
                          "from SIZES, checked at CHECK_SIZES by network tuned); its result "
                          "replaces this machine's entry in --out (default "
                          "docs/results/tuning.json)")
+    ap.add_argument("--conditions", help="with --tune: what else ran on the machine (saved "
+                    "with the run)")
     ap.add_argument("--max-size", type=int, metavar="BYTES",
                     help="only sizes up to BYTES (of SIZES, and CHECK_SIZES with --tune)")
     ap.add_argument("--out", help="JSON of the figures")
@@ -262,7 +264,7 @@ def _tune(args, chosen):
         print(f"\nworst tuned / best: {worst['ratio']:.3f} at {size_text(worst['size'])}")
         r["run"] = saved["run"] = run_info(
             "python -m peach2.sim.hybrid.sweep " + " ".join(a for a in argv_of(args) if a),
-            start)
+            start, conditions=args.conditions)
         saved["machines"] = [m for m in saved["machines"]
                              if (m["collective"], m["nodes"], m["groups"]) !=
                              (collective, r["nodes"], r["groups"])] + [r]

@@ -24,7 +24,9 @@ a child process that starts its own ``mpiexec`` runs: the 64-node machine's simu
 :data:`peach2.sim.hybrid.figures.MACHINES`: 000 Figures 12-15), ``halo``
 (:mod:`peach2.sim.hybrid.halo_bench` in child processes, which save their own rows: Himeno's halo
 exchange over TCA, MV2GDR and the hybrid on 8 and 16 nodes, 000 Figures 9-10, and one plane,
-Figure 6).  A run saves only the sections it measured, so it
+Figure 6), ``tuning`` (``python -m peach2.sim.hybrid.sweep --tune`` in child processes, one per
+machine of :data:`peach2.sim.hybrid.figures.tuning.MACHINES`, which save their own entries:
+every network choice against size, the tuning table, the tuned network against the best).  A run saves only the sections it measured, so it
 never removes another section's figures; each point prints a progress line with how many are
 left.  Under ``mpiexec`` with several ranks the independent points go to the worker ranks and
 rank 0 saves the same results (:mod:`peach2.sim.bench.pool`; ``--jobs`` is then refused).
@@ -112,6 +114,8 @@ STUDIES = [
                              "one process against mpiexec -n 2 and -n 4, idle and under traffic"),
     ("peach2 bench halo", "Himeno's halo exchange over TCA, MV2GDR and the hybrid on 8 and 16 "
                           "nodes (000 Figures 9-10), one plane Block / Block Stride (Figure 6)"),
+    ("peach2 bench tuning", "every hybrid network choice against size on 8 and 16 nodes, the "
+                            "tuning table built from them, the tuned network against the best"),
     ("python tb/cluster/bench_cluster.py --only latency", "the 16-node sub-cluster's PIO "
                                                           "latency per hop alone"),
     ("python tb/collectives/bench_collectives.py --nodes 16", "the collectives on 16 nodes "
@@ -238,6 +242,8 @@ def shortened(section, quick, chain=None, max_total=None):
         return ["8 nodes (one 2x4 split virtually) only, not 16 (one 2x8)"] if quick else []
     if section == "halo":
         return [HALO_QUICK] if quick else []
+    if section == "tuning":
+        return ["8 nodes (one 2x4 split virtually) only, not 16 (one 2x8)"] if quick else []
     if section == "machine":
         return [f"runs {', '.join(MACHINE_QUICK_RUNS)} only, {MACHINE_QUICK_IDLE} idle windows "
                 f"instead of {MACHINE_IDLE}"] if quick else []
@@ -334,6 +340,22 @@ def halo(quick, conditions):
     rows into ``docs/results/halo.json`` in place of those it measured."""
     for extra in ([["--planes", "32,64"]] if quick else [[], ["--nodes", "16"]]):
         argv = [sys.executable, "-m", "peach2.sim.hybrid.halo_bench", *extra]
+        argv += ["--conditions", conditions] if conditions else []
+        subprocess.run(argv, check=True)
+
+
+def tuning(quick, conditions):
+    """The tuning section: ``python -m peach2.sim.hybrid.sweep --tune`` in a child process per
+    machine of :data:`peach2.sim.hybrid.figures.tuning.MACHINES` (``--quick``: the 8-node
+    ones); each replaces its machine's entry in ``docs/results/tuning.json``."""
+    from peach2.sim.hybrid.figures.tuning import MACHINES
+    for shape, subclusters, split, collective, most in MACHINES:
+        if quick and shape != "2x4":
+            continue
+        argv = [sys.executable, "-m", "peach2.sim.hybrid.sweep", "--shape", shape,
+                "--subclusters", str(subclusters), "--per-subcluster", str(split),
+                "--collective", collective, "--tune"]
+        argv += ["--max-size", str(most)] if most else []
         argv += ["--conditions", conditions] if conditions else []
         subprocess.run(argv, check=True)
 
@@ -533,6 +555,9 @@ def _run(args, argv, prog, sections, subset):
             continue
         if name == "halo":            # python -m peach2.sim.hybrid.halo_bench saves its own
             halo(args.quick, args.conditions)
+            continue
+        if name == "tuning":          # python -m peach2.sim.hybrid.sweep --tune saves its own
+            tuning(args.quick, args.conditions)
             continue
         if name == "collectives":     # tb/collectives/bench_collectives.py saves its own
             collectives(args.quick, args.conditions)

@@ -129,7 +129,7 @@ def test_follow_prints_what_the_job_appends(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["bench", "routers"], "sections are adapters, router, dma, cluster, gpu, collectives, "
-                           "calibration, machine, hybrid, halo, not routers"),
+                           "calibration, machine, hybrid, halo, tuning, not routers"),
     (["bench", "router", "--figures", "halo"], "go with the dma section alone"),
     (["bench", "dma", "--figures", "chain"],
      "figures are chain128, scattered, single, chain4k, halo"),

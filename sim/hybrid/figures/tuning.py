@@ -10,7 +10,8 @@ from pathlib import Path
 from ..tuning import table_rows
 from .collectives import size_text
 
-__all__ = ["LIMIT", "MACHINES", "plot_name", "plot", "section", "table_lines"]
+__all__ = ["LIMIT", "MACHINES", "PLOT_MACHINES", "plot_name", "plot", "section",
+           "table_lines"]
 
 #: The tuned network may be at most this much slower than the best fixed choice (issue 31).
 LIMIT = 1.05
@@ -20,6 +21,10 @@ LIMIT = 1.05
 #: capped: a 16-node sweep of every choice to 512 KiB is hours of simulation).
 MACHINES = (("2x4", 1, 2, "broadcast", None), ("2x4", 1, 2, "allgather", None),
             ("2x8", 1, 2, "broadcast", 131072), ("2x8", 1, 2, "allgather", 16384))
+
+#: ``(collective, nodes, groups)`` of :data:`MACHINES`, whose plots the section draws.
+PLOT_MACHINES = (("broadcast", 8, 2), ("allgather", 8, 2), ("broadcast", 16, 2),
+                 ("allgather", 16, 2))
 
 
 def plot_name(machine):
