@@ -25,8 +25,8 @@ A report (bins reached / reachable / holes per dimension and for the cross, JSON
 
 import argparse
 import json
+import os
 import random
-import subprocess
 import sys
 import time
 from bisect import bisect_left
@@ -38,6 +38,7 @@ from cocotbext.pcie.core.tlp import Tlp, TlpType
 
 from peach2.params import REASON_TABLE
 from peach2.sim.reference import RouteEntry, RouterState, route
+from peach2.sim.run import commit
 
 __all__ = ["DIMENSIONS", "TYPES", "SIZES", "ALIGNS", "ARRIVALS", "DESTS", "ERRORS", "PRESSURE",
            "EXCLUDED", "MPS_DW", "Coverage", "tlp_type", "size_class", "alignment", "classify",
@@ -429,6 +430,12 @@ def main(argv=None):
                              "(default: build/sim/*/coverage.json)")
     parser.add_argument("--out", type=Path, help="write the report as JSON here")
     args = parser.parse_args(argv)
+    if args.out is not None:            # checked before any work
+        folder = args.out.resolve().parent
+        if args.out.is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK):
+            print(f"--out: cannot write {args.out} (no writable folder {folder}, or a folder)",
+                  file=sys.stderr)
+            return 4
     files = args.files or sorted(Path("build/sim").glob("*/coverage.json"))
     if not files:
         print("no coverage files: run `python -m pytest tb/router tb/cluster/test_soak.py` "
@@ -441,18 +448,19 @@ def main(argv=None):
         per_file.append({"file": str(f), "tlps": sum(one.hits.values()),
                          "reached": len(set(one.hits) & goal)})
     text, data = report(cov, goal, sources=files)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True, check=False).stdout.strip()
     data = {"run": {"command": "python -m peach2.sim.harness.coverage "
                                + " ".join(argv if argv is not None else sys.argv[1:]),
-                    "commit": commit, "date": time.strftime("%Y-%m-%d")},
+                    "commit": commit(), "date": time.strftime("%Y-%m-%d")},
             "per_file": per_file, **data}
     for row in per_file:
         print(f"{row['file']}: {row['tlps']} TLPs, {row['reached']} reachable bins")
     print(text)
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(data, indent=1) + "\n")
+        try:
+            args.out.write_text(json.dumps(data, indent=1) + "\n")
+        except OSError as e:
+            print(f"--out: cannot write {args.out}: {e.strerror or e}", file=sys.stderr)
+            return 4
     return 1 if data["cross"]["holes"] else 0
 
 

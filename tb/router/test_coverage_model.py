@@ -147,3 +147,11 @@ def test_command_writes_the_report(tmp_path, capsys):
     assert "cross" in capsys.readouterr().out
     cv.Coverage({t: 1 for t in GOAL if t[0] == "Cpl"}).save(tmp_path / "b.json")
     assert cv.main([str(src), str(tmp_path / "b.json"), "--out", str(out)]) == 0
+
+
+def test_command_refuses_an_unwritable_out_before_reading(tmp_path, capsys):
+    missing = tmp_path / "nowhere" / "r.json"
+    assert cv.main([str(tmp_path / "no-such-input.json"), "--out", str(missing)]) == 4
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--out: cannot write" in err
+    assert cv.main([str(tmp_path), "--out", str(tmp_path)]) == 4     # a folder
