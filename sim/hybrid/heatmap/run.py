@@ -20,13 +20,15 @@ __all__ = ["PICTURES", "heat_run", "heat_entry"]
 #: Picture name -> (shape, sub-clusters, TCA groups per sub-cluster, run, GPU window bytes).
 #: 8 nodes as the benchmarks have them: Broadcast and Allgather on 2 sub-clusters of 2x2
 #: (000 Figures 12 and 14's sweep), the halo on one 2x4 split in two groups by its grid
-#: (Figure 11's virtual split, Figure 9's (2, 4, 1)); 16 nodes: one 2x8 split in two.
+#: (Figure 11's virtual split, Figure 9's (2, 4, 1)); 16 nodes: one 2x8 split in two (the
+#: Allgather also with ``+ring``: its TCA part along the ring, one flow per cable).
 PICTURES = {
     "broadcast": ("2x2", 2, 1, "broadcast:hybrid:32768", 1 << 20),
     "allgather": ("2x2", 2, 1, "allgather:hybrid:4096", 1 << 20),
     "halo": ("2x4", 1, 1, "halo:hybrid:small/2x4", 4 << 20),
     "broadcast16": ("2x8", 1, 2, "broadcast:hybrid:32768", 1 << 20),
     "allgather16": ("2x8", 1, 2, "allgather:hybrid:4096", 1 << 20),
+    "allgather16ring": ("2x8", 1, 2, "allgather:hybrid+ring:4096", 1 << 20),
     "halo16": ("2x8", 1, 1, "halo:hybrid:small/2x8", 4 << 20),
 }
 
