@@ -20,7 +20,7 @@ LIMIT = 1.05
 #: max_size)``: 000 Figure 11's virtual split of a 2x4 (8 nodes) and of a 2x8 (16 nodes, sizes
 #: capped: a 16-node sweep of every choice to 512 KiB is hours of simulation).
 MACHINES = (("2x4", 1, 2, "broadcast", None), ("2x4", 1, 2, "allgather", None),
-            ("2x8", 1, 2, "broadcast", 131072), ("2x8", 1, 2, "allgather", 16384))
+            ("2x8", 1, 2, "broadcast", 32768), ("2x8", 1, 2, "allgather", 16384))
 
 #: ``(collective, nodes, groups)`` of :data:`MACHINES`, whose plots the section draws.
 PLOT_MACHINES = (("broadcast", 8, 2), ("allgather", 8, 2), ("broadcast", 16, 2),
