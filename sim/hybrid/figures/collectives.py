@@ -119,7 +119,8 @@ not their times, so those are what is compared):
   step moved off TCA becomes a GPUDirect step across QPI, dearer than the TCA step it replaces,
   however many hops that took. What the hybrid lacks on this machine is a cheaper MPI path for
   its own steps (staging through host memory as MPI alone does, or GPUs on the HCA's socket),
-  not fewer TCA steps.
+  not fewer TCA steps. Both are now options of the hybrid (`+staged`, `+hopsH`, and `+ring`
+  for the Allgather's TCA part), measured against each other in the tuning section below.
 - **Not measured**: 000's 1 MB Broadcast crossover (at 512 KiB the 2x4's hybrid is even with
   staged MPI alone, 0.97, and 1.16x faster than MPI alone message by message). The 2x4
   Broadcast's rows up to 128 KiB come from the log of a run stopped during its 512 KiB point,
