@@ -11,6 +11,7 @@ import pytest
 from peach2.sim.hybrid import Groups, MpiPhase, TcaPhase, allgather, broadcast
 from peach2.sim.hybrid.launch import main as launch_main
 from peach2.sim.hybrid.launch import parse_run, run
+from peach2.sim.hybrid.tuning import choose, load_table
 from peach2.sim.run import pick_simulator
 from peach2.sim.system import MachinePlan
 
@@ -95,9 +96,13 @@ def test_broadcast_and_allgather_on_8_nodes_in_2_subclusters(tmp_path):
                             # the staged MPI step copies blocks TCA has just written into
                             # the GPU: the copy must see the last of them
                             parse_run("allgather:hybrid+ring+staged:4096"),
-                            parse_run("broadcast:hybrid+staged:8")], out=tmp_path / "r.json")
+                            parse_run("broadcast:hybrid+staged:8"),
+                            # the saved tuning table's choice for 8 nodes in 2 groups
+                            parse_run("broadcast:tuned:64")], out=tmp_path / "r.json")
     runs = {(r["name"], r["network"], r["size"]): r for r in result["runs"]}
-    assert len(runs) == 7 and all(r["checked"] for r in runs.values())
+    assert len(runs) == 8 and all(r["checked"] for r in runs.values())
+    tuned = [r for r in result["runs"] if r["asked"] == "tuned"]
+    assert [r["network"] for r in tuned] == [choose(load_table(), "broadcast", 8, 2, 64)]
     for r in runs.values():
         assert r["nodes"] == 8 and r["groups"] == 2 and r["time_ns"] > 0
         assert 0 <= r["handoff_ns"] <= result["window_ps"] / 1000
@@ -108,6 +113,43 @@ def test_broadcast_and_allgather_on_8_nodes_in_2_subclusters(tmp_path):
     assert runs[("allgather", "hybrid", 16)]["time_ns"] < runs[("allgather", "mpi", 16)]["time_ns"]
     assert runs[("broadcast", "hybrid", 1027)]["time_ns"] > bcast["time_ns"]
     assert runs[("broadcast", "hybrid+staged", 8)]["time_ns"] > bcast["time_ns"] + 10_000
+
+
+def _run_and_check(shape, subclusters, per_subcluster, specs, tmp_path, **kw):
+    """Run ``specs`` on the machine; every run byte-checked, the figures per (name, network,
+    size)."""
+    if pick_simulator("verilator") == "icarus":
+        pytest.skip("the machine's sub-clusters run on Verilator")
+    result = run(shape, subclusters, [parse_run(x) for x in specs],
+                 per_subcluster=per_subcluster, out=tmp_path / "r.json", gpu_read=2.8e9, **kw)
+    runs = {(r["name"], r["network"], r["size"]): r for r in result["runs"]}
+    assert all(r["checked"] for r in runs.values())
+    return runs
+
+
+@pytest.mark.slow
+def test_16_nodes_one_2x8_split(tmp_path):
+    """16 nodes, one 2x8 split in two rings of 8 (000 Figure 11 on the whole sub-cluster): the
+    hybrid Broadcast and Allgather with every option, MPI alone, byte-exact; the ring's TCA part
+    beats recursive doubling's at 4 KiB blocks (no shared cables)."""
+    runs = _run_and_check("2x8", 1, 2, [
+        "broadcast:hybrid:8,4096", "broadcast:hybrid+staged+hops2:8192", "broadcast:mpi:8",
+        "allgather:hybrid:16,4096", "allgather:hybrid+ring:4096",
+        "allgather:hybrid+staged+hops2:1024", "allgather:mpi:16"], tmp_path)
+    assert runs[("allgather", "hybrid+ring", 4096)]["time_ns"] < \
+        runs[("allgather", "hybrid", 4096)]["time_ns"]
+    assert runs[("broadcast", "hybrid", 8)]["time_ns"] < runs[("broadcast", "mpi", 8)]["time_ns"]
+    assert runs[("allgather", "hybrid+staged+hops2", 1024)]["groups"] == 4
+
+
+@pytest.mark.slow
+def test_32_nodes_two_subclusters(tmp_path):
+    """32 nodes, 2 sub-clusters of 2x8 joined only by InfiniBand (the real machine's half): the
+    hybrid Broadcast and Allgather, plain and with options, byte-exact in every GPU0."""
+    runs = _run_and_check("2x8", 2, 1, [
+        "broadcast:hybrid:8", "broadcast:hybrid+staged:4096", "allgather:hybrid:16",
+        "allgather:hybrid+ring+staged:512", "allgather:mpi:16"], tmp_path)
+    assert {r["nodes"] for r in runs.values()} == {32}
 
 
 def test_sweep_table_says_what_the_paper_states():
