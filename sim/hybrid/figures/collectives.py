@@ -15,7 +15,7 @@ a form :func:`compare` checks against the model point by point.
 from pathlib import Path
 
 __all__ = ["STATEMENTS", "plot_name", "compare", "plot", "section", "MACHINES", "REAL_MACHINES",
-           "PLOTS", "machine_entry", "size_text"]
+           "PLOTS", "machine_entry", "size_text", "save_figure"]
 
 KB = 1024
 
@@ -234,10 +234,17 @@ def plot(machine, path):
         ax.set_title(f"{name.capitalize()}, {machine['nodes']} nodes\n{machine['label']}",
                      fontsize=8)
     fig.tight_layout()
+    save_figure(fig, path)
+    plt.close(fig)
+    return path
+
+
+def save_figure(fig, path):
+    """Save ``fig`` as a PNG at ``path`` (folders made) without metadata, so the same figures
+    give the same bytes; return the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100, metadata={"Software": None})
-    plt.close(fig)
     return path
 
 

@@ -8,6 +8,7 @@ states (:data:`peach2.sim.hybrid.halo_bench.PAPER`, checked point by point by :f
 from pathlib import Path
 
 from ..halo_bench import tables
+from .collectives import save_figure
 
 __all__ = ["PLOTS", "STRONG_PLOT", "PLANES_PLOT", "NETWORKS", "NOTES", "compare",
            "plot_strong", "plot_planes", "section"]
@@ -174,13 +175,6 @@ def _pyplot():
     return plt
 
 
-def _save(fig, path):
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100, metadata={"Software": None})     # no metadata: same bytes
-    return path
-
-
 def plot_strong(rows, path):
     """000 Figures 9-10's comparison: per size a panel of bars, TCA / MV2GDR / hybrid time of
     one halo exchange per partition (8 and 16 nodes)."""
@@ -209,7 +203,7 @@ def plot_strong(rows, path):
         ax.grid(True, axis="y", alpha=0.3)
         ax.legend(fontsize=8, loc="upper left", ncols=3)
     fig.tight_layout()
-    _save(fig, path)
+    save_figure(fig, path)
     plt.close(fig)
     return path
 
@@ -243,7 +237,7 @@ def plot_planes(rows, path):
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
-    _save(fig, path)
+    save_figure(fig, path)
     plt.close(fig)
     return path
 

@@ -8,7 +8,7 @@ from and at sizes between them.
 from pathlib import Path
 
 from ..tuning import table_rows
-from .collectives import size_text
+from .collectives import save_figure, size_text
 
 __all__ = ["LIMIT", "MACHINES", "NOTES", "PLOT_MACHINES", "plot_name", "plot", "section",
            "table_lines"]
@@ -54,9 +54,7 @@ def plot(machine, path):
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100, metadata={"Software": None})
+    save_figure(fig, path)
     plt.close(fig)
     return path
 
