@@ -76,29 +76,38 @@ def table_lines(machine):
 
 #: What the saved sweeps show (written from them; the tables above each hold the figures).
 NOTES = """
-**What each option gains** (8 nodes, one 2x4 split in two groups, 000 Figure 11's machine):
+**What each option gains** (one 2x4 and one 2x8 split in two groups, 000 Figure 11's machine):
 
-- **`+ring` is the hybrid Allgather's best TCA part wherever the hybrid wins** (16 B to 32 KiB
-  blocks): up to 1.14x faster than recursive doubling (32 KiB: 136.2 against 155.0 us), since
-  the middle step of recursive doubling on a ring of 4 puts two flows on each ring cable. It
-  moves the point from which MPI alone is faster from 16 KiB (0.95 there without it) to 64 KiB,
-  where 000 puts it on 8 nodes ("slower from 64 KB").
+- **`+ring` is the hybrid Allgather's best TCA part wherever the hybrid wins with more than a
+  few bytes**: 8 nodes, 16 B to 32 KiB blocks, up to 1.14x faster than recursive doubling (32
+  KiB: 136.2 against 155.0 us); 16 nodes, 2-8 KiB, up to 1.35x (8 KiB: 88.8 against 119.6),
+  where recursive doubling puts up to four flows on a ring cable. It moves the size from which
+  MPI alone is faster from 16 KiB to 64 KiB on 8 nodes (000: "slower from 64 KB") and from
+  512 B (never ahead again without it) to 16 KiB on 16 nodes (000: from 32 KB). Below that the
+  ring's extra step costs more than it saves on 16 nodes (16 B: 17.1 against 16.4 us).
 - **`+staged` removes MVAPICH2's protocol-switch dips**: the hybrid's own MPI step, sent from
   GPU0 by GPUDirect RDMA across QPI up to 8 KB, is what makes the hybrid slower than MPI alone
-  at 512 B-2 KiB (Allgather) and 2-8 KiB (Broadcast); staged through host memory, as MPI alone
-  is, it is even with or ahead of MPI alone there (Allgather 2 KiB: 36.3 against 37.2 us with
-  `+ring+staged`; Broadcast 8 KiB: 38.4 against 42.8). Below those sizes the two `cudaMemcpy`
-  (7.8 us each) cost more than GPUDirect saves, so the table keeps the plain hybrid.
-- **`+hops1` (TCA only between neighbours, the rest over MPI) never wins alone**; with
-  `+staged` it is the best Broadcast at 2 KiB by 1 %. A TCA step of 2 hops costs about 0.4 us
-  more than one of 1 hop, an MPI step several microseconds.
-- **MPI alone is best for large messages** (Broadcast from 32 KiB, Allgather 64 KiB blocks):
-  staged through host memory it runs the InfiniBand link at full rate, where the hybrid's TCA
-  part is bound by PEACH2's 2.8 GB/s GPU reads and its MPI part by the same staging.
-- The tuned network is never more than 4.4 % slower than the best fixed choice, and that at a
-  size it was not built from (Broadcast 16 KiB: the table keeps `+staged` up to 16 KiB, half-way
-  between the measured 8 and 32 KiB, and there the plain hybrid, which loses at 8 and 32 KiB,
-  is best by 4 %).
+  at 512 B-2 KiB (Allgather, 8 nodes) and 2-8 KiB (Broadcast); staged through host memory, as
+  MPI alone is, it is even with or ahead of MPI alone there (Allgather 2 KiB: 36.3 against
+  37.2 us with `+ring+staged`; Broadcast 8 KiB: 38.4 against 42.8 on 8 nodes, 45.7 against
+  50.8 on 16). Below those sizes the two `cudaMemcpy` (7.8 us each) cost more than GPUDirect
+  saves, so the tables keep the plain hybrid.
+- **`+hopsH`, the per-step choice by hop count, pays only with staging and only for the
+  Broadcast on 16 nodes**: `+hops1+staged` or `+hops2+staged` is the best Broadcast at 2-4 KiB
+  and 32 KiB there (32 KiB: 80.3 against the plain hybrid's 83.2 and MPI alone's 84.5): its
+  leaders' staged step carries the data to more nodes at InfiniBand's rate, and the TCA tree
+  that is left is shorter. Alone it never wins: a TCA hop costs 0.4 us, an MPI step several.
+- **MPI alone is best for large messages** (Broadcast from 32 KiB on 8 nodes, Allgather 64
+  KiB blocks on 8 and 16 KiB on 16): staged through host memory it runs the InfiniBand link at
+  full rate, where the hybrid's TCA part is bound by PEACH2's 2.8 GB/s GPU reads.
+- **The tuned network stays within 5 % of the best fixed choice on three of the four machines
+  and misses on the fourth**, at a size the table was not built from: the 16-node Allgather of
+  2 KiB blocks, 1.103 (MPI alone, 49.2 us, where `+ring` takes 44.6). Between the measured 1 KiB
+  (MPI alone best: the hybrid's 8 KiB message still goes GPUDirect across QPI) and 4 KiB (`+ring`
+  best) the table switches half-way, at 2 KiB, but the real switch is a step at MVAPICH2's
+  8 KB protocol limit (a group's 8 blocks of 1 KiB); a table built from the powers of two in
+  between (and 1.5x points), as MPI libraries tune, would find it. The 8-node Broadcast's worst
+  is 1.044 (16 KiB, between 8 and 32 KiB).
 """
 
 
