@@ -196,6 +196,8 @@ def main(argv=None):
                          "docs/results/tuning.json)")
     ap.add_argument("--conditions", help="with --tune: what else ran on the machine (saved "
                     "with the run)")
+    ap.add_argument("--checks", help="with --tune and --sizes: comma-separated sizes to check "
+                    "the table at (not built from them; default none with --sizes)")
     ap.add_argument("--max-size", type=int, metavar="BYTES",
                     help="only sizes up to BYTES (of SIZES, and CHECK_SIZES with --tune)")
     ap.add_argument("--out", help="JSON of the figures")
@@ -225,8 +227,18 @@ def main(argv=None):
         chosen = {c: [v for v in values if v <= args.max_size] for c, values in chosen.items()}
         if not all(chosen.values()):
             ap.error(f"--max-size {args.max_size} leaves no size")
+    checks_given = []
+    if args.checks:
+        if not (args.tune and args.sizes):
+            ap.error("--checks goes with --tune and --sizes")
+        try:
+            checks_given = sorted({int(v) for v in args.checks.split(",")})
+        except ValueError:
+            ap.error(f"--checks: integers separated by commas, not {args.checks!r}")
+        if checks_given[0] < 1:
+            ap.error("--checks: at least 1 byte each")
     if args.tune:
-        return _tune(args, chosen)
+        return _tune(args, chosen, checks_given)
     rows, raw = sweep(args.shape, args.subclusters, chosen, args.seed, args.per_subcluster)
     nodes = next(iter(raw.values()))["runs"][0]["nodes"]
     split = f", {args.per_subcluster} groups each" if args.per_subcluster > 1 else ""
@@ -243,7 +255,7 @@ def main(argv=None):
     return 0
 
 
-def _tune(args, chosen):
+def _tune(args, chosen, checks_given):
     """``--tune``: a tuning sweep per collective, printed and merged into ``args.out``."""
     out = Path(args.out)
     try:
@@ -253,8 +265,8 @@ def _tune(args, chosen):
         return 4
     for collective, values in chosen.items():
         start = started()
-        checks = [] if args.sizes else [v for v in CHECK_SIZES[collective]
-                                         if args.max_size is None or v <= args.max_size]
+        checks = checks_given if args.sizes else [
+            v for v in CHECK_SIZES[collective] if args.max_size is None or v <= args.max_size]
         r = tuning_sweep(args.shape, args.subclusters, collective, values, checks,
                          per_subcluster=args.per_subcluster, seed=args.seed)
         print(f"\n{collective}, {r['nodes']} nodes in {r['groups']} groups ({args.subclusters} x "
@@ -283,6 +295,7 @@ def argv_of(args):
             f"--per-subcluster {args.per_subcluster}" if args.per_subcluster > 1 else "",
             *(f"--collective {c}" for c in (args.collective or [])),
             f"--sizes {args.sizes}" if args.sizes else "",
+            f"--checks {args.checks}" if args.checks else "",
             f"--max-size {args.max_size}" if args.max_size else "", "--tune"]
 
 
