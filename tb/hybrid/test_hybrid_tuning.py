@@ -162,3 +162,17 @@ def test_tuning_section_states_the_limit_and_draws(tmp_path):
     saved["machines"][1] = _machine("allgather", [1.0, 1.2, 1.0])
     _, body = fig.section(saved, tmp_path, draw=False)
     assert "does not hold** (worst 1.200: allgather of 64 B" in body
+
+
+@pytest.mark.parametrize("argv, why", [
+    (["--checks", "64"], "--checks goes with --tune and --sizes"),
+    (["--tune", "--collective", "allgather", "--sizes", "16", "--checks", "a"], "integers"),
+    (["--tune", "--collective", "allgather", "--sizes", "16", "--checks", "0"], "at least 1"),
+    (["--max-size", "0"], "at least 1 byte"),
+    (["--collective", "broadcast", "--max-size", "4"], "leaves no size"),
+])
+def test_sweep_refuses_bad_options_before_running(argv, why, capsys):
+    from peach2.sim.hybrid.sweep import main
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2 and why in capsys.readouterr().err
