@@ -349,13 +349,12 @@ def tuning(quick, conditions):
     machine of :data:`peach2.sim.hybrid.figures.tuning.MACHINES` (``--quick``: the 8-node
     ones); each replaces its machine's entry in ``docs/results/tuning.json``."""
     from peach2.sim.hybrid.figures.tuning import MACHINES
-    for shape, subclusters, split, collective, most in MACHINES:
+    for shape, subclusters, split, collective, extra in MACHINES:
         if quick and shape != "2x4":
             continue
         argv = [sys.executable, "-m", "peach2.sim.hybrid.sweep", "--shape", shape,
                 "--subclusters", str(subclusters), "--per-subcluster", str(split),
-                "--collective", collective, "--tune"]
-        argv += ["--max-size", str(most)] if most else []
+                "--collective", collective, "--tune", *extra]
         argv += ["--conditions", conditions] if conditions else []
         subprocess.run(argv, check=True)
 
