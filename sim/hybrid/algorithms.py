@@ -63,7 +63,7 @@ from peach2.sim.mpi.collective import (
 )
 
 __all__ = ["TcaPhase", "MpiPhase", "Overlap", "Hybrid", "NETWORKS", "OPTIONS", "parse_network",
-           "broadcast", "allgather"]
+           "broadcast", "allgather", "probe"]
 
 #: The ways to communicate: TCA only, MPI over InfiniBand only, or both.
 NETWORKS = ("tca", "mpi", "hybrid")
@@ -249,3 +249,14 @@ def allgather(groups, block, blocks, *, network="hybrid"):
                   info={"block": block, "gathered": p * block, "mpi_steps":
                         (p // m).bit_length() - 1 if base == "hybrid" else None},
                   groups=groups)
+
+
+def probe(groups, collective, network):
+    """The :class:`Hybrid` of a one-byte ``collective`` (``"broadcast"``, ``"allgather"``)
+    over ``network`` on ``groups``, built without a simulator: ``ValueError`` for whatever a
+    run would refuse (a network or option the machine cannot take)."""
+    if collective == "allgather":
+        return allgather(groups, 1, [b"\0"] * groups.plan.n_nodes, network=network)
+    if collective == "broadcast":
+        return broadcast(groups, 1, b"\0", network=network)
+    raise ValueError(f"collective must be 'broadcast' or 'allgather', not {collective!r}")

@@ -80,10 +80,12 @@ async def hybrid_collectives(dut):
     sim.make_worlds(lambda g: [h for h in everyone if h != g], reserve=(1 << 20) // 2,
                     params=config.params, socket=config.socket())
     results = []
+    table = params.get("tuning_table")
+    if table is None and any(run["network"] == "tuned" for run in params["runs"]):
+        table = load_table()                    # once, not per run
     for run in params["runs"]:
         for size in run["sizes"]:
-            mine, coll = build(groups, run["collective"], run["network"], size, seed,
-                               params.get("tuning_table"))
+            mine, coll = build(groups, run["collective"], run["network"], size, seed, table)
             r = await run_collective(sim, mine, coll, trace=run.get("trace", False))
             dut._log.info("%s %s, %s on %d nodes (%d groups): %.0f ns (last MPI -> TCA start "
                           "%.0f ns late), %.1f s wall", r["name"], r["network"], size,

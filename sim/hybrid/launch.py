@@ -28,15 +28,28 @@ from peach2.sim.run import ROOT, run_cocotb
 from peach2.sim.system import MachinePlan
 from peach2.sim.system.launch import copies_per_rank
 
-from .algorithms import allgather, broadcast, parse_network
+from .algorithms import parse_network, probe
 from .groups import Groups
 from .halo import ELEM, SIZES, halo_grid, halo_groups
 from .tuning import choose, load_table
 
-__all__ = ["run", "parse_run", "parse_halo", "main"]
+__all__ = ["run", "parse_run", "parse_halo", "buffer_bytes", "gpu_window", "main"]
 
 MODULE = "peach2.sim.hybrid.launch"
 COLLECTIVES = ("broadcast", "allgather", "halo")
+
+
+def buffer_bytes(collective, nodes, size):
+    """Bytes of each node's buffer a Broadcast of ``size`` bytes or an Allgather of
+    ``size``-byte blocks on ``nodes`` nodes needs."""
+    return size * (nodes if collective == "allgather" else 1)
+
+
+def gpu_window(collective, nodes, largest):
+    """The GPU window a sweep gives its machine: the largest buffer and 4 KiB, rounded up to a
+    power of two, at least 1 MiB."""
+    need = buffer_bytes(collective, nodes, largest) + 4096
+    return max(1 << 20, 1 << (need - 1).bit_length())
 
 
 def parse_halo(text):
@@ -93,6 +106,8 @@ def run(shape, subclusters, runs, *, per_subcluster=1, mpi=False, seed=1, out=No
     turns)."""
     plan = MachinePlan(shape, subclusters)
     groups = Groups(plan, per_subcluster)
+    if any(r["network"] == "tuned" for r in runs) and tuning_table is None:
+        tuning_table = load_table()
     for r in runs:
         if r["collective"] == "halo":
             for size in r["sizes"]:
@@ -104,17 +119,11 @@ def run(shape, subclusters, runs, *, per_subcluster=1, mpi=False, seed=1, out=No
                                      f"bytes of GPU window; gpu_size is {gpu_size}")
             continue
         networks = [r["network"]] if r["network"] != "tuned" else \
-            {choose(tuning_table or load_table(), r["collective"], plan.n_nodes, groups.count,
-                    size) for size in r["sizes"]}
+            {choose(tuning_table, r["collective"], plan.n_nodes, groups.count, size)
+             for size in r["sizes"]}
         for network in networks:                # refuses what the run would refuse
-            if r["collective"] == "allgather":
-                allgather(groups, 1, [b"\0"] * plan.n_nodes, network=network)
-            else:
-                broadcast(groups, 1, b"\0", network=network)
-        if r["collective"] == "allgather":
-            need = plan.n_nodes * max(r["sizes"])
-        else:
-            need = max(r["sizes"])
+            probe(groups, r["collective"], network)
+        need = buffer_bytes(r["collective"], plan.n_nodes, max(r["sizes"]))
         if need + 64 > gpu_size:
             raise ValueError(f"{r['collective']} of {max(r['sizes'])} B needs {need} bytes of "
                              f"GPU window; gpu_size is {gpu_size}")

@@ -31,11 +31,11 @@ from peach2.sim.node import NodeParams
 from peach2.sim.run import run_info, started
 from peach2.sim.system import MachinePlan
 
-from .algorithms import allgather, broadcast
+from .algorithms import probe
 from .figures import size_text
 from .figures.tuning import table_lines
 from .groups import Groups
-from .launch import run
+from .launch import gpu_window, run
 from .tuning import CHOICES, TABLE_FILE, build_table
 
 __all__ = ["SIZES", "CHECK_SIZES", "PAPER", "sweep", "rows_of", "table", "choices",
@@ -74,12 +74,10 @@ def sweep(shape="2x2", subclusters=2, sizes=None, seed=1, per_subcluster=1,
     p = MachinePlan(shape, subclusters).n_nodes
     out, raw = {}, {}
     for collective, values in sizes.items():
-        need = max(values) * (p if collective == "allgather" else 1) + 4096
         runs = [{"collective": collective, "network": net, "sizes": values}
                 for net in ("mpi", "hybrid")]
         result = run(shape, subclusters, runs, seed=seed, per_subcluster=per_subcluster,
-                     gpu_read=gpu_read,
-                     gpu_size=max(1 << 20, 1 << (need - 1).bit_length()))
+                     gpu_read=gpu_read, gpu_size=gpu_window(collective, p, max(values)))
         raw[collective] = result
         out[collective] = rows_of(result, collective)
     return out, raw
@@ -105,10 +103,7 @@ def choices(groups, collective):
     out, seen = [], set()
     for network in CHOICES[collective]:
         try:
-            if collective == "allgather":
-                coll = allgather(groups, 1, [b"\0"] * groups.plan.n_nodes, network=network)
-            else:
-                coll = broadcast(groups, 1, b"\0", network=network)
+            coll = probe(groups, collective, network)
         except ValueError:
             continue
         same = (tuple(p.name for p in coll.phases), coll.groups.size)
@@ -132,10 +127,8 @@ def tuning_sweep(shape, subclusters, collective, sizes=None, checks=None, *, per
     plan = MachinePlan(shape, subclusters)
     groups = Groups(plan, per_subcluster)
     every = sorted(set(sizes) | set(checks))
-    need = max(every) * (plan.n_nodes if collective == "allgather" else 1) + 4096
-    gpu_size = max(1 << 20, 1 << (need - 1).bit_length())
     kw = {"seed": seed, "per_subcluster": per_subcluster, "gpu_read": gpu_read,
-          "gpu_size": gpu_size,        # a build folder of its own: sweeps may run side by side
+          "gpu_size": gpu_window(collective, plan.n_nodes, max(every)),        # a build folder of its own: sweeps may run side by side
           "name": f"tune-{shape.replace(':', '')}x{subclusters}x{per_subcluster}-{collective}"}
     nets = choices(groups, collective)
     fixed = run(shape, subclusters, [{"collective": collective, "network": n, "sizes": every}
@@ -216,12 +209,7 @@ def main(argv=None):
     if args.sizes:
         if len(chosen) != 1:
             ap.error("--sizes goes with one --collective")
-        try:
-            values = sorted({int(v) for v in args.sizes.split(",")})
-        except ValueError:
-            ap.error(f"--sizes: integers separated by commas, not {args.sizes!r}")
-        if values[0] < 1:
-            ap.error("--sizes: at least 1 byte each")
+        values = _size_list(ap, "--sizes", args.sizes)
         chosen = {c: values for c in chosen}
     if args.max_size is not None:
         chosen = {c: [v for v in values if v <= args.max_size] for c, values in chosen.items()}
@@ -231,12 +219,7 @@ def main(argv=None):
     if args.checks:
         if not (args.tune and args.sizes):
             ap.error("--checks goes with --tune and --sizes")
-        try:
-            checks_given = sorted({int(v) for v in args.checks.split(",")})
-        except ValueError:
-            ap.error(f"--checks: integers separated by commas, not {args.checks!r}")
-        if checks_given[0] < 1:
-            ap.error("--checks: at least 1 byte each")
+        checks_given = _size_list(ap, "--checks", args.checks)
     if args.tune:
         return _tune(args, chosen, checks_given)
     rows, raw = sweep(args.shape, args.subclusters, chosen, args.seed, args.per_subcluster)
@@ -253,6 +236,18 @@ def main(argv=None):
              "rows": rows, "runs": raw},
             indent=1))
     return 0
+
+
+def _size_list(ap, option, text):
+    """The sorted sizes of ``option``'s comma-separated ``text``; a bad one ends through
+    ``ap.error`` (one line, status 2)."""
+    try:
+        values = sorted({int(v) for v in text.split(",")})
+    except ValueError:
+        ap.error(f"{option}: integers separated by commas, not {text!r}")
+    if values[0] < 1:
+        ap.error(f"{option}: at least 1 byte each")
+    return values
 
 
 def _tune(args, chosen, checks_given):
