@@ -161,11 +161,9 @@ def ring_allgather(mem, nodes, buf, size, *, ring=None, window="host"):
         base = j * k
         prog = Program(node, [])
         waits = []
-        for s in range(max(east, west)):
-            transfers = []
-            if s < east:        # the block that started s nodes W of me goes E
-                transfers.append(send(node, nodes[base + (i + 1) % k], base + (i - s) % k, 1,
-                                      flag_e[s]))
+        for s in range(east):               # east >= west: every ring step sends E
+            # the block that started s nodes W of me goes E
+            transfers = [send(node, nodes[base + (i + 1) % k], base + (i - s) % k, 1, flag_e[s])]
             if s < west:        # the block that started s nodes E of me goes W
                 transfers.append(send(node, nodes[base + (i - 1) % k], base + (i + s) % k, 1,
                                       flag_w[s]))
@@ -185,7 +183,7 @@ def ring_allgather(mem, nodes, buf, size, *, ring=None, window="host"):
         flags += [place for place, _ in mine]
         programs.append(prog)
     return Collective("allgather", programs, flags,
-                      {"nodes": p, "steps": max(east, west) + across, "bytes": size,
+                      {"nodes": p, "steps": east + across, "bytes": size,
                        "gathered": p * size, "algorithm": "ring", "ring": k})
 
 
