@@ -17,7 +17,8 @@ __all__ = [
     "N_WINDOWS", "N_NODES",
     "DEFAULT_BUFFER_BEATS", "N_DMA_CHANNELS", "N_DMA_SLOTS", "DEFAULT_DMA_TAGS",
     "DEFAULT_DMA_BUFFER", "DEFAULT_DMA_TIMEOUT", "PORT_TABLE", "REASON_TABLE", "DMA_ERROR_TABLE", "Port", "CountReason",
-    "COUNT_REASONS", "DmaError",
+    "COUNT_REASONS", "DmaError", "PUT_BAR", "PUT_WINDOW", "PUT_QUEUE", "PUT_ERROR_TABLE",
+    "PutError",
 ]
 
 BAR_SIZE = 0x1000              # BAR 0, the control registers: 4 KiB
@@ -34,6 +35,9 @@ N_DMA_SLOTS = 4                # register-mode descriptor slots per channel
 DEFAULT_DMA_TAGS = 128         # reads outstanding (tags) of the default build
 DEFAULT_DMA_BUFFER = 16384     # completion buffer bytes of the default build
 DEFAULT_DMA_TIMEOUT = 250_000  # completion timeout, core cycles (1 ms at 250 MHz)
+PUT_BAR = 4                    # inline puts are written into BAR 4 of port N (docs/put.md)
+PUT_WINDOW = 0x1000            # BAR 4's size: 64 put slots of 64 bytes, one queue
+PUT_QUEUE = 16                 # inline puts the chip holds before it back-pressures N
 
 #: The four PCIe ports (002 section 3.3), numbered as in PORT_STATUS[p], COUNT[p][r] and
 #: ROUTE_TARGET.port.
@@ -51,8 +55,8 @@ REASON_TABLE = (
     ("UNROUTABLE", 2, "requests no enabled route entry matched"),
     ("WINDOW_CLOSED", 3, "requests dropped because PIO_ENABLE or ROUTE_ENABLE is off"),
     ("UNSUPPORTED", 4, "configuration, I/O, message TLPs; locked reads (UR as CplLk); "
-                       "N requests outside BARs 0, 2"),
-    ("READ_REJECTED", 5, "reads from E/W/S, and host reads into the TCA window"),
+                       "N requests outside BARs 0, 2, 4"),
+    ("READ_REJECTED", 5, "reads from E/W/S, and host reads into the TCA window or the put window (BAR 4)"),
     ("MALFORMED", 6, "TLPs whose framing disagrees with their header, or with a TLP prefix"),
     ("POISONED", 7, "TLPs with EP (poisoned) set"),
     ("RX_ERR", 8, "TLPs the hard IP flagged with rx_st_err"),
@@ -86,6 +90,20 @@ DMA_ERROR_TABLE = (
                          "whose link is down (PORT_STATUS.dropping)"),
 )
 
+#: Error codes of PUT_STATUS.error (inline puts refused).
+PUT_ERROR_TABLE = (
+    ("NONE", 0, "no error"),
+    ("WRITE_MALFORMED", 1, "a write into BAR 4 that is not one 64-byte memory write of whole "
+                           "DWs at a 64-byte aligned offset (or was cut short with err)"),
+    ("DESC_MALFORMED", 2, "a put descriptor failed its checks: magic, reserved bits, length "
+                          "0 or over 32, seq_addr not 4-byte aligned (with seq)"),
+    ("CROSSES_PAGE", 3, "the destination bytes cross a 4 KiB boundary"),
+    ("DST_UNROUTABLE", 7, "the destination or completion-write address matched no enabled "
+                          "route (as DmaError)"),
+    ("DST_LINK_DOWN", 9, "the destination or completion-write address is routed through a port "
+                         "whose link is down (as DmaError)"),
+)
+
 #: Port numbers (N, E, W, S).
 Port = enum.IntEnum("Port", {n: v for n, v, _ in PORT_TABLE})
 Port.__doc__ = "Port numbers, as in PORT_STATUS[p], COUNT[p][r] and ROUTE_TARGET.port."
@@ -97,3 +115,6 @@ COUNT_REASONS = {n: v for n, v, _ in REASON_TABLE}
 #: DMA error codes of CH_STATUS.error.
 DmaError = enum.IntEnum("DmaError", {n: v for n, v, _ in DMA_ERROR_TABLE})
 DmaError.__doc__ = "DMA error codes (CH_STATUS.error)."
+#: Inline put error codes of PUT_STATUS.error.
+PutError = enum.IntEnum("PutError", {n: v for n, v, _ in PUT_ERROR_TABLE})
+PutError.__doc__ = "Inline put error codes (PUT_STATUS.error)."

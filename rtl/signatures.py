@@ -28,7 +28,7 @@ from .router.common import RouteEntry
 from .router.protect import Window
 
 __all__ = ["DmaControlSignature", "IngressConfigSignature", "members_of", "DMA_CONFIG_FIELDS",
-           "CH_CTRL_FIELDS", "CH_STATUS_FIELDS"]
+           "CH_CTRL_FIELDS", "CH_STATUS_FIELDS", "PUT_STATUS_FIELDS"]
 
 # Bit fields of the DMA registers, ``(name, lsb, width, description)`` rows (the arguments of
 # the register map's ``Field``).
@@ -54,6 +54,13 @@ CH_STATUS_FIELDS = (
     ("busy", 0, 1, "the channel runs a chain"),
     ("start_ignored", 1, 1, "a start arrived while busy"),
     ("error", 4, 4, "error code of the last chain (DMA_ERROR)"),
+)
+
+#: PUT_STATUS (the put engine's ``status``).
+PUT_STATUS_FIELDS = (
+    ("level", 0, 5, "puts waiting in the queue"),
+    ("error", 8, 4, "code of the last put refused (PUT_ERROR; 0: none since PUT_CLEAR)"),
+    ("refused", 16, 16, "puts refused since PUT_CLEAR (saturates at 0xFFFF)"),
 )
 
 

@@ -14,7 +14,9 @@ from .params import (
     MAX_BUFFER_BEATS,
     MAX_ROUTES,
     N_DMA_CHANNELS,
+    PUT_BAR,
 )
+from .put.engine import PutEngine
 from .router.buffer import PacketBuffer
 from .router.common import Port, Reason
 from .router.crossbar import Crossbar
@@ -47,15 +49,16 @@ MIN_BUFFER_BEATS = 32
 #: ``tx_start_level`` is at most this.
 TX_DEPTH = 64
 
-#: Crossbar inputs: the four ports, register completions, UR completions, DMA writes and DMA
-#: read requests.
-_IN_CSR, _IN_UR, _IN_DMA_WR, _IN_DMA_RD = 4, 5, 6, 7
+#: Crossbar inputs: the four ports, register completions, UR completions, DMA writes, DMA
+#: read requests and the inline puts' writes.
+_IN_CSR, _IN_UR, _IN_DMA_WR, _IN_DMA_RD, _IN_PUT = 4, 5, 6, 7, 8
 #: What each crossbar input can be bound for (``Crossbar``'s ``reach``): a port's packets
-#: anywhere; register completions and DMA reads to N only; UR completions and DMA writes to
-#: the four ports.
+#: anywhere; register completions and DMA reads to N only; UR completions, DMA writes and puts
+#: to the four ports.
 _TO_N = 1 << OUTPUTS.index("N")
 _TO_PORTS = sum(1 << OUTPUTS.index(p.name) for p in Port)
-CROSSBAR_REACH = ((1 << len(OUTPUTS)) - 1,) * len(Port) + (_TO_N, _TO_PORTS, _TO_PORTS, _TO_N)
+CROSSBAR_REACH = (((1 << len(OUTPUTS)) - 1,) * len(Port)
+                  + (_TO_N, _TO_PORTS, _TO_PORTS, _TO_N, _TO_PORTS))
 
 
 class PEACH2(wiring.Component):
@@ -167,6 +170,7 @@ class PEACH2(wiring.Component):
                                      s_is_rc=self.s_role == "rc", dma_tags=self.dma_tags,
                                      dma_buffer=self.dma_buffer)
         m.submodules.dma = dma = self._dma
+        m.submodules.put = put = PutEngine(n_routes=self.n_routes)
         m.submodules.ur = ur = URGenerator(len(ports))
         m.submodules.xbar = xbar = Crossbar(n_in=len(CROSSBAR_REACH), n_out=len(OUTPUTS),
                                             reach=CROSSBAR_REACH)
@@ -268,7 +272,7 @@ class PEACH2(wiring.Component):
         m.d.comb += xbar.i_dest[_IN_CSR].eq(_TO_N)
         wiring.connect(m, ur.o_tlp, xbar.i[_IN_UR])
         m.d.comb += xbar.i_dest[_IN_UR].eq(ur.o_dest)
-        wiring.connect(m, xbar.o[OUTPUTS.index("CSR")], csr.i_req)
+        self._split_requests(m, xbar.o[OUTPUTS.index("CSR")], csr.i_req, put.i_req)
 
         # DMA: completions from N in, writes and read requests to the crossbar.
         wiring.connect(m, xbar.o[OUTPUTS.index("DMA")], dma.i_cpl)
@@ -293,17 +297,51 @@ class PEACH2(wiring.Component):
         # The DMA registers (configuration, channels, register-mode slots) and their status.
         wiring.connect(m, csr=csr.dma, dma=members_of(dma, csr.dma.signature.flip()))
 
-        self._msi(m, csr, dma)
+        # Inline puts: writes into BAR 4 in, memory writes to the crossbar.
+        put_wr = xbar.i[_IN_PUT]
+        m.d.comb += [
+            put_wr.valid.eq(put.o_wr.valid), put_wr.p.eq(put.o_wr.p),
+            put_wr.p.hdr.mem32.requester_id.eq(Mux(cfg.stamp, cfg.stamp_id,
+                                                   put.o_wr.p.hdr.mem32.requester_id)),
+            put.o_wr.ready.eq(put_wr.ready),
+            xbar.i_dest[_IN_PUT].eq(put.o_dest),
+            put.routes.eq(csr.route),
+            put.route_down.eq(route_down),
+            put.node_offset.eq(csr.node_offset),
+            put.requester_id.eq(self.n_pcie_id),
+            csr.put_status.eq(put.status),
+            csr.put_done.eq(put.done),
+            put.clear.eq(csr.put_clear_stb & csr.put_clear_data[0]),
+        ]
+
+        self._msi(m, csr, dma, put)
         return m
 
-    def _msi(self, m, csr, dma):
+    @staticmethod
+    def _split_requests(m, req, to_csr, to_put):
+        """The register block's crossbar output carries BAR 0 requests and BAR 4 writes (the
+        ingress sends both there); hand each packet whole to the register block or to the put
+        engine, by its first beat's BAR hit."""
+        inside = Signal()       # a packet's first beat went, its last not yet
+        put_pkt = Signal()      # the packet under way goes to the put engine
+        sel = Mux(inside, put_pkt, req.p.bar[PUT_BAR])
+        m.d.comb += [
+            to_csr.p.eq(req.p), to_put.p.eq(req.p),
+            to_csr.valid.eq(req.valid & ~sel), to_put.valid.eq(req.valid & sel),
+            req.ready.eq(Mux(sel, to_put.ready, to_csr.ready)),
+        ]
+        with m.If(req.valid & req.ready):
+            m.d.sync += [inside.eq(~req.p.last), put_pkt.eq(sel)]
+
+    def _msi(self, m, csr, dma, put):
         """MSI: one request at a time, held until the hard IP acknowledges it.  A register
-        write to MSI and the DMA channels' per-descriptor interrupts wait in ``pending`` (one
-        bit per source; a source raised again before it was sent is sent once)."""
+        write to MSI, the DMA channels' per-descriptor interrupts and the puts' interrupts wait
+        in ``pending`` (one bit per source; a source raised again before it was sent is sent
+        once)."""
         vec_lsb = 0
         sources = [(csr.msi_req, csr.msi_num)] + [
             (dma.msi_req[c], csr.dma.ch_cfg[c][vec_lsb:vec_lsb + 5])
-            for c in range(N_DMA_CHANNELS)]
+            for c in range(N_DMA_CHANNELS)] + [(put.msi_req, csr.put_cfg[vec_lsb:vec_lsb + 5])]
         pending = Signal(len(sources))
         raised = Signal(len(sources))
         sent = Signal(len(sources))

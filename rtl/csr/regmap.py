@@ -31,13 +31,14 @@ from ..params import (
     N_PORTS,
     N_REASONS,
     PORT_TABLE,
+    PUT_ERROR_TABLE,
     REASON_TABLE,
     CountReason,
     DmaError,
     Port,
 )
 from ..router.common import RouteEntry
-from ..signatures import CH_CTRL_FIELDS, CH_STATUS_FIELDS, DMA_CONFIG_FIELDS
+from ..signatures import CH_CTRL_FIELDS, CH_STATUS_FIELDS, DMA_CONFIG_FIELDS, PUT_STATUS_FIELDS
 from .description import Access, Enumeration, Field, Group, Register, RegisterMap
 from .regmap_protect import protection_registers, window_group, window_registers
 
@@ -267,6 +268,23 @@ def _dma_registers(dma_tags, dma_buffer):
     ]
 
 
+def _put_registers():
+    """The put engine's registers (0x060-0x06F); the puts themselves are written into BAR 4."""
+    return [
+        Register("PUT_CFG", 0x060, Access.RW, "inline puts: interrupt vector",
+                 fields=(Field("msi_vector", 0, 5, "MSI vector of puts with irq"),)),
+        Register("PUT_STATUS", 0x064, Access.RO, "inline puts: queue and refusals",
+                 fields=_fields(PUT_STATUS_FIELDS),
+                 notes="A refused put is dropped whole (nothing of it is sent) and the puts "
+                       "after it go on; `docs/put.md` lists what is refused."),
+        Register("PUT_DONE", 0x068, Access.RO, "inline puts sent (wrapping count)",
+                 notes="Counts a put when its last write (the completion write, with `seq`) "
+                       "has entered the output port of this chip."),
+        Register("PUT_CLEAR", 0x06C, Access.ACTION, "clear PUT_STATUS.error and .refused",
+                 fields=(Field("clear", 0, 1, "1 clears"),)),
+    ]
+
+
 def _channel_registers():
     """The CH group: one record of registers per DMA channel (0x300)."""
     ch = dict(dims=(N_DMA_CHANNELS,), stride=0x40, index_args=("c",), group="CH")
@@ -349,7 +367,7 @@ def peach2_regmap(*, n_routes=DEFAULT_N_ROUTES, buffer_beats=DEFAULT_BUFFER_BEAT
     regs = (_chip_registers(n_routes, buffer_beats, s_is_rc)
             + _dma_registers(dma_tags, dma_buffer) + _route_registers(n_routes)
             + _channel_registers() + _slot_registers() + _counter_registers()
-            + protection_registers() + window_registers())
+            + protection_registers() + window_registers() + _put_registers())
     return RegisterMap(
         name="peach2", title="PEACH2 control registers (BAR 0)", size=BAR_SIZE,
         registers=regs,
@@ -361,7 +379,9 @@ def peach2_regmap(*, n_routes=DEFAULT_N_ROUTES, buffer_beats=DEFAULT_BUFFER_BEAT
         enums=[Enumeration("PORT", "port numbers (PORT_STATUS, COUNT and ROUTE_TARGET.port)",
                            PORT_TABLE),
                Enumeration("COUNT_REASON", "counter reasons r of COUNT[p][r]", _reason_values()),
-               Enumeration("DMA_ERROR", "DMA error codes (CH_STATUS.error)", DMA_ERROR_TABLE)],
+               Enumeration("DMA_ERROR", "DMA error codes (CH_STATUS.error)", DMA_ERROR_TABLE),
+               Enumeration("PUT_ERROR", "inline put error codes (PUT_STATUS.error)",
+                           PUT_ERROR_TABLE)],
         params={"n_routes": n_routes, "buffer_beats": buffer_beats, "s_is_rc": bool(s_is_rc),
                 "dma_tags": dma_tags, "dma_buffer": dma_buffer},
         notes=_ACCESS_NOTES, sections=[("Programming sequence", _SOFTWARE_NOTES)])

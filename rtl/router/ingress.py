@@ -4,7 +4,7 @@ from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..params import N_WINDOWS
+from ..params import N_WINDOWS, PUT_BAR
 from ..signatures import IngressConfigSignature
 from ..tlp.layouts import Type
 from ..tlp.stream import TLPBeat, TLPStream
@@ -40,6 +40,9 @@ class Ingress(wiring.Component):
                                              through N)
     N: memory request hitting the register   CSR
     BAR
+    N: memory write into the put window      CSR output (the top hands it to the put
+    (BAR 4)                                  engine, ``docs/put.md``)
+    N: memory read into the put window       dropped, READ_REJECTED
     N: memory write into the TCA window      routed, if CONTROL.PIO_ENABLE (else
                                              WINDOW_CLOSED)
     N: memory read into the TCA window       dropped, READ_REJECTED (remote reads are not
@@ -113,10 +116,11 @@ class Ingress(wiring.Component):
         One-cycle strobes indexed by :class:`~peach2.router.common.Reason`, from registers.
     """
 
-    def __init__(self, port, *, n_routes=8, csr_bar=0, tca_bar=2):
+    def __init__(self, port, *, n_routes=8, csr_bar=0, tca_bar=2, put_bar=PUT_BAR):
         self.port = Port(port)
         self.csr_bar = csr_bar
         self.tca_bar = tca_bar
+        self.put_bar = put_bar
         super().__init__({
             "i_tlp":        In(TLPStream()),
             "o_tlp":        Out(TLPStream()),
@@ -217,6 +221,12 @@ class Ingress(wiring.Component):
             m.d.comb += reason_fixed.eq(Reason.UNEXPECTED_CPL)
         with m.Elif(is_mem & on_n & i.p.bar[self.csr_bar]):
             m.d.comb += [fwd_fixed.eq(1), to_csr.eq(1)]
+        with m.Elif(is_mem & on_n & i.p.bar[self.put_bar]):
+            # Inline puts: written into BAR 4, taken off the CSR output by the top.
+            with m.If(has_data):
+                m.d.comb += [fwd_fixed.eq(1), to_csr.eq(1)]
+            with m.Else():
+                m.d.comb += reason_fixed.eq(Reason.READ_REJECTED)
         with m.Elif(is_mem & ((self.port != Port.N) | i.p.bar[self.tca_bar])):
             with m.If(has_data):
                 m.d.comb += routable.eq(1)

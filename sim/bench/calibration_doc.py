@@ -182,6 +182,38 @@ def _statements(saved):
     return out, (last, first)
 
 
+#: Goals of the inline puts on this pair of chips (sub-microsecond puts): kick to flag, and
+#: puts appended per microsecond.
+PUT_GOAL_NS, PUT_RATE_GOAL = 900, 20
+
+
+def _put_lines(tca):
+    """The inline puts' figures ([put](put.md)) of the same simulation, if it measured them."""
+    put, stream = tca.get("put"), tca.get("put_stream")
+    if not put or not stream:
+        return []
+    kick = put["kick_to_flag_ns"]
+    rate = stream["per_us"]
+    return [
+        "",
+        "### Inline puts",
+        "",
+        "The same two chips, an 8-byte inline put ([put](put.md)): 64 bytes written into BAR 4 "
+        "carrying the data, sent as a memory write and a completion write into the receiver's "
+        "host flag, with no host read. From host 0's store (the kick) to host 1 seeing its flag: "
+        f"**{kick:.0f} ns** (goal <= {PUT_GOAL_NS} ns: "
+        f"{'met' if kick <= PUT_GOAL_NS else 'NOT met'}; Tofu's lowest level 0.91 us for 4 "
+        "bytes, 004 section 6.1); half a round trip of a put ping-pong "
+        f"{put['one_way_ns']:.0f} ns, against the DMA's {tca['dma_host']['one_way_ns']:.0f} ns "
+        f"(two host reads first) and PIO's {tca['pio']['one_way_ns']:.0f} ns (one store, no "
+        f"flag). {stream['count']} puts issued back to back land at **{rate:.1f} per us** "
+        f"(first flag to last; goal >= {PUT_RATE_GOAL}: "
+        f"{'met' if rate >= PUT_RATE_GOAL else 'NOT met'}); the bound of N's wire is 45 per "
+        "us (a 64-byte write with a 4-DW header is 88 wire bytes), of the put engine 41.7 "
+        "(6 cycles a put).",
+    ]
+
+
 def section(saved, img, draw=True):
     """The section's ``(title, body)``; draws the plot under ``img`` when ``draw``."""
     if draw is True or (draw and PLOT in draw):
@@ -223,6 +255,7 @@ def section(saved, img, draw=True):
               "the GPU), so an extra host read latency L would add about 2L to the CPU row and L "
               "to the GPU row; the GPU row's extra half microsecond is the GPU model's read "
               f"latency ({tca['gpu_read_latency_ns']:.0f} ns, assumed: no paper gives it)."]
+    lines += _put_lines(tca)
     statements, (last, first) = _statements(saved)
     names = list(tca["curves"])
     lines += [

@@ -8,6 +8,9 @@ and for users scripting a simulation:
   adapter of ``tb/csr``): registers by name, routes, node offset, enables, counters, MSI,
   protection windows (:meth:`Driver.set_window`), and PIO writes into another node's host or
   GPU window.
+- Inline puts (``docs/put.md``): :meth:`Driver.put` writes a 64-byte descriptor carrying up
+  to 32 bytes of data into BAR 4; :meth:`Driver.put_status`, :meth:`Driver.put_done`,
+  :meth:`Driver.put_clear`, :meth:`Driver.put_set_vector`.
 - DMA (000 section 2.5, the TCA API): :meth:`Driver.dma_config`, chains of descriptors built
   with :class:`peach2.sim.driver.chain.Chain` (``tcaSetDMADesc_Memcpy``) and registered with
   :meth:`Driver.dma_desc_set` (``tcaDescSet``), :meth:`Driver.dma_start` (``tcaStartDMADesc``),
@@ -53,7 +56,9 @@ Example
 """
 
 from peach2.csr.regmap import REGMAP, VERSION_MAJOR, Access
-from peach2.params import N_DMA_CHANNELS, N_DMA_SLOTS, DmaError
+from peach2.params import N_DMA_CHANNELS, N_DMA_SLOTS, PUT_WINDOW, DmaError
+from peach2.put.descriptor import PUT_BYTES
+from peach2.put.descriptor import pack as pack_put
 from peach2.routes import MASK64, RouteSet, RouteTableFull, check_u64, port_number
 
 from .errors import DmaFault, DriverError
@@ -94,14 +99,17 @@ class Driver:
     memory : object or None
         Host memory for DMA descriptors: async ``write(address, data)`` at bus addresses (a
         cocotbext-pcie ``rc.mem_address_space``); needed by :meth:`dma_desc_set` only.
+    put_bar : object or None
+        The put window (BAR 4), same interface; needed by :meth:`put` only.
 
     All methods are coroutines except where noted; arguments are checked and out-of-range values
     raise ``ValueError``/``IndexError`` instead of being truncated.
     """
 
-    def __init__(self, bar0, tca_bar=None, *, regmap=REGMAP, memory=None):
+    def __init__(self, bar0, tca_bar=None, *, regmap=REGMAP, memory=None, put_bar=None):
         self.bar0 = bar0
         self.tca_bar = tca_bar
+        self.put_bar = put_bar
         self.regmap = regmap
         self.memory = memory
         self._n_routes = None
@@ -542,3 +550,39 @@ class Driver:
         await self.dma_desc_set(chain)
         await self.dma_start(chain.channel)
         return await self.dma_wait(chain.channel, **wait_args)
+
+    # -- inline puts (docs/put.md) -----------------------------------------------------------------
+
+    async def put(self, dst, data, *, seq_addr=None, seq_value=0, irq=False, slot=0):
+        """Send an inline put: ``data`` (1 .. 32 bytes) to TCA address ``dst``, then with
+        ``seq_addr`` the 4-byte completion write of ``seq_value``, then with ``irq`` an MSI.
+
+        One 64-byte write into put slot ``slot`` (0 .. 63) of BAR 4; every slot feeds the same
+        queue.  The chip refuses a put that crosses a 4 KiB boundary (PUT_STATUS): split it.
+        """
+        if self.put_bar is None:
+            raise ValueError("this Driver has no put_bar; pass it to Driver(bar0, put_bar=...)")
+        if not 0 <= slot < PUT_WINDOW // PUT_BYTES:
+            raise ValueError(f"put slot {slot} is not 0 .. {PUT_WINDOW // PUT_BYTES - 1}")
+        check_u64("dst", dst)
+        if seq_addr is not None:
+            check_u64("seq_addr", seq_addr)
+        raw = pack_put(dst=dst, data=data, seq_addr=seq_addr, seq_value=seq_value, irq=irq)
+        await self.put_bar.write(slot * PUT_BYTES, raw)
+
+    async def put_status(self):
+        """Return PUT_STATUS's fields: ``level`` (puts queued), ``error`` (the last refusal's
+        PutError code), ``refused`` (since :meth:`put_clear`)."""
+        return await self.read_fields("PUT_STATUS")
+
+    async def put_done(self):
+        """Return PUT_DONE: puts sent since reset (a wrapping 32-bit count)."""
+        return await self.read_reg("PUT_DONE")
+
+    async def put_clear(self):
+        """Clear PUT_STATUS.error and .refused."""
+        await self.write_reg("PUT_CLEAR", clear=1)
+
+    async def put_set_vector(self, vector):
+        """Set the MSI vector of puts sent with ``irq``."""
+        await self.write_reg("PUT_CFG", msi_vector=vector)

@@ -8,6 +8,7 @@ from .blocks.dma import DmaHarness
 from .blocks.egress import EgressHarness
 from .blocks.ingress import IngressHarness
 from .blocks.linkstate import LinkGateHarness, LinkStateHarness
+from .blocks.put import PutHarness
 from .blocks.receiver import ReceiverHarness
 from .blocks.slice import SliceHarness
 from .contract import RULES
@@ -34,6 +35,10 @@ _WHY_RAM = ("the FIFOs keep their entries in a block-RAM memory, which no lemma 
             "(Amaranth cannot put a memory row in a design), so the induction cannot tie the "
             "stored beats and first flags to the tracker; the same properties are proved with "
             "single-register FIFOs (block buffer)")
+_WHY_PUT = ("the induction needs invariants tying the output registers (header length, beats, "
+            "last dw_en) to the descriptor they were made from in the stages before, which are "
+            "not written yet; 20 cycles hold a write's four beats, the queue, CHECK, ROUTE, "
+            "DECIDE and the longest put's four beats with stalls")
 _WHY_RX = ("the invariants of the receiver's four-stage pipeline (the window and done bits "
            "each stage saw, with stage 2c's and 3's forwarding) are not written yet")
 
@@ -63,6 +68,8 @@ BLOCKS = {
         ("hold", "prove", 3, False, ""), ("frame", "prove", 3, False, ""),
         ("err", "prove", 3, False, ""), ("dw_en", "prove", 3, False, ""),
         ("length", "prove", 3, False, "")]),
+    "put": _block("put", PutHarness, [
+        (name, "bmc", 20, False, _WHY_PUT) for name in PutHarness.PROPERTIES]),
     "ingress_e": _block("ingress_e", IngressHarness, [
         ("route", "prove", 6, False, ""), ("forward", "prove", 6, False, ""),
         ("hold", "prove", 4, False, ""), *_contract(10, "bmc", why=_WHY_INGRESS)[1:]],
@@ -75,7 +82,7 @@ BLOCKS = {
 
 
 #: The properties the default test suite runs (a few seconds each, at least one per block but
-#: ``dma``, whose proofs take minutes); every other one is marked slow (``-m slow``,
+#: ``dma`` and ``put``, whose proofs take minutes); every other one is marked slow (``-m slow``,
 #: ``peach2 prove --quick`` skips them).
 QUICK = {"slice.order", "egress.translate", "linkstate.answered", "gate.hold", "gate.frame",
          "ingress_e.hold", "crossbar.order", "buffer.order", "buffer.queued", "receiver.accept"}

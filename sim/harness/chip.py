@@ -20,11 +20,12 @@ import random
 from cocotb.triggers import ClockCycles
 from cocotbext.pcie.core.utils import PcieId
 
+from peach2.params import PUT_BAR, PUT_WINDOW
 from peach2.platform.hardip import KO_CPL_SPC_VC0
 from peach2.sim.hardip import HardIPModel
 from peach2.sim.pcie import Host, terminate
 
-__all__ = ["ChipHarness", "PORTS", "CSR_BAR", "TCA_BAR", "TCA_SIZE", "LTSSM_L0"]
+__all__ = ["ChipHarness", "PORTS", "CSR_BAR", "TCA_BAR", "PUT_BAR", "TCA_SIZE", "LTSSM_L0"]
 
 PORTS = ("n", "e", "w", "s")
 CSR_BAR = 0
@@ -107,7 +108,10 @@ class ChipHarness:
             if p not in self.ports:
                 continue
             if p == "n":
-                bars = [(4096, False, False), None, (TCA_SIZE, True, True)]
+                # BAR 0 registers, BAR 2 the TCA window, BAR 4 the put window (both 64-bit
+                # prefetchable: the host may map them write-combining).
+                bars = [(4096, False, False), None, (TCA_SIZE, True, True), None,
+                        (PUT_WINDOW, True, True)]
                 self.models[p] = HardIPModel(dut, prefix=f"{prefix}{p}_", bars=bars, seed=seed,
                                         **common)
             else:

@@ -63,7 +63,7 @@ from peach2.sim.pcie import (
 )
 from peach2.sim.run import EdgeTicker
 
-from .chip import PORTS, TCA_BAR, TCA_SIZE, ChipHarness
+from .chip import PORTS, PUT_BAR, TCA_BAR, TCA_SIZE, ChipHarness
 
 __all__ = ["Cluster"]
 
@@ -259,7 +259,8 @@ class Cluster:
             if bar != amap.tca_base or size < span:
                 raise ValueError(f"host {i} put the TCA BAR ({size:#x} bytes) at {bar:#x}; the "
                                  f"address map needs {span:#x} bytes at {amap.tca_base:#x}")
-        self.drivers = [Driver(chip.host.bars[0], chip.host.bars[TCA_BAR])
+        self.drivers = [Driver(chip.host.bars[0], chip.host.bars[TCA_BAR],
+                               put_bar=chip.host.bars[PUT_BAR])
                         for chip in self.chips]
         self._memory = [chip.host.alloc(amap.host_size, above_4g=self.above_4g)
                         for chip in self.chips]

@@ -157,7 +157,7 @@ def outcome(decision):
     """``(dest, error)`` of a reference :class:`~peach2.sim.reference.router.Decision`."""
     if decision.action == "forward":
         return decision.port, "none"
-    if decision.action == "csr":
+    if decision.action in ("csr", "put"):       # a put leaves on the register block's output
         return "CSR", "none"
     return "drop", decision.reason
 

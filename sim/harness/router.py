@@ -23,7 +23,7 @@ from peach2.sim.driver import Driver
 from peach2.sim.reference import RouteEntry, RouterState, route
 from peach2.sim.run import run_inputs
 
-from .chip import PORTS, TCA_BAR, ChipHarness
+from .chip import PORTS, PUT_BAR, TCA_BAR, ChipHarness
 
 __all__ = ["REASONS", "HOST_ID", "NODE_SIZE", "MASK64", "setup", "mwr", "mrd", "wait_quiet",
            "seq_of", "requests_sent", "check_delivered", "wait_until", "program_nodes",
@@ -59,7 +59,7 @@ async def setup(dut, *, pauses=True, seed=None, **chip_options):
             model.idle_inside_packets = False
             model.set_idle_generator(iter(lambda: int(rng.random() < 0.2), 2))
             chip.set_backpressure(p, iter(lambda: int(rng.random() < 0.2), 2))
-    return chip, Driver(bars[0], bars[TCA_BAR]), bars
+    return chip, Driver(bars[0], bars[TCA_BAR], put_bar=bars[PUT_BAR]), bars
 
 
 def _memory_request(address, read_or_write, requester, tag):

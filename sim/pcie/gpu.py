@@ -28,7 +28,11 @@ the model reproduces:
 Simplifications: no BAR1 page table and no GPUDirect pin-down (``cuPointerGetAttribute`` token,
 ``nvidia_p2p_get_pages``): the whole BAR is device memory, mapped from the start; the memory is
 a plain byte array (``GpuModel.memory``) that tests read and write without simulation time, as
-a ``cudaMemcpy`` would; no GPU kernels, no GPU-initiated DMA; completions are split at the
+a ``cudaMemcpy`` would; a GPU kernel is a coroutine that may store to a peer's BAR
+(:meth:`GpuFunction.store`: a posted write upstream, leaving at once: no paper gives the K20's
+store path, so it costs nothing of its own) and poll its own memory
+(:meth:`GpuFunction.wait_word`: it sees a write when it lands); no compute, no copy engines,
+no GPU-initiated DMA; completions are split at the
 128-byte RCB like cocotbext-pcie's endpoint; reads are answered in arrival order; the slower
 rate when one DMA both reads and writes the same GPU (002 section 4.1.2) is not modelled; the
 host's CPU does not reach its GPUs by loads and stores (the model's host memory map has no
@@ -45,8 +49,8 @@ from cocotbext.pcie.core.tlp import Tlp, TlpType
 
 from .host import completion_plan
 
-__all__ = ["GpuModel", "GpuFunction", "attach_gpu", "place_gpu", "GPU_READ_BANDWIDTH",
-           "GPU_READ_LATENCY_NS"]
+__all__ = ["GpuModel", "GpuFunction", "attach_gpu", "place_gpu", "enable_kernel_stores",
+           "GPU_READ_BANDWIDTH", "GPU_READ_LATENCY_NS"]
 
 #: 002 section 4.1.2: the highest rate PEACH2's DMA read K20 memory at, bytes per second.
 GPU_READ_BANDWIDTH = 870e6
@@ -96,11 +100,40 @@ class GpuFunction(MemoryEndpoint):
         self._pipe_free_ns = 0.0        # when the read pipe has passed all data given to it
         self._completions = Queue()     # (send time in ns, completion) in send order
         self._sender = None
+        self._waiters = []              # (offset, value, Event) of kernels polling a word
 
     async def handle_mem_write_tlp(self, tlp):
         await super().handle_mem_write_tlp(tlp)
         if self.match_bar(tlp.address):
             self.bytes_written += tlp.get_be_byte_count()
+            for waiter in list(self._waiters):
+                offset, value, event = waiter
+                if int.from_bytes(self.memory[offset:offset + 4], "little") == value:
+                    self._waiters.remove(waiter)
+                    event.set()
+
+    async def store(self, address, data):
+        """A kernel's store of ``data`` to bus ``address`` (a peer's BAR that CUDA mapped for
+        the kernel, as PEACH2's put window): posted writes upstream, sent at once."""
+        await self.mem_write(address, bytes(data))
+
+    async def wait_word(self, offset, value, timeout_ns):
+        """A kernel polling the 32-bit word at ``offset`` of its memory until it is ``value``;
+        returns the simulated time (ns) it was seen.  ``TimeoutError`` after ``timeout_ns``."""
+        from cocotb.triggers import Event, SimTimeoutError, with_timeout
+        if not 0 <= offset <= self.size - 4:
+            raise ValueError(f"offset {offset:#x} is outside the {self.size:#x}-byte memory")
+        if int.from_bytes(self.memory[offset:offset + 4], "little") != value:
+            event = Event()
+            self._waiters.append((offset, value, event))
+            try:
+                await with_timeout(event.wait(), timeout_ns, "ns")
+            except SimTimeoutError:
+                self._waiters.remove((offset, value, event))
+                held = int.from_bytes(self.memory[offset:offset + 4], "little")
+                raise TimeoutError(f"GPU memory word {offset:#x} holds {held:#x}, not "
+                                   f"{value:#x}, after {timeout_ns} ns") from None
+        return get_sim_time("ns")
 
     async def handle_mem_read_tlp(self, tlp):
         """Queue the read's completions at the times the read pipe delivers their data.
@@ -253,3 +286,10 @@ async def place_gpu(host, gpu, address):
         raise AssertionError(f"GPU BAR 0 reads back {got:#x} behind a root port window "
                              f"{lo:#x}..{hi:#x}; placed at {address:#x}, {size:#x} bytes")
     return got
+
+
+async def enable_kernel_stores(host, gpu):
+    """Let ``gpu``'s kernels store to peers (:meth:`GpuFunction.store`): its host enables the
+    GPU as a bus master, as the GPU's driver does before a kernel may write to a peer's BAR.
+    Not done by :func:`place_gpu`, so that runs without kernel stores keep their timing."""
+    await host.rc.find_device(gpu.function.pcie_id).set_master()

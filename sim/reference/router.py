@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 
+from peach2.params import PUT_BAR
+
 __all__ = ["RouteEntry", "RouterState", "Decision", "route", "translate", "PORT_NAMES"]
 
 PORT_NAMES = ("N", "E", "W", "S")
@@ -40,6 +42,7 @@ class RouterState:
     route_enable: bool = False
     csr_bar: int = 0
     tca_bar: int = 2
+    put_bar: int = PUT_BAR
 
     def lookup(self, address):
         """Return the port of the first matching entry, or None."""
@@ -51,7 +54,7 @@ class RouterState:
 
 @dataclass
 class Decision:
-    """``action`` is "forward", "csr" or "drop"; ``port`` where a forwarded TLP leaves;
+    """``action`` is "forward", "csr", "put" (to the put engine) or "drop"; ``port`` where a forwarded TLP leaves;
     ``reason`` the counter of a drop; ``ur`` whether a UR completion answers it."""
     action: str
     port: str = None
@@ -78,6 +81,8 @@ def route(state, port, tlp, bar=None):
     if port == "N":
         if is_mem and bar == state.csr_bar:
             return Decision("csr")
+        if is_mem and bar == state.put_bar:
+            return Decision("put") if ft in _MEM_WRITE else drop("READ_REJECTED")
         if not (is_mem and bar == state.tca_bar):
             return drop("UNSUPPORTED")
         window_open = state.pio_enable

@@ -10,6 +10,11 @@ back, node 0 waits until it is back; one-way = round trip / 2.  One warm-up roun
 
 - ``pio``: 8-byte CPU store from host 0 into host 1's memory; host 1 sees the word (event-driven
   poll of its memory) and stores 8 bytes back into host 0's memory.
+- ``put``: an 8-byte inline put (docs/put.md) from host 0 into host 1's memory with its
+  completion write into host 1's flag; host 1 sees the flag and puts the data back.  Beside the
+  half round trip, the one-way time from host 0's store into BAR 4 to host 1 seeing its flag
+  (``kick_to_flag_ns``); ``put_stream``: ``stream`` puts back to back (default 64), the rate
+  host 1 sees their flags land at (first to last) and how long host 0 took to issue them.
 - ``dma_host`` / ``dma_gpu`` and the curve: a chained DMA of one descriptor (prepared once, as
   ``tcaDescSet``; started by a register write) from node 0's host memory (or GPU 0) into node 1's,
   ending in a completion write into a flag of node 1's host memory, where its CPU polls it
@@ -156,6 +161,73 @@ class TB:
         return times
 
 
+    async def inline_put(self, rounds, size=8):
+        """Round trips (ns) of ``rounds`` ping-pongs of inline puts (docs/put.md): node 0 puts
+        ``size`` bytes into node 1's host memory with a completion write into node 1's flag;
+        node 1's CPU sees the flag and puts the data back the same way.  Also returns the
+        one-way times from node 0's store into BAR 4 (the kick) to node 1 seeing its flag."""
+        from cocotb.utils import get_sim_time
+        flag, out, back = 0x300, 0x340, 0x380
+        mem = self.mem
+        times, one_way = [], []
+        for r in range(rounds):
+            data = self.rng.randbytes(size)
+            value = 0x1000 + r
+            for node in (0, 1):
+                self.put(Place(node, "host", flag), bytes(4))
+
+            async def node1(data=data, value=value):
+                await mem.wait_word(Place(1, "host", flag), value, 100_000)
+                await self.cluster.drivers[1].put(
+                    mem.tca(Place(0, "host", back), size), mem.read(Place(1, "host", out), size),
+                    seq_addr=mem.tca(Place(0, "host", flag), 4), seq_value=value)
+                return get_sim_time("ns")
+
+            echo = cocotb.start_soon(node1())
+            t0 = get_sim_time("ns")
+            await self.cluster.drivers[0].put(
+                mem.tca(Place(1, "host", out), size), data,
+                seq_addr=mem.tca(Place(1, "host", flag), 4), seq_value=value)
+            t1 = await mem.wait_word(Place(0, "host", flag), value, 100_000)
+            seen = await echo
+            times.append(t1 - t0)
+            one_way.append(seen - t0)
+            await self.cluster.quiet()
+            for place, raw in ((Place(1, "host", out), data), (Place(0, "host", back), data),
+                               (Place(0, "host", flag), value.to_bytes(4, "little")),
+                               (Place(1, "host", flag), value.to_bytes(4, "little"))):
+                self.expect(place, raw)
+            self.check(f"inline put ping-pong round {r}")
+        return times, one_way
+
+    async def put_stream(self, count, size=8):
+        """``count`` inline puts of ``size`` bytes from host 0 to host 1, issued back to back,
+        each with a completion write of its index + 1 into one flag.  Returns the times (ns)
+        from the first store into BAR 4: host 0 done issuing, host 1 seeing the first flag and
+        the last."""
+        from cocotb.utils import get_sim_time
+        flag, out = 0x400, 0x800
+        mem = self.mem
+        self.put(Place(1, "host", flag), bytes(4))
+        data = [self.rng.randbytes(size) for _ in range(count)]
+        first = cocotb.start_soon(mem.wait_word(Place(1, "host", flag), 1, 100_000))
+        t0 = get_sim_time("ns")
+        for k, raw in enumerate(data):
+            await self.cluster.drivers[0].put(
+                mem.tca(Place(1, "host", out + size * k), size), raw,
+                seq_addr=mem.tca(Place(1, "host", flag), 4), seq_value=k + 1, slot=k % 64)
+        issued = get_sim_time("ns")
+        last = await mem.wait_word(Place(1, "host", flag), count, 100_000)
+        await self.cluster.quiet()
+        for k, raw in enumerate(data):
+            self.expect(Place(1, "host", out + size * k), raw)
+        self.expect(Place(1, "host", flag), count.to_bytes(4, "little"))
+        self.check(f"{count} inline puts back to back")
+        return {"count": count, "size": size, "issued_ns": issued - t0,
+                "first_ns": await first - t0, "last_ns": last - t0,
+                "per_us": (count - 1) / (last - await first) * 1e3}
+
+
 def _row(times, size):
     measured = times[1:]
     one_way = sorted(measured)[len(measured) // 2] / 2
@@ -196,6 +268,14 @@ async def pingpong(dut):
     log("PIO CPU -> CPU", out["pio"])
     out["dma_host"] = _row(await tb.dma("host", 8, 1 + iters), 8)
     log("DMA CPU -> CPU", out["dma_host"])
+    times, one_way = await tb.inline_put(1 + iters)
+    out["put"] = {**_row(times, 8), "kick_to_flag_ns": sorted(one_way[1:])[len(one_way[1:]) // 2]}
+    log("inline put CPU -> CPU", out["put"])
+    count = PARAMS.get("stream", 64)
+    out["put_stream"] = row = await tb.put_stream(count)
+    dut._log.info("%d inline puts back to back: issued in %.0f ns, first flag %.0f ns, last "
+                  "%.0f ns: %.1f per us at the receiver", count, row["issued_ns"],
+                  row["first_ns"], row["last_ns"], row["per_us"])
     out["dma_gpu"] = _row(await tb.dma(("gpu", 0), 8, 1 + iters), 8)
     out["dma_gpu"]["gpu_read"] = gpu_reads[0][0]
     log("DMA GPU -> GPU", out["dma_gpu"])

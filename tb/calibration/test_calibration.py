@@ -42,6 +42,10 @@ def test_pingpong_small_and_the_section(tmp_path):
     # pulls ahead once a transfer is long enough for it to matter
     assert all(r["mb_s"] < doc.GPU_READS[1][1] / 1e6 for r in slow)
     assert fast[-1]["mb_s"] > 1.5 * slow[-1]["mb_s"]
+    # an inline put (docs/put.md) skips both host reads: under the DMA's time, within the goal
+    assert tca["put"]["kick_to_flag_ns"] <= doc.PUT_GOAL_NS
+    assert tca["put"]["one_way_ns"] < tca["dma_host"]["one_way_ns"] / 2
+    assert tca["put_stream"]["per_us"] >= doc.PUT_RATE_GOAL
     data = {"tca": tca, "mpi": doc.mpi_side(SMALL), "sizes": SMALL}
     rows = doc.table_rows(data)
     assert len(rows) == 5
@@ -52,3 +56,4 @@ def test_pingpong_small_and_the_section(tmp_path):
     assert title.startswith("Calibration")
     assert "| PEACH2 DMA, GPU memory to remote GPU memory, 8 B |" in body
     assert "| 16 KiB |" in body and "TCA ahead of MV2GDR up to 512 KB" in body
+    assert "### Inline puts" in body and "goal <= 900 ns: met" in body

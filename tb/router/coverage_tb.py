@@ -144,7 +144,7 @@ def build(t, hole, csr_base):
             page = t.base + node * NODE_SIZE + 0x1000 * rng.randrange(NODE_SIZE >> 12)
             tlp = _memory(t, kind, size, align, page)
         if error == "UNSUPPORTED":
-            bardec = rng.choice([0, 1 << 4])        # N: no BAR of ours, or BAR 4
+            bardec = rng.choice([0, 1 << 1])        # N: no BAR of ours, or BAR 1 (unused)
     elif kind in ("Cpl", "CplD"):
         dws = _dws(rng, size)
         tlp, bardec = completion(rng, data=rng.randbytes(4 * dws) if dws else None), 0

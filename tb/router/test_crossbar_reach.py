@@ -17,13 +17,14 @@ from amaranth.sim import Simulator
 from peach2.router.crossbar import Crossbar
 from peach2.top import CROSSBAR_REACH as REACH
 
-N_IN, N_OUT = 8, 6
+N_IN, N_OUT = 9, 6
 
 
 def test_the_tops_reach():
     """The reach the top gives its crossbar: N, E, W, S anywhere; register completions (4)
-    and DMA reads (7) to N only; UR completions (5) and DMA writes (6) to the four ports."""
-    assert REACH == (0b111111,) * 4 + (0b000001, 0b001111, 0b001111, 0b000001)
+    and DMA reads (7) to N only; UR completions (5), DMA writes (6) and inline puts (8) to the
+    four ports."""
+    assert REACH == (0b111111,) * 4 + (0b000001, 0b001111, 0b001111, 0b000001, 0b001111)
 
 
 class _Pair(Elaboratable):
