@@ -7,15 +7,18 @@ from .algorithms import (
     allgather_reference,
     broadcast,
     broadcast_reference,
+    direct_allgather,
+    direct_broadcast,
     log2_exact,
     puts,
     ring_allgather,
 )
 from .halo import ORDERS, HaloGrid, halo_exchange, halo_local, halo_reference
 from .memory import Memories, Place
-from .plan import FLAG, Collective, Program, Result, Step, prepare, run
+from .plan import FLAG, INLINE_MAX, PATHS, Collective, Program, Result, Step, prepare, run
 
-__all__ = ["broadcast", "allgather", "ring_allgather", "puts", "broadcast_reference", "allgather_reference",
+__all__ = ["broadcast", "allgather", "ring_allgather", "direct_broadcast", "direct_allgather",
+           "puts", "INLINE_MAX", "PATHS", "broadcast_reference", "allgather_reference",
            "log2_exact", "HaloGrid", "halo_exchange", "halo_local", "halo_reference", "ORDERS",
            "Place", "Memories", "FLAG", "Step", "Program", "Collective", "Result", "prepare",
            "run"]

@@ -22,6 +22,11 @@ node, window, offset), so they can be host memory or, once the cluster has them,
   between the rings (one S hop on a 2xK).  More steps than recursive doubling (``ceil((K-1)/2)``
   on a ring of K against ``log2(K)``), but no step puts two flows on one link, so it wins where
   a step is bandwidth-bound (docs/collectives.md, "Which Allgather").
+- :func:`direct_broadcast`, :func:`direct_allgather`: one step, every send at once (the root
+  to every node; every node to every node), each receiver waiting for one flag per sender.
+  For small messages sent as inline puts (docs/put.md, ``run(..., paths="auto")``), where a
+  step's latency is the cost and issuing one more put costs tens of nanoseconds, one step beats
+  ``log2(p)`` of them; for large ones every send shares the sender's link.
 - :func:`puts`: independent transfers, one chained DMA per sender (the collision case:
   two senders into one receiver; the latency per hop: one sender at a time).
 
@@ -35,8 +40,8 @@ from peach2.sim.driver import memcpy
 from .memory import Place
 from .plan import FLAG, Collective, Program, Step
 
-__all__ = ["broadcast", "allgather", "ring_allgather", "puts", "broadcast_reference", "allgather_reference",
-           "log2_exact"]
+__all__ = ["broadcast", "allgather", "ring_allgather", "direct_broadcast", "direct_allgather", "puts",
+           "broadcast_reference", "allgather_reference", "log2_exact"]
 
 
 def log2_exact(p):
@@ -185,6 +190,52 @@ def ring_allgather(mem, nodes, buf, size, *, ring=None, window="host"):
     return Collective("allgather", programs, flags,
                       {"nodes": p, "steps": east + across, "bytes": size,
                        "gathered": p * size, "algorithm": "ring", "ring": k})
+
+
+def direct_broadcast(mem, nodes, buf, size, *, root=0, window="host", channel=0):
+    """The Broadcast of :func:`broadcast` in one step: ``nodes[root]`` sends to every other
+    node, farthest in rank first (one chained DMA with a descriptor per node, or one inline put
+    each); any number of nodes >= 2."""
+    p = len(nodes)
+    if p < 2 or size < 1:
+        raise ValueError(f"needs at least 2 nodes and 1 byte, not {p} and {size}")
+    flag = mem.symmetric(4)
+    src_node = nodes[root]
+    src = mem.local(Place(src_node, window, buf), size)
+    order = sorted((r for r in range(p) if r != root), key=lambda r: -abs(r - root))
+    transfers = [memcpy(src, mem.tca(Place(nodes[r], window, buf), size), size,
+                        seq=_flag_word(mem, nodes[r], flag)) for r in order]
+    flags = [Place(nodes[r], "host", flag) for r in order]
+    programs = [Program(src_node, [Step(channel, transfers)])]
+    programs += [Program(nodes[r], [], done=[(Place(nodes[r], "host", flag), FLAG)])
+                 for r in order]
+    return Collective("direct_broadcast", programs, flags,
+                      {"nodes": p, "steps": 1, "bytes": size, "algorithm": "direct",
+                       "sends": [(1, src_node, nodes[r]) for r in order]})
+
+
+def direct_allgather(mem, nodes, buf, size, *, window="host", channel=0):
+    """The Allgather of :func:`allgather` in one step: every node sends its block to every
+    other node (starting with the next rank, so no two senders start on the same receiver),
+    each into its own flag there; any number of nodes >= 2."""
+    p = len(nodes)
+    if p < 2 or size < 1:
+        raise ValueError(f"needs at least 2 nodes and 1 byte, not {p} and {size}")
+    flags0 = mem.symmetric(4 * p)
+    programs, flags = [], []
+    for r, node in enumerate(nodes):
+        src = mem.local(Place(node, window, buf + r * size), size)
+        transfers = []
+        for k in range(1, p):
+            peer = nodes[(r + k) % p]
+            transfers.append(memcpy(src, mem.tca(Place(peer, window, buf + r * size), size),
+                                    size, seq=_flag_word(mem, peer, flags0 + 4 * r)))
+        mine = [(Place(node, "host", flags0 + 4 * q), FLAG) for q in range(p) if q != r]
+        flags += [place for place, _ in mine]
+        programs.append(Program(node, [Step(channel, transfers)], done=mine))
+    return Collective("direct_allgather", programs, flags,
+                      {"nodes": p, "steps": 1, "bytes": size, "gathered": p * size,
+                       "algorithm": "direct"})
 
 
 def puts(mem, transfers, *, channel=0):

@@ -27,14 +27,27 @@ cocotb when they are called.
 from dataclasses import dataclass, field
 
 from peach2.params import N_DMA_CHANNELS
+from peach2.put.descriptor import DATA_BYTES
 from peach2.sim.driver import Chain
 
 from .memory import gather
 
-__all__ = ["FLAG", "Step", "Program", "Collective", "Result", "prepare", "run"]
+__all__ = ["FLAG", "INLINE_MAX", "PATHS", "Step", "Program", "Collective", "Result", "prepare",
+           "run", "step_path"]
 
 #: Value of every completion write of a collective (flags are cleared to 0 before a run).
 FLAG = 1
+
+#: How a step's transfers are sent (:func:`run`'s ``paths``): ``"dma"``, one chained DMA (the
+#: papers' way); ``"auto"``, inline puts (docs/put.md) for a step whose every transfer qualifies
+#: (:func:`step_path`), a chained DMA otherwise.
+PATHS = ("dma", "auto")
+
+#: Largest transfer sent as inline puts, from the calibrated figures (docs/put.md): n puts of 32
+#: bytes land after about 853 + 41 (n - 1) ns (the first put's latency, then 24.5 a microsecond),
+#: a one-descriptor DMA after about 1840 ns + size / 3.66 GB/s: the puts are ahead up to about
+#: 1020 bytes: 1 KiB (32 puts).
+INLINE_MAX = 1024
 
 
 @dataclass
@@ -111,7 +124,7 @@ async def _prepare_node(mem, coll, prog):
             coll._preset.add((prog.node, i))
 
 
-async def _node(mem, coll, prog, seen, done, clk, timeout_ns, gate, notify):
+async def _node(mem, coll, prog, seen, done, clk, timeout_ns, gate, notify, paths):
     from cocotb.triggers import ClockCycles
     from cocotb.utils import get_sim_time
 
@@ -122,6 +135,9 @@ async def _node(mem, coll, prog, seen, done, clk, timeout_ns, gate, notify):
     for i, step in enumerate(prog.steps):
         for place, value in step.wait:
             seen[(place.node, place.offset)] = await mem.wait_word(place, value, timeout_ns)
+        if paths == "auto" and step_path(mem, prog.node, step) == "inline":
+            await _inline(mem, prog.node, step)
+            continue
         if (prog.node, i) not in coll._preset:
             if step.channel in started:     # the channel's previous chain must be over
                 await drv.dma_wait(step.channel, pause=lambda: ClockCycles(clk, 16))
@@ -136,15 +152,51 @@ async def _node(mem, coll, prog, seen, done, clk, timeout_ns, gate, notify):
         notify(prog.node, t)
 
 
+def step_path(mem, node, step):
+    """``"inline"`` when every transfer of ``step`` can go as inline puts from ``node``'s CPU:
+    one burst (no block-stride), at most :data:`INLINE_MAX` bytes, its source in the node's own
+    host memory (the CPU has the bytes; data in a GPU stays with the DMA, which reads it);
+    ``"dma"`` otherwise."""
+    base, region = mem.region(node, "host")
+    for t in step.transfers:
+        if (t.count or 1) != 1 or t.length > INLINE_MAX \
+                or not base <= t.src <= base + len(region) - t.length:
+            return "dma"
+    return "inline"
+
+
+async def _inline(mem, node, step):
+    """Send ``step``'s transfers as inline puts: each cut at 32 bytes and at 4 KiB destination
+    pages, its completion write on its last put (behind the data on the same path)."""
+    drv = mem.cluster.drivers[node]
+    base, region = mem.region(node, "host")
+    slot = 0
+    for t in step.transfers:
+        data = bytes(region[t.src - base:t.src - base + t.length])
+        at = 0
+        while at < t.length:
+            dst = t.dst + at
+            n = min(DATA_BYTES, t.length - at, 4096 - dst % 4096)
+            last = at + n == t.length
+            await drv.put(dst, data[at:at + n], seq_addr=t.seq_addr if last else None,
+                          seq_value=t.seq_value, slot=slot)
+            slot = (slot + 1) % 64
+            at += n
+
+
 def default_timeout_ns(coll):
     """A bound no run of ``coll`` should reach: 200 us plus 20 ns per byte a node receives
     (50 MB/s)."""
     return 200_000 + 20 * coll.info.get("gathered", coll.info.get("bytes", 0))
 
 
-async def run(mem, coll, timeout_ns=None, *, gate=None, notify=None):
+async def run(mem, coll, timeout_ns=None, *, gate=None, notify=None, paths="dma"):
     """Clear ``coll``'s flags, run every node's program from the same instant, return the
     :class:`Result`; then check every channel used ended without an error (``DmaFault``).
+
+    ``paths`` (:data:`PATHS`): ``"dma"`` sends every step as its chained DMA; ``"auto"`` sends
+    a step whose transfers all qualify (:func:`step_path`) as inline puts from the node's CPU
+    (docs/put.md), the others as DMAs.
 
     ``gate``: an async function of a node, awaited before that node's program starts (a node
     of a hybrid collective starts its TCA step when its MPI step is over); the node's flags
@@ -156,6 +208,8 @@ async def run(mem, coll, timeout_ns=None, *, gate=None, notify=None):
     from cocotb.triggers import ClockCycles
     from cocotb.utils import get_sim_time
 
+    if paths not in PATHS:
+        raise ValueError(f"paths must be one of {PATHS}, not {paths!r}")
     timeout_ns = default_timeout_ns(coll) if timeout_ns is None else timeout_ns
     if not coll._chains and any(p.steps for p in coll.programs):
         await prepare(mem, coll)
@@ -170,7 +224,7 @@ async def run(mem, coll, timeout_ns=None, *, gate=None, notify=None):
         for channel in sorted({s.channel for s in prog.steps}):
             await drv.dma_wait(channel, pause=lambda: ClockCycles(clk, 64), max_polls=10_000)
     try:
-        await gather(_node(mem, coll, prog, seen, done, clk, timeout_ns, gate, notify)
+        await gather(_node(mem, coll, prog, seen, done, clk, timeout_ns, gate, notify, paths)
                      for prog in coll.programs)
     except TimeoutError:        # a flag never came: a channel that stopped says why
         await gather(channels_ended(prog) for prog in coll.programs)

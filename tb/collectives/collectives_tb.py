@@ -40,6 +40,8 @@ from peach2.sim.collectives import (
     allgather_reference,
     broadcast,
     broadcast_reference,
+    direct_allgather,
+    direct_broadcast,
     halo_exchange,
     halo_local,
     halo_reference,
@@ -115,15 +117,18 @@ class TB:
         await self.cluster.assert_no_drops(DROPS)
 
 
-async def run_bcast(tb, size, root, buf):
+async def run_bcast(tb, size, root, buf, direct=False, paths="dma"):
+    """Broadcast of ``size`` bytes from ``root``: binomial tree, or with ``direct`` in one
+    step; ``paths`` as :func:`peach2.sim.collectives.run`'s."""
     nodes = list(range(tb.n))
     data = tb.rng.randbytes(size)
     tb.put(tb.place(root, buf), data)
-    coll = broadcast(tb.mem, nodes, buf, size, root=root, window=tb.window)
-    result = await run(tb.mem, coll)
+    build = direct_broadcast if direct else broadcast
+    coll = build(tb.mem, nodes, buf, size, root=root, window=tb.window)
+    result = await run(tb.mem, coll, paths=paths)
     for node, want in zip(nodes, broadcast_reference(data, tb.n)):
         tb.expect(tb.place(node, buf), want)
-    tb.check(f"broadcast of {size} B from {root}", coll)
+    tb.check(f"{coll.name} of {size} B from {root} ({paths})", coll)
     return result
 
 
@@ -138,9 +143,9 @@ def ring_length(topology):
     raise ValueError(f"{topology} has no ring for the ring Allgather")
 
 
-async def run_allgather(tb, size, buf, ring=False):
-    """Allgather of ``size``-byte blocks: recursive doubling, or with ``ring`` the ring
-    algorithm along the topology's rings."""
+async def run_allgather(tb, size, buf, ring=False, direct=False, paths="dma"):
+    """Allgather of ``size``-byte blocks: recursive doubling, with ``ring`` the ring algorithm
+    along the topology's rings, with ``direct`` in one step; ``paths`` as ``run``'s."""
     nodes = list(range(tb.n))
     blocks = [tb.rng.randbytes(size) for _ in nodes]
     for r, node in enumerate(nodes):
@@ -148,13 +153,26 @@ async def run_allgather(tb, size, buf, ring=False):
     if ring:
         coll = ring_allgather(tb.mem, nodes, buf, size, window=tb.window,
                               ring=ring_length(PARAMS.get("topology", "ring:4")))
+    elif direct:
+        coll = direct_allgather(tb.mem, nodes, buf, size, window=tb.window)
     else:
         coll = allgather(tb.mem, nodes, buf, size, window=tb.window)
-    result = await run(tb.mem, coll)
+    result = await run(tb.mem, coll, paths=paths)
     for node, want in zip(nodes, allgather_reference(blocks)):
         tb.expect(tb.place(node, buf), want)
-    tb.check(f"{'ring ' if ring else ''}allgather of {size} B blocks", coll)
+    tb.check(f"{coll.name} of {size} B blocks ({paths})", coll)
     return result
+
+
+#: The small-message cases (``small`` parameter): kind -> runner.
+SMALL = {
+    "bcast": lambda tb, size, buf, paths: run_bcast(tb, size, 0, buf, paths=paths),
+    "direct_bcast": lambda tb, size, buf, paths: run_bcast(tb, size, 0, buf, direct=True,
+                                                           paths=paths),
+    "allgather": lambda tb, size, buf, paths: run_allgather(tb, size, buf, paths=paths),
+    "direct_allgather": lambda tb, size, buf, paths: run_allgather(tb, size, buf, direct=True,
+                                                                   paths=paths),
+}
 
 
 async def run_halo(tb, grid, buf, order="pairwise"):
@@ -219,6 +237,9 @@ async def collectives_check(dut):
     for size in PARAMS.get("ring_allgather", []):
         r = await run_allgather(tb, size, buf, ring=True)
         log.info("ring allgather %d B blocks on %d nodes: %.0f ns", size, tb.n, r.time)
+    for kind, size, paths in PARAMS.get("small", []):
+        r = await SMALL[kind](tb, size, buf, paths)
+        log.info("%s of %d B on %d nodes (%s): %.0f ns", kind, size, tb.n, paths, r.time)
     for n, px, py in PARAMS.get("halo", []):
         for order in ("pairwise", "naive"):
             r = await run_halo(tb, HaloGrid(n, px, py), buf, order)
@@ -263,7 +284,8 @@ async def collectives_bench(dut):
     await tb.start(noise=False)
     out = {"topology": PARAMS.get("topology"), "nodes": tb.n,
            "pipeline_ns": tb.cluster.hardip_pipeline_ns,
-           "bcast": [], "allgather": [], "ring": [], "halo": [], "collision": [], "hops": []}
+           "bcast": [], "allgather": [], "ring": [], "halo": [], "collision": [], "hops": [],
+           "small": []}
     buf = tb.mem.symmetric(PARAMS.get("buffer", tb.amap.host_size // 2), window=tb.window)
     repeat = PARAMS.get("repeat", 1)
 
@@ -292,6 +314,9 @@ async def collectives_bench(dut):
     for size in PARAMS.get("ring_allgather_sizes", []):
         times = [(await run_allgather(tb, size, buf, ring=True)).time for _ in range(repeat)]
         point("ring", bytes=size, ns=min(times))
+    for kind, size, paths in PARAMS.get("small", []):
+        times = [(await SMALL[kind](tb, size, buf, paths)).time for _ in range(repeat)]
+        point("small", collective=kind, bytes=size, paths=paths, ns=min(times))
     px, py = PARAMS.get("halo_grid", (0, 0))
     for n in PARAMS.get("halo_ns", []):
         grid = HaloGrid(n, px, py)

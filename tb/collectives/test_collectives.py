@@ -58,12 +58,20 @@ def run(name, topology, testcase, seed=71, cable="test", threads=1, test_dir=HER
 
 def test_ring4_collectives():
     """Ring of 4: Broadcast (1 B, 13 B, 4 KiB + 5 from roots 0 and 3), Allgather (blocks of
-    1, 3, 16 and 300 B; ring Allgather of 5 and 300 B), halo exchange of N = 8 on 2x2 (pairwise and naive order), two
-    senders into one receiver; every host window byte-exact after each; a put from unmapped
-    memory ends in the channel's DmaFault."""
+    1, 3, 16 and 300 B; ring Allgather of 5 and 300 B), halo exchange of N = 8 on 2x2 (pairwise
+    and naive order), two senders into one receiver, the small-message cases
+    (:data:`SMALL_CASES`); every host window byte-exact after each; a put from unmapped memory
+    ends in the channel's DmaFault."""
     run("coll-ring4", "ring:4", "collectives_check", bcast=[1, 13, 4101], roots=[0, 3],
         allgather=[1, 3, 16, 300], ring_allgather=[5, 300], halo=[[8, 2, 2]], collision=8192,
-        fault=True)
+        fault=True, small=SMALL_CASES)
+
+
+#: The small-message collectives both ways (chained DMAs; inline puts where they qualify,
+#: docs/put.md): 8 bytes, and 45-byte blocks (two puts each, the second one 13 bytes).
+SMALL_CASES = [[kind, size, paths] for kind in ("bcast", "direct_bcast", "allgather",
+                                                "direct_allgather")
+               for size, paths in ((8, "auto"), (45, "auto"), (8, "dma"))]
 
 
 @pytest.mark.slow

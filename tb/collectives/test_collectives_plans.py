@@ -10,6 +10,7 @@ import pytest
 
 from peach2.routes import default_address_map
 from peach2.sim.collectives import (
+    INLINE_MAX,
     HaloGrid,
     Memories,
     Place,
@@ -17,6 +18,8 @@ from peach2.sim.collectives import (
     allgather_reference,
     broadcast,
     broadcast_reference,
+    direct_allgather,
+    direct_broadcast,
     halo_exchange,
     halo_local,
     halo_reference,
@@ -316,3 +319,46 @@ def test_plans_build_without_cocotb():
     run = subprocess.run([sys.executable, "-c", OFFLINE], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert run.stdout.splitlines() == ["3 7", "[]"]
+
+
+@pytest.mark.parametrize("p", [2, 3, 8, 16])
+def test_direct_plans(p):
+    """The one-step Broadcast and Allgather give the reference results for any node count;
+    one step per sender, a flag per sender at every receiver."""
+    cluster = _Cluster(p)
+    mem = Memories(cluster)
+    buf, size = mem.symmetric(77), 77
+    data = random.Random(p).randbytes(size)
+    mem.write(Place(1 % p, "host", buf), data)
+    coll = direct_broadcast(mem, list(range(p)), buf, size, root=1 % p)
+    assert [len(s.transfers) for prog in coll.programs for s in prog.steps] == [p - 1]
+    execute(coll, cluster)
+    for node, want in enumerate(broadcast_reference(data, p)):
+        assert mem.read(Place(node, "host", buf), size) == want
+    cluster, mem, buf, blocks = _blocks(p, 5)
+    coll = direct_allgather(mem, list(range(p)), buf, 5)
+    assert all(len(prog.steps) == 1 and len(prog.done) == p - 1 for prog in coll.programs)
+    _gathered(coll, cluster, mem, buf, blocks)
+    with pytest.raises(ValueError):
+        direct_allgather(mem, [0], buf, 5)
+
+
+def test_step_path_picks_inline_puts_by_size_and_source():
+    """``run(paths="auto")``'s choice: inline puts for single-burst transfers of at most
+    INLINE_MAX bytes from the node's own host memory; DMA for larger, block-stride, or a source
+    elsewhere (a GPU)."""
+    from peach2.sim.collectives.plan import Step, step_path
+    from peach2.sim.driver import memcpy
+    cluster = _Cluster(2)
+    mem = Memories(cluster)
+    src = mem.local(Place(0, "host", 0x100), INLINE_MAX)
+    dst = mem.tca(Place(1, "host", 0x100), INLINE_MAX)
+
+    def path(*transfers):
+        return step_path(mem, 0, Step(0, list(transfers)))
+    assert path(memcpy(src, dst, 8)) == "inline"
+    assert path(memcpy(src, dst, 8), memcpy(src, dst, INLINE_MAX)) == "inline"
+    assert path(memcpy(src, dst, 8), memcpy(src, dst, INLINE_MAX + 1)) == "dma"
+    assert path(memcpy(src, dst, 8, count=2, src_gap=8, dst_gap=8)) == "dma"
+    assert path(memcpy(BUS * 9, dst, 8)) == "dma"          # not in node 0's host memory
+    assert path(memcpy(src + HOST - 0x100 - 4, dst, 8)) == "dma"   # runs past its end
