@@ -14,7 +14,8 @@ back, node 0 waits until it is back; one-way = round trip / 2.  One warm-up roun
   completion write into host 1's flag; host 1 sees the flag and puts the data back.  Beside the
   half round trip, the one-way time from host 0's store into BAR 4 to host 1 seeing its flag
   (``kick_to_flag_ns``); ``put_stream``: ``stream`` puts back to back (default 64), the rate
-  host 1 sees their flags land at (first to last) and how long host 0 took to issue them.
+  host 1 sees their flags land at (first to last) and how long host 0 took to issue them; the
+  same with a flag on the last put only (``put_stream_one_flag``: one TLP a put).
 - ``dma_host`` / ``dma_gpu`` and the curve: a chained DMA of one descriptor (prepared once, as
   ``tcaDescSet``; started by a register write) from node 0's host memory (or GPU 0) into node 1's,
   ending in a completion write into a flag of node 1's host memory, where its CPU polls it
@@ -200,22 +201,28 @@ class TB:
             self.check(f"inline put ping-pong round {r}")
         return times, one_way
 
-    async def put_stream(self, count, size=8):
+    async def put_stream(self, count, size=8, flags="each"):
         """``count`` inline puts of ``size`` bytes from host 0 to host 1, issued back to back,
-        each with a completion write of its index + 1 into one flag.  Returns the times (ns)
-        from the first store into BAR 4: host 0 done issuing, host 1 seeing the first flag and
-        the last."""
+        each with a completion write of its index + 1 into one flag (``flags="each"``), or only
+        the last one (``"last"``: one TLP a put instead of two).  Returns the times (ns) from the
+        first store into BAR 4: host 0 done issuing, host 1 seeing the first put (its flag, or
+        with ``"last"`` its data) and the last flag."""
         from cocotb.utils import get_sim_time
         flag, out = 0x400, 0x800
         mem = self.mem
         self.put(Place(1, "host", flag), bytes(4))
-        data = [self.rng.randbytes(size) for _ in range(count)]
-        first = cocotb.start_soon(mem.wait_word(Place(1, "host", flag), 1, 100_000))
+        data = [(k + 1).to_bytes(4, "little") + self.rng.randbytes(size - 4)
+                for k in range(count)]
+        self.put(Place(1, "host", out), bytes(4))
+        first = cocotb.start_soon(mem.wait_word(Place(1, "host", flag if flags == "each" else out),
+                                                1, 100_000))
         t0 = get_sim_time("ns")
         for k, raw in enumerate(data):
+            seq = flags == "each" or k == count - 1
             await self.cluster.drivers[0].put(
                 mem.tca(Place(1, "host", out + size * k), size), raw,
-                seq_addr=mem.tca(Place(1, "host", flag), 4), seq_value=k + 1, slot=k % 64)
+                seq_addr=mem.tca(Place(1, "host", flag), 4) if seq else None, seq_value=k + 1,
+                slot=k % 64)
         issued = get_sim_time("ns")
         last = await mem.wait_word(Place(1, "host", flag), count, 100_000)
         await self.cluster.quiet()
@@ -223,7 +230,7 @@ class TB:
             self.expect(Place(1, "host", out + size * k), raw)
         self.expect(Place(1, "host", flag), count.to_bytes(4, "little"))
         self.check(f"{count} inline puts back to back")
-        return {"count": count, "size": size, "issued_ns": issued - t0,
+        return {"count": count, "size": size, "flags": flags, "issued_ns": issued - t0,
                 "first_ns": await first - t0, "last_ns": last - t0,
                 "per_us": (count - 1) / (last - await first) * 1e3}
 
@@ -272,10 +279,11 @@ async def pingpong(dut):
     out["put"] = {**_row(times, 8), "kick_to_flag_ns": sorted(one_way[1:])[len(one_way[1:]) // 2]}
     log("inline put CPU -> CPU", out["put"])
     count = PARAMS.get("stream", 64)
-    out["put_stream"] = row = await tb.put_stream(count)
-    dut._log.info("%d inline puts back to back: issued in %.0f ns, first flag %.0f ns, last "
-                  "%.0f ns: %.1f per us at the receiver", count, row["issued_ns"],
-                  row["first_ns"], row["last_ns"], row["per_us"])
+    for key, flags in (("put_stream", "each"), ("put_stream_one_flag", "last")):
+        out[key] = row = await tb.put_stream(count, flags=flags)
+        dut._log.info("%d inline puts back to back, a flag on %s: issued in %.0f ns, first "
+                      "%.0f ns, last %.0f ns: %.1f per us at the receiver", count, flags,
+                      row["issued_ns"], row["first_ns"], row["last_ns"], row["per_us"])
     out["dma_gpu"] = _row(await tb.dma(("gpu", 0), 8, 1 + iters), 8)
     out["dma_gpu"]["gpu_read"] = gpu_reads[0][0]
     log("DMA GPU -> GPU", out["dma_gpu"])
