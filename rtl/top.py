@@ -277,13 +277,7 @@ class PEACH2(wiring.Component):
         # DMA: completions from N in, writes and read requests to the crossbar.
         wiring.connect(m, xbar.o[OUTPUTS.index("DMA")], dma.i_cpl)
         # The DMA's writes carry the source stamp (PROT_CONTROL.stamp) like the host's PIO.
-        dma_wr = xbar.i[_IN_DMA_WR]
-        m.d.comb += [
-            dma_wr.valid.eq(dma.o_wr.valid), dma_wr.p.eq(dma.o_wr.p),
-            dma_wr.p.hdr.mem32.requester_id.eq(Mux(cfg.stamp, cfg.stamp_id,
-                                                   dma.o_wr.p.hdr.mem32.requester_id)),
-            dma.o_wr.ready.eq(dma_wr.ready),
-        ]
+        self._stamped(m, cfg, dma.o_wr, xbar.i[_IN_DMA_WR])
         wiring.connect(m, dma.o_rd, xbar.i[_IN_DMA_RD])
         m.d.comb += [
             xbar.i_dest[_IN_DMA_WR].eq(dma.o_wr_dest),
@@ -298,12 +292,8 @@ class PEACH2(wiring.Component):
         wiring.connect(m, csr=csr.dma, dma=members_of(dma, csr.dma.signature.flip()))
 
         # Inline puts: writes into BAR 4 in, memory writes to the crossbar.
-        put_wr = xbar.i[_IN_PUT]
+        self._stamped(m, cfg, put.o_wr, xbar.i[_IN_PUT])
         m.d.comb += [
-            put_wr.valid.eq(put.o_wr.valid), put_wr.p.eq(put.o_wr.p),
-            put_wr.p.hdr.mem32.requester_id.eq(Mux(cfg.stamp, cfg.stamp_id,
-                                                   put.o_wr.p.hdr.mem32.requester_id)),
-            put.o_wr.ready.eq(put_wr.ready),
             xbar.i_dest[_IN_PUT].eq(put.o_dest),
             put.routes.eq(csr.route),
             put.route_down.eq(route_down),
@@ -316,6 +306,17 @@ class PEACH2(wiring.Component):
 
         self._msi(m, csr, dma, put)
         return m
+
+    @staticmethod
+    def _stamped(m, cfg, src, dst):
+        """Connect the write stream ``src`` to the crossbar input ``dst``, with the source stamp
+        (PROT_CONTROL.stamp: NODE in requester ID bits [15:8]) like the host's PIO."""
+        m.d.comb += [
+            dst.valid.eq(src.valid), dst.p.eq(src.p),
+            dst.p.hdr.mem32.requester_id.eq(Mux(cfg.stamp, cfg.stamp_id,
+                                                src.p.hdr.mem32.requester_id)),
+            src.ready.eq(dst.ready),
+        ]
 
     @staticmethod
     def _split_requests(m, req, to_csr, to_put):

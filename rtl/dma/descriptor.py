@@ -39,7 +39,7 @@ import struct
 from amaranth.lib import data
 
 __all__ = ["FIELDS", "CONTROL_BITS", "MAGIC", "BASE_BYTES", "EXT_BYTES", "Descriptor",
-           "pack", "unpack", "pointer", "to_markdown"]
+           "pack", "unpack", "pointer", "to_markdown", "format_table"]
 
 #: Bytes of a descriptor without / with its extension.
 BASE_BYTES, EXT_BYTES = 32, 64
@@ -155,13 +155,20 @@ def pointer(address, ext=False):
 
 def to_markdown():
     """Return the byte-by-byte description of the format (for ``docs/dma.md``)."""
+    return format_table(FIELDS, CONTROL_BITS, "[31:20]")
+
+
+def format_table(fields, control_bits, reserved_bits):
+    """The Markdown tables of a descriptor format: ``fields`` byte by byte, then the control word
+    (``control_bits``; ``reserved_bits`` names the bits that must be 0).  Shared with the put
+    descriptor (:mod:`peach2.put.descriptor`)."""
     lines = ["| offset | bytes | field | meaning |", "| --- | --- | --- | --- |"]
-    for name, off, size, doc in FIELDS:
+    for name, off, size, doc in fields:
         lines.append(f"| `{off:#04x}` | {size} | `{name}` | {doc} |")
     lines += ["", "Control word (`control`, offset `0x14`):", "",
               "| bits | name | meaning |", "| --- | --- | --- |"]
-    for name, lsb, width, doc in CONTROL_BITS:
+    for name, lsb, width, doc in control_bits:
         bits = f"[{lsb + width - 1}:{lsb}]" if width > 1 else f"[{lsb}]"
         lines.append(f"| {bits} | `{name}` | {doc} |")
-    lines.append("| [31:20] | reserved | must be 0 |")
+    lines.append(f"| {reserved_bits} | reserved | must be 0 |")
     return "\n".join(lines) + "\n"

@@ -21,7 +21,7 @@ import struct
 
 from amaranth.lib import data
 
-from ..dma.descriptor import MAGIC
+from ..dma.descriptor import MAGIC, format_table
 
 __all__ = ["FIELDS", "CONTROL_BITS", "CONTROL_RESERVED", "MAGIC", "PUT_BYTES", "DATA_BYTES",
            "PutDescriptor", "pack", "unpack", "to_markdown"]
@@ -103,13 +103,4 @@ def unpack(raw):
 
 def to_markdown():
     """Return the byte-by-byte description of the format (for ``docs/put.md``)."""
-    lines = ["| offset | bytes | field | meaning |", "| --- | --- | --- | --- |"]
-    for name, off, size, doc in FIELDS:
-        lines.append(f"| `{off:#04x}` | {size} | `{name}` | {doc} |")
-    lines += ["", "Control word (`control`, offset `0x14`):", "",
-              "| bits | name | meaning |", "| --- | --- | --- |"]
-    for name, lsb, width, doc in CONTROL_BITS:
-        bits = f"[{lsb + width - 1}:{lsb}]" if width > 1 else f"[{lsb}]"
-        lines.append(f"| {bits} | `{name}` | {doc} |")
-    lines.append("| [8], [31:11] | reserved | must be 0 |")
-    return "\n".join(lines) + "\n"
+    return format_table(FIELDS, CONTROL_BITS, "[8], [31:11]")

@@ -146,6 +146,10 @@ def summary(results, heading="collectives"):
         for kind in ("halo", "collision"):
             if res.get(kind):
                 lines.append(f"  {n} nodes {kind}: {len(res[kind])} rows")
+        if res.get("small"):
+            pts = ", ".join(f"{r['collective']} {r['paths']} {r['ns'] / 1000:.2f} us"
+                            for r in res["small"])
+            lines.append(f"  {n} nodes small (8 B): {pts}")
     if len(lines) == 1:
         lines.append("  nothing")
     return "\n".join(lines)
@@ -190,6 +194,45 @@ def plot(saved, path):
     save_plot(fig, path, 90)
     plt.close(fig)
     return path
+
+
+#: Goals of the 8-byte collectives on 16 nodes (sub-microsecond puts): Broadcast, Allgather (us).
+SMALL_GOALS = {"bcast": 4.5, "allgather": 5.0}
+_SMALL_NAMES = {"bcast": "Broadcast, binomial tree", "direct_bcast": "Broadcast, one step",
+                "allgather": "Allgather, recursive doubling",
+                "direct_allgather": "Allgather, one step"}
+
+
+def _small_rows(saved):
+    """The small-message table: each collective as chained DMAs and over inline puts."""
+    out = []
+    for n in ("8", "16"):
+        rows = (saved.get(n) or {}).get("small") or []
+        if not rows:
+            continue
+        by = {(r["collective"], r["bytes"], r["paths"]): r["ns"] for r in rows}
+        out += [f"### Small messages, {n} nodes: chained DMAs and inline puts", "",
+                "Each step as its chained DMA (`paths=\"dma\"`), or as inline puts from the "
+                "CPU where they qualify (`paths=\"auto\"`, [put](put.md)); `direct_*`: the "
+                "same collective in one step ([collectives](collectives.md#small-messages-"
+                "inline-puts-and-one-step-instead-of-log2p)).", "",
+                "| collective | size | DMAs (us) | inline puts (us) | DMA / puts | goal (us) |",
+                "| --- | ---: | ---: | ---: | ---: | --- |"]
+        for (kind, size) in sorted({(k, b) for k, b, _ in by}, key=lambda x: (
+                list(_SMALL_NAMES).index(x[0]), x[1])):
+            dma, auto = by.get((kind, size, "dma")), by.get((kind, size, "auto"))
+            goal = SMALL_GOALS.get(kind.replace("direct_", "")) if n == "16" else None
+            best = min(t for (k, b, _), t in by.items()
+                       if b == size and k.replace("direct_", "") == kind.replace("direct_", ""))
+            mark = ""
+            if goal and kind.startswith("direct_"):
+                mark = f"{goal}: {'met' if best / 1000 <= goal else 'NOT met'} (the best row)"
+            out.append(f"| {_SMALL_NAMES[kind]} | {_size(size)} | "
+                       + (f"{dma / 1000:.2f}" if dma else "-") + " | "
+                       + (f"{auto / 1000:.2f}" if auto else "-") + " | "
+                       + (f"{dma / auto:.2f}" if dma and auto else "-") + f" | {mark} |")
+        out.append("")
+    return out
 
 
 def section(saved, img=None, draw=True):
@@ -240,6 +283,7 @@ def section(saved, img=None, draw=True):
                     + (" ring (us) | time / ring |" if ring else ""),
                     "| ---: | ---: | ---: | ---: | ---: |" + (" ---: | ---: |" if ring else ""),
                     *_rows_sizes(res, kind, L, h), ""]
+    out += _small_rows(saved)
     halo = (saved.get("8") or {}).get("halo", [])
     if halo:
         out += ["### Halo exchange, N^3 array of 8-byte elements on a 2x4 process grid (8 nodes)",

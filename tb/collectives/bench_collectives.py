@@ -19,7 +19,9 @@ simulations side by side (four in the full run: each node count's Broadcast apar
 - the collision case on 8 nodes: node 1 and node 3 each put the same size into node 2 at once
   (each one's time and the total), against one alone;
 - an 8-byte put with completion write from node 0 to the nearest node at each hop count of
-  the 2x8: time against the hops of the route set, and the time per extra hop.
+  the 2x8: time against the hops of the route set, and the time per extra hop;
+- kind ``small``: the 8-byte Broadcast and Allgather, binomial / recursive doubling and in one
+  step, as chained DMAs and over inline puts (``run(paths="auto")``).
 
 Every result is checked byte for byte against the reference model during the run.  Results go
 to ``docs/results/collectives.json``, ``docs/benchmarks.md`` is rebuilt (``bench_doc``) and the
@@ -58,7 +60,11 @@ TOPOLOGY = {8: "2x4", 16: "2x8"}
 #: The Allgather's largest gathered total per node (the full run).
 ALLGATHER_TOTAL = 1 << 20
 #: What a run measures; parameters named ``<kind>...`` belong to that kind.
-KINDS = ("bcast", "allgather", "ring", "halo", "collision", "hops")
+KINDS = ("bcast", "allgather", "ring", "halo", "collision", "hops", "small")
+#: The small-message cases (``collectives_bench``'s ``small``): every Broadcast and Allgather
+#: form at 8 bytes, as chained DMAs and over inline puts.
+SMALL = [[kind, 8, paths] for kind in ("bcast", "direct_bcast", "allgather", "direct_allgather")
+         for paths in ("dma", "auto")]
 QUICK_NOTE = "sizes 8 B, 512 B, 32 KiB; halo N = 16, 32; collision 64 KiB"
 
 
@@ -93,7 +99,7 @@ def jobs(nodes, quick, split=None):
     sizes = QUICK_SIZES if quick else SIZES
     gather = {"allgather_sizes": sizes if quick else allgather_sizes(nodes, sizes)}
     gather["ring_allgather_sizes"] = gather["allgather_sizes"]
-    rest = {"bcast_sizes": sizes}
+    rest = {"bcast_sizes": sizes, "small": SMALL}
     if nodes == 8:
         rest.update(halo_ns=QUICK_HALO_NS if quick else HALO_NS, halo_grid=[2, 4],
                     collision_sizes=QUICK_COLLISION if quick else COLLISION)
