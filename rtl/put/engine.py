@@ -207,8 +207,13 @@ class PutEngine(wiring.Component):
                     f_cross.eq(end[12] & end[:12].any()),
                     q_dst.eq(Cat(*route_matches(m, e.dst, self.routes))),
                     q_seq.eq(Cat(*route_matches(m, e.seq_addr, self.routes))),
-                    tr_dst.eq((e.dst - self.node_offset)[:64]),
-                    tr_seq.eq((e.seq_addr - self.node_offset)[:64]),
+                    # As the DMA's writer: the offset is taken off the DW address, the byte
+                    # lane kept (an offset with bits [1:0] set cannot move a byte's lane and
+                    # so the write's length: its header and beats would disagree).
+                    tr_dst.eq(Cat(e.dst[:2], (Cat(Const(0, 2), e.dst[2:])
+                                              - self.node_offset)[2:64])),
+                    tr_seq.eq(Cat(e.seq_addr[:2], (Cat(Const(0, 2), e.seq_addr[2:])
+                                                   - self.node_offset)[2:64])),
                     shifted.eq(Mux(lo[1], Mux(lo[0], e.data << 24, e.data << 16),
                                    Mux(lo[0], e.data << 8, e.data))),
                     state.eq(_State.ROUTE),

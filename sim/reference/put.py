@@ -25,6 +25,12 @@ class PutWrite:
     data: bytes
 
 
+def _translated(address, offset):
+    """``address`` leaving through N: the offset taken off its DW address, its byte lane kept
+    (as the router's and the DMA's translation: offset bits [1:0] move no byte's lane)."""
+    return (((address & ~3) - offset) & MASK64 & ~3) | (address & 3)
+
+
 def put_outcome(raw, state, *, well_formed=True, down=()):
     """Return ``(error, writes)`` for the put ``raw`` (64 bytes).
 
@@ -50,6 +56,6 @@ def put_outcome(raw, state, *, well_formed=True, down=()):
         return PutError.DST_UNROUTABLE, []
     if any(port in down for port in ports):
         return PutError.DST_LINK_DOWN, []
-    writes = [PutWrite(port, (address - state.offset) & MASK64 if port == "N" else address, data)
+    writes = [PutWrite(port, _translated(address, state.offset) if port == "N" else address, data)
               for port, (address, data) in zip(ports, targets)]
     return PutError.NONE, writes

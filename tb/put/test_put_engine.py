@@ -241,6 +241,25 @@ def test_puts_match_the_model(seed):
     assert sizes == {3, 4}, sizes
 
 
+def test_misaligned_node_offset_keeps_headers_and_beats_in_step():
+    """A node offset with bits [1:0] set (found by ``peach2 prove put``: the first engine took
+    them into the N-bound address, so a write's header announced one DW more than its beats):
+    the offset comes off the DW address, every byte keeps its lane, headers agree with beats."""
+    global STATE
+    saved = STATE
+    STATE = RouterState(routes=saved.routes, offset=saved.offset + 3)
+    try:
+        rng = random.Random(11)
+        puts = [(pack(dst=at(0, rng.randrange(4096 - 32) + 4096 * k),
+                      data=rng.randbytes(rng.randrange(1, 33)),
+                      seq_addr=at(0, 8 * rng.randrange(512))), True) for k in range(12)]
+        out = _run([_write_beats(raw) for raw, _ in puts])
+        _check(out, puts)
+        assert all(port == "N" for port, _ in out["packets"])
+    finally:
+        STATE = saved
+
+
 def test_link_down_refuses_the_put_whole():
     """A put whose data or completion write is routed through a port whose link is down is
     refused with DST_LINK_DOWN and nothing of it leaves; puts to other ports go on."""
