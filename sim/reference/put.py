@@ -24,6 +24,16 @@ class PutWrite:
     address: int
     data: bytes
 
+    @classmethod
+    def of(cls, port, tlp):
+        """The write a memory-write ``Tlp`` leaving through ``port`` makes (byte enables
+        applied; its bytes are contiguous)."""
+        raw = bytes(tlp.get_data())
+        start = tlp.get_first_be_offset()
+        end = len(raw) - tlp.get_last_be_offset() if len(raw) > 4 else \
+            start + tlp.get_be_byte_count()
+        return cls(port, (tlp.address & ~3) + start, raw[start:end])
+
 
 def _translated(address, offset):
     """``address`` leaving through N: the offset taken off its DW address, its byte lane kept

@@ -29,16 +29,7 @@ PORTS = ("n", "e", "w", "s")
 
 def _writes(chip, port):
     """``PutWrite`` s of the memory writes ``port`` sent (completions left out)."""
-    out = []
-    for tlp in chip.sent[port]:
-        if tlp.is_completion():
-            continue
-        raw = bytes(tlp.get_data())
-        start = tlp.get_first_be_offset()
-        end = len(raw) - tlp.get_last_be_offset() if len(raw) > 4 else \
-            start + tlp.get_be_byte_count()
-        out.append(PutWrite(port.upper(), (tlp.address & ~3) + start, raw[start:end]))
-    return out
+    return [PutWrite.of(port.upper(), tlp) for tlp in chip.sent[port] if not tlp.is_completion()]
 
 
 async def _bring_up(dut, **kw):

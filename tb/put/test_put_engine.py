@@ -91,14 +91,6 @@ def _get_beat(ctx, port):
                 ctx.get(p.last), ctx.get(p.err), ctx.get(p.bar))
 
 
-def _written(tlp):
-    """``(address, bytes)`` a memory write writes (byte enables applied; contiguous)."""
-    raw = bytes(tlp.get_data())
-    start = tlp.get_first_be_offset()
-    end = len(raw) - tlp.get_last_be_offset() if len(raw) > 4 else start + tlp.get_be_byte_count()
-    return (tlp.address & ~3) + start, raw[start:end]
-
-
 def _run(writes, *, down=(), ready=1.0, gaps=0.0, seed=0, cycles=None, hold=None):
     """Send ``writes`` (lists of beats) into a fresh engine and collect what it does.
 
@@ -210,7 +202,7 @@ def _expect(puts, down=()):
 
 def _check(out, puts, down=()):
     packets, errors, msi = _expect(puts, down)
-    got = [PutWrite(port, *_written(tlp)) for port, tlp in out["packets"]]
+    got = [PutWrite.of(port, tlp) for port, tlp in out["packets"]]
     assert got == packets
     assert out["done"] == sum(1 for raw, ok in puts
                               if put_outcome(raw, STATE, well_formed=ok, down=down)[0] == 0)
