@@ -20,7 +20,7 @@ from peach2.sim.mpi.pingpong import CURVES, SIZES
 from peach2.sim.node import NodeParams
 from peach2.sim.pcie import GPU_READ_BANDWIDTH, PIO_NEIGHBOUR_NS
 
-__all__ = ["TOPOLOGY", "GPU_READS", "TCA_MAX", "QUICK_SIZES", "tca_sizes", "PLOT", "TARGETS", "sizes", "quick_shortened",
+__all__ = ["TOPOLOGY", "GPU_READS", "TCA_MAX", "QUICK_SIZES", "tca_sizes", "PLOT", "TARGETS", "sizes", "quick_shortened", "PATH_SIZES", "best_paths",
            "mpi_side", "crossover", "table_rows", "plot", "section"]
 
 TOPOLOGY = "line:2"
@@ -225,6 +225,45 @@ def _put_lines(tca):
     return lines
 
 
+#: Sizes of the paths-by-size table (one step host to neighbour host, kick to flag).
+PATH_SIZES = [8, 32, 128, 512, 1024, 1536, 2048, 3072, 4096]
+
+
+def best_paths(rows):
+    """``{size: (fastest path, its ns, {path: ns}, auto's pick)}`` of the paths-by-size rows."""
+    by, auto = {}, {}
+    for r in rows:
+        by.setdefault(r["size"], {})[r["path"]] = r["ns"]
+        auto[r["size"]] = r["auto"]
+    return {n: (min(t, key=t.get), min(t.values()), t, auto[n]) for n, t in sorted(by.items())}
+
+
+def _path_lines(tca):
+    """The paths-by-size table, if the simulation measured it."""
+    rows = tca.get("paths")
+    if not rows:
+        return []
+    names = ("pio", "inline", "register", "dma")
+    lines = ["", "### Paths by size", "",
+             "One step of a collective from host 0's memory into host 1's, with its completion "
+             "write into host 1's flag, from the kick to host 1 seeing the flag (ns), by each "
+             "path of `peach2.sim.collectives.paths` that can take it: PIO, the CPU's stores "
+             "(one 8-byte store and the flag's; the model charges a CPU nothing for a store, so "
+             "only one store is offered), inline puts of up to 32 bytes ([put](put.md)), register "
+             "mode (the slots set before the kick, 002 section 3.4) and the chained DMA (the "
+             "chain written before the kick). 002 section 4.2 asks for exactly this choice: "
+             "\"a few bytes by PIO, under a few KB by register-mode DMA\"; `run(paths=\"auto\")` "
+             "makes it, and \"auto\" marks its pick.", "",
+             "| size | " + " | ".join(names) + " | auto | fastest |",
+             "| ---: | " + " | ".join("---:" for _ in names) + " | --- | --- |"]
+    for size, (best, ns, times, pick) in best_paths(rows).items():
+        cells = [f"{times[p]:.0f}" if p in times else "-" for p in names]
+        lost = times[pick] / ns - 1 if pick in times else None
+        lines.append(f"| {_size(size)} | " + " | ".join(cells) + f" | {pick}"
+                     + (f" (+{lost:.0%})" if lost else "") + f" | {best} |")
+    return lines
+
+
 def section(saved, img, draw=True):
     """The section's ``(title, body)``; draws the plot under ``img`` when ``draw``."""
     if draw is True or (draw and PLOT in draw):
@@ -267,6 +306,7 @@ def section(saved, img, draw=True):
               "to the GPU row; the GPU row's extra half microsecond is the GPU model's read "
               f"latency ({tca['gpu_read_latency_ns']:.0f} ns, assumed: no paper gives it)."]
     lines += _put_lines(tca)
+    lines += _path_lines(tca)
     statements, (last, first) = _statements(saved)
     names = list(tca["curves"])
     lines += [

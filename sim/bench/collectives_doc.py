@@ -203,34 +203,43 @@ _SMALL_NAMES = {"bcast": "Broadcast, binomial tree", "direct_bcast": "Broadcast,
                 "direct_allgather": "Allgather, one step"}
 
 
+_PATH_TITLES = {"dma": "chained DMAs", "register": "register mode", "inline": "inline puts",
+                "pio": "CPU stores", "auto": "by size (auto)"}
+
+
 def _small_rows(saved):
-    """The small-message table: each collective as chained DMAs and over inline puts."""
+    """The small-message table: each collective by each path measured (``run(paths=...)``)."""
     out = []
     for n in ("8", "16"):
         rows = (saved.get(n) or {}).get("small") or []
         if not rows:
             continue
         by = {(r["collective"], r["bytes"], r["paths"]): r["ns"] for r in rows}
-        out += [f"### Small messages, {n} nodes: chained DMAs and inline puts", "",
-                "Each step as its chained DMA (`paths=\"dma\"`), or as inline puts from the "
-                "CPU where they qualify (`paths=\"auto\"`, [put](put.md)); `direct_*`: the "
-                "same collective in one step ([collectives](collectives.md#small-messages-"
-                "inline-puts-and-one-step-instead-of-log2p)).", "",
-                "| collective | size | DMAs (us) | inline puts (us) | DMA / puts | goal (us) |",
-                "| --- | ---: | ---: | ---: | ---: | --- |"]
+        paths = [p for p in _PATH_TITLES if any(k[2] == p for k in by)]
+        out += [f"### Small messages, {n} nodes: by path", "",
+                "Each step as its chained DMA (`paths=\"dma\"`, the papers' way), as inline puts "
+                "([put](put.md)), or by size (`paths=\"auto\"`: the CPU's stores where a step is "
+                "one 8-byte store, inline puts up to 256 bytes, register mode up to four "
+                "transfers, the chain above; [collectives](collectives.md#small-messages-the-path-"
+                "by-size-and-one-step-instead-of-log2p)); `direct_*`: the same collective in one "
+                "step (us).", "",
+                "| collective | size | " + " | ".join(_PATH_TITLES[p] for p in paths)
+                + " | DMA / best | goal (us) |",
+                "| --- | ---: | " + " | ".join("---:" for _ in paths) + " | ---: | --- |"]
         for (kind, size) in sorted({(k, b) for k, b, _ in by}, key=lambda x: (
                 list(_SMALL_NAMES).index(x[0]), x[1])):
-            dma, auto = by.get((kind, size, "dma")), by.get((kind, size, "auto"))
+            times = {p: by.get((kind, size, p)) for p in paths}
             goal = SMALL_GOALS.get(kind.replace("direct_", "")) if n == "16" else None
             best = min(t for (k, b, _), t in by.items()
                        if b == size and k.replace("direct_", "") == kind.replace("direct_", ""))
+            mine = min(t for t in times.values() if t)
             mark = ""
             if goal and kind.startswith("direct_"):
                 mark = f"{goal}: {'met' if best / 1000 <= goal else 'NOT met'} (the best row)"
+            dma = times.get("dma")
             out.append(f"| {_SMALL_NAMES[kind]} | {_size(size)} | "
-                       + (f"{dma / 1000:.2f}" if dma else "-") + " | "
-                       + (f"{auto / 1000:.2f}" if auto else "-") + " | "
-                       + (f"{dma / auto:.2f}" if dma and auto else "-") + f" | {mark} |")
+                       + " | ".join(f"{t / 1000:.2f}" if t else "-" for t in times.values())
+                       + " | " + (f"{dma / mine:.2f}" if dma else "-") + f" | {mark} |")
         out.append("")
     return out
 

@@ -3,6 +3,8 @@
 A point is a dict naming its figure and what sets it apart (``where``, ``mode``, ``size``,
 ``count``, ``n``, ``plane``, ``shape``), in the order the saved results list them:
 
+- ``start``: one 8-byte descriptor, local and to the neighbour: the start and the drain of a
+  chain, almost no wire time (the lower bound of every chain, docs/dma.md);
 - ``chain128``: Figures 4 and 7 of 002 section 4.1, chains of ``chain`` transfers of each size
   (shortened to move ``max_total`` bytes at most), local and to the neighbour, descriptors one
   after the other in host memory;
@@ -19,11 +21,13 @@ and :func:`merge` puts the jobs' results back in plan order, the same list a sin
 simulation of the plan writes.
 """
 
-__all__ = ["FIGURES", "FULL_CHAIN", "QUICK_CHAIN", "FULL_TOTAL", "QUICK_TOTAL",
+__all__ = ["FIGURES", "BOUNDED", "FULL_CHAIN", "QUICK_CHAIN", "FULL_TOTAL", "QUICK_TOTAL",
            "SCATTERED_SIZES", "SCATTER_STRIDE", "sizes", "plan", "label", "weight", "split",
            "merge"]
 
 FIGURES = ("chain128", "scattered", "single", "chain4k", "halo")
+#: Figures whose points are bounded below by the ``start`` points (measured with them).
+BOUNDED = ("chain128", "scattered", "chain4k")
 FULL_CHAIN, QUICK_CHAIN = 128, 32            # transfers per chain, Figures 4 and 7
 FULL_TOTAL, QUICK_TOTAL = 1 << 19, 1 << 17   # bytes per point at most, Figures 4 and 7
 #: Sizes of the scattered-descriptor rows (short transfers, where fetching descriptors matters).
@@ -54,6 +58,9 @@ def plan(quick=False, chain=None, max_total=None, figures=None, only_sizes=None,
     wanted = set(figures or FIGURES)
     fig_sizes = [s for s in sizes(quick) if not only_sizes or s in only_sizes]
     out = []
+    if wanted & set(BOUNDED):
+        out += [{"figure": "start", "where": where, "size": 8, "count": 1}
+                for where in ("local", "neighbour")]
     if "chain128" in wanted:
         for size in fig_sizes:
             n = max(1, min(chain, max_total // size))
@@ -87,7 +94,7 @@ def weight(point):
     more) and a halo plane's bursts; for ordering the simulations and estimating the time
     left (measured at 855043f's design, the old engine)."""
     fig = point["figure"]
-    if fig in ("chain128", "scattered", "chain4k"):
+    if fig in ("chain128", "scattered", "chain4k", "start"):
         return 3 + 0.02 * point["count"] + 0.015 * point["count"] * point["size"] / 1024
     if fig == "single":
         return 3 + 0.015 * point["size"] / 1024

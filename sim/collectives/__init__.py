@@ -15,10 +15,11 @@ from .algorithms import (
 )
 from .halo import ORDERS, HaloGrid, halo_exchange, halo_local, halo_reference
 from .memory import Memories, Place
-from .plan import FLAG, INLINE_MAX, PATHS, Collective, Program, Result, Step, prepare, run
+from .paths import INLINE_MAX, PATHS, PIO_MAX, step_path
+from .plan import FLAG, Collective, Program, Result, Step, prepare, run
 
 __all__ = ["broadcast", "allgather", "ring_allgather", "direct_broadcast", "direct_allgather",
-           "puts", "INLINE_MAX", "PATHS", "broadcast_reference", "allgather_reference",
+           "puts", "INLINE_MAX", "PIO_MAX", "PATHS", "step_path", "broadcast_reference", "allgather_reference",
            "log2_exact", "HaloGrid", "halo_exchange", "halo_local", "halo_reference", "ORDERS",
            "Place", "Memories", "FLAG", "Step", "Program", "Collective", "Result", "prepare",
            "run"]

@@ -27,28 +27,18 @@ cocotb when they are called.
 from dataclasses import dataclass, field
 
 from peach2.params import N_DMA_CHANNELS
-from peach2.put.descriptor import DATA_BYTES
 from peach2.sim.driver import Chain
 
 from .memory import gather
+from .paths import PATHS, send_inline, send_pio, step_path
 
-__all__ = ["FLAG", "INLINE_MAX", "PATHS", "Step", "Program", "Collective", "Result", "prepare",
-           "run", "step_path"]
+#: The paths a node's CPU sends itself (no DMA channel).
+SENDERS = {"pio": send_pio, "inline": send_inline}
+
+__all__ = ["FLAG", "Step", "Program", "Collective", "Result", "prepare", "run"]
 
 #: Value of every completion write of a collective (flags are cleared to 0 before a run).
 FLAG = 1
-
-#: How a step's transfers are sent (:func:`run`'s ``paths``): ``"dma"``, one chained DMA (the
-#: papers' way); ``"auto"``, inline puts (docs/put.md) for a step whose every transfer qualifies
-#: (:func:`step_path`), a chained DMA otherwise.
-PATHS = ("dma", "auto")
-
-#: Largest transfer sent as inline puts, from the calibrated figures (docs/put.md): n puts of 32
-#: bytes land after about 853 + 41 (n - 1) ns (the first put's latency, then 24.5 a microsecond),
-#: a one-descriptor DMA after about 1840 ns + size / 3.66 GB/s: the puts are ahead up to about
-#: 1020 bytes: 1 KiB (32 puts).
-INLINE_MAX = 1024
-
 
 @dataclass
 class Step:
@@ -78,6 +68,9 @@ class Collective:
     info: dict = field(default_factory=dict)
     _chains: dict = field(default_factory=dict, repr=False)
     _preset: set = field(default_factory=set, repr=False)
+    _slots: set = field(default_factory=set, repr=False)
+    _paths: dict = field(default_factory=dict, repr=False)
+    _prepared: str = field(default=None, repr=False)
 
 
 @dataclass
@@ -94,17 +87,23 @@ class Result:
         return max(self.done.values()) - self.start
 
 
-async def prepare(mem, coll):
-    """Write every chain of ``coll`` into its node's host memory and register the chains of
-    nodes whose steps use distinct channels (all nodes at once).  Call once; :func:`run` as
-    often as wanted."""
+async def prepare(mem, coll, paths="dma"):
+    """Get ``coll`` ready to :func:`run` with ``paths``: decide each step's path
+    (:func:`~peach2.sim.collectives.paths.step_path`; a forced path a step cannot take raises
+    ``ValueError`` here, before anything is sent), write every chain into its node's host memory
+    (once), and where a node's steps use distinct channels register each chain with its channel
+    and fill the slots of each register-mode step (all nodes at once).  :func:`run` calls it
+    when ``paths`` changes; then run as often as wanted."""
     for prog in coll.programs:
         for s in prog.steps:
             if not 0 <= s.channel < N_DMA_CHANNELS:
                 raise ValueError(f"node {prog.node}: channel {s.channel} out of range")
             if not s.transfers:
                 raise ValueError(f"node {prog.node}: a step without descriptors")
+    coll._paths = {(prog.node, i): step_path(mem, prog.node, s, paths)
+                   for prog in coll.programs for i, s in enumerate(prog.steps)}
     await gather(_prepare_node(mem, coll, prog) for prog in coll.programs)
+    coll._prepared = paths
 
 
 async def _prepare_node(mem, coll, prog):
@@ -112,19 +111,24 @@ async def _prepare_node(mem, coll, prog):
     channels = [s.channel for s in prog.steps]
     distinct = len(set(channels)) == len(channels)
     for i, s in enumerate(prog.steps):
-        chain = Chain(s.channel, 0)
-        for t in s.transfers:
-            chain.add(t)
-        chain.base = mem.alloc_descriptors(prog.node, chain.size)
-        for address, raw in chain.image():
-            await drv.memory.write(address, raw)
-        coll._chains[(prog.node, i)] = chain
-        if distinct:
-            await drv.dma_set_head(s.channel, chain.head)
-            coll._preset.add((prog.node, i))
+        key = (prog.node, i)
+        if key not in coll._chains:
+            chain = Chain(s.channel, 0)
+            for t in s.transfers:
+                chain.add(t)
+            chain.base = mem.alloc_descriptors(prog.node, chain.size)
+            for address, raw in chain.image():
+                await drv.memory.write(address, raw)
+            coll._chains[key] = chain
+            if distinct:
+                await drv.dma_set_head(s.channel, chain.head)
+                coll._preset.add(key)
+        if distinct and coll._paths[key] == "register" and key not in coll._slots:
+            await drv.dma_reg_set(s.channel, s.transfers)
+            coll._slots.add(key)
 
 
-async def _node(mem, coll, prog, seen, done, clk, timeout_ns, gate, notify, paths):
+async def _node(mem, coll, prog, seen, done, clk, timeout_ns, gate, notify):
     from cocotb.triggers import ClockCycles
     from cocotb.utils import get_sim_time
 
@@ -132,17 +136,28 @@ async def _node(mem, coll, prog, seen, done, clk, timeout_ns, gate, notify, path
     if gate is not None:
         await gate(prog.node)
     started = set()
+
+    async def channel_free(channel):        # the channel's previous chain must be over
+        if channel in started:
+            await drv.dma_wait(channel, pause=lambda: ClockCycles(clk, 16))
     for i, step in enumerate(prog.steps):
+        key = (prog.node, i)
         for place, value in step.wait:
             seen[(place.node, place.offset)] = await mem.wait_word(place, value, timeout_ns)
-        if paths == "auto" and step_path(mem, prog.node, step) == "inline":
-            await _inline(mem, prog.node, step)
+        path = coll._paths[key]
+        if path in SENDERS:
+            await SENDERS[path](mem, prog.node, step)
             continue
-        if (prog.node, i) not in coll._preset:
-            if step.channel in started:     # the channel's previous chain must be over
-                await drv.dma_wait(step.channel, pause=lambda: ClockCycles(clk, 16))
-            await drv.dma_set_head(step.channel, coll._chains[(prog.node, i)].head)
-        await drv.dma_start(step.channel)
+        if path == "register":
+            if key not in coll._slots:
+                await channel_free(step.channel)
+                await drv.dma_reg_set(step.channel, step.transfers)
+            await drv.dma_reg_start(step.channel, len(step.transfers))
+        else:
+            if key not in coll._preset:
+                await channel_free(step.channel)
+                await drv.dma_set_head(step.channel, coll._chains[key].head)
+            await drv.dma_start(step.channel)
         started.add(step.channel)
     t = get_sim_time("ns")
     for place, value in prog.done:
@@ -150,38 +165,6 @@ async def _node(mem, coll, prog, seen, done, clk, timeout_ns, gate, notify, path
     done[prog.node] = t
     if notify is not None:
         notify(prog.node, t)
-
-
-def step_path(mem, node, step):
-    """``"inline"`` when every transfer of ``step`` can go as inline puts from ``node``'s CPU:
-    one burst (no block-stride), at most :data:`INLINE_MAX` bytes, its source in the node's own
-    host memory (the CPU has the bytes; data in a GPU stays with the DMA, which reads it);
-    ``"dma"`` otherwise."""
-    base, region = mem.region(node, "host")
-    for t in step.transfers:
-        if (t.count or 1) != 1 or t.length > INLINE_MAX \
-                or not base <= t.src <= base + len(region) - t.length:
-            return "dma"
-    return "inline"
-
-
-async def _inline(mem, node, step):
-    """Send ``step``'s transfers as inline puts: each cut at 32 bytes and at 4 KiB destination
-    pages, its completion write on its last put (behind the data on the same path)."""
-    drv = mem.cluster.drivers[node]
-    base, region = mem.region(node, "host")
-    slot = 0
-    for t in step.transfers:
-        data = bytes(region[t.src - base:t.src - base + t.length])
-        at = 0
-        while at < t.length:
-            dst = t.dst + at
-            n = min(DATA_BYTES, t.length - at, 4096 - dst % 4096)
-            last = at + n == t.length
-            await drv.put(dst, data[at:at + n], seq_addr=t.seq_addr if last else None,
-                          seq_value=t.seq_value, slot=slot)
-            slot = (slot + 1) % 64
-            at += n
 
 
 def default_timeout_ns(coll):
@@ -194,9 +177,10 @@ async def run(mem, coll, timeout_ns=None, *, gate=None, notify=None, paths="dma"
     """Clear ``coll``'s flags, run every node's program from the same instant, return the
     :class:`Result`; then check every channel used ended without an error (``DmaFault``).
 
-    ``paths`` (:data:`PATHS`): ``"dma"`` sends every step as its chained DMA; ``"auto"`` sends
-    a step whose transfers all qualify (:func:`step_path`) as inline puts from the node's CPU
-    (docs/put.md), the others as DMAs.
+    ``paths`` (:data:`~peach2.sim.collectives.paths.PATHS`): ``"dma"`` sends every step as its
+    chained DMA; ``"auto"`` picks each step's path by size and source
+    (:func:`~peach2.sim.collectives.paths.step_path`: CPU stores, inline puts, register mode or
+    the chain); ``"pio"``, ``"inline"`` or ``"register"`` forces that path on every step.
 
     ``gate``: an async function of a node, awaited before that node's program starts (a node
     of a hybrid collective starts its TCA step when its MPI step is over); the node's flags
@@ -204,15 +188,16 @@ async def run(mem, coll, timeout_ns=None, *, gate=None, notify=None, paths="dma"
     ``notify(node, t_ns)`` is called the moment a node's program is over.
 
     A flag not seen within ``timeout_ns`` (default :func:`default_timeout_ns`) raises
-    ``TimeoutError`` naming it; a channel that stopped with an error raises ``DmaFault``."""
+    ``TimeoutError`` naming it, or ``DmaFault`` when a channel stopped with an error, or
+    ``PutFault`` when the chip refused a put (``PUT_STATUS``)."""
     from cocotb.triggers import ClockCycles
     from cocotb.utils import get_sim_time
 
     if paths not in PATHS:
         raise ValueError(f"paths must be one of {PATHS}, not {paths!r}")
     timeout_ns = default_timeout_ns(coll) if timeout_ns is None else timeout_ns
-    if not coll._chains and any(p.steps for p in coll.programs):
-        await prepare(mem, coll)
+    if coll._prepared != paths and any(p.steps for p in coll.programs):
+        await prepare(mem, coll, paths)
     for place in coll.flags:
         mem.write(place, bytes(4))
     clk = mem.cluster.dut.clk
@@ -223,11 +208,16 @@ async def run(mem, coll, timeout_ns=None, *, gate=None, notify=None, paths="dma"
         drv = mem.cluster.drivers[prog.node]
         for channel in sorted({s.channel for s in prog.steps}):
             await drv.dma_wait(channel, pause=lambda: ClockCycles(clk, 64), max_polls=10_000)
+
+    async def puts_sent(prog):
+        if any(coll._paths[(prog.node, i)] == "inline" for i in range(len(prog.steps))):
+            await mem.cluster.drivers[prog.node].put_check()
     try:
-        await gather(_node(mem, coll, prog, seen, done, clk, timeout_ns, gate, notify, paths)
+        await gather(_node(mem, coll, prog, seen, done, clk, timeout_ns, gate, notify)
                      for prog in coll.programs)
-    except TimeoutError:        # a flag never came: a channel that stopped says why
+    except TimeoutError:        # a flag never came: a channel that stopped or a refused put says why
         await gather(channels_ended(prog) for prog in coll.programs)
+        await gather(puts_sent(prog) for prog in coll.programs)
         raise
     result = Result(start, done, seen)
     await gather(channels_ended(prog) for prog in coll.programs)

@@ -5,7 +5,7 @@ DMA chains and register mode in the shape of the TCA API; inline puts, also from
 from .chain import PLANES, Chain, Transfer, contiguous, halo_plane, halo_transfer, memcpy
 from .device import DevicePut, GmpiDaemon
 from .driver import Driver
-from .errors import DmaFault, DriverError
+from .errors import DmaFault, DriverError, PutFault
 
 __all__ = ["Transfer", "Chain", "memcpy", "PLANES", "halo_plane", "halo_transfer", "contiguous",
-           "Driver", "DriverError", "DmaFault", "DevicePut", "GmpiDaemon"]
+           "Driver", "DriverError", "DmaFault", "PutFault", "DevicePut", "GmpiDaemon"]

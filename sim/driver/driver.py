@@ -56,12 +56,12 @@ Example
 """
 
 from peach2.csr.regmap import REGMAP, VERSION_MAJOR, Access
-from peach2.params import N_DMA_CHANNELS, N_DMA_SLOTS, PUT_WINDOW, DmaError
+from peach2.params import N_DMA_CHANNELS, N_DMA_SLOTS, PUT_WINDOW, DmaError, PutError
 from peach2.put.descriptor import PUT_BYTES
 from peach2.put.descriptor import pack as pack_put
 from peach2.routes import MASK64, RouteSet, RouteTableFull, check_u64, port_number
 
-from .errors import DmaFault, DriverError
+from .errors import DmaFault, DriverError, PutFault
 
 __all__ = ["Driver", "DMA_WAIT_NS"]
 
@@ -574,6 +574,12 @@ class Driver:
         """Return PUT_STATUS's fields: ``level`` (puts queued), ``error`` (the last refusal's
         PutError code), ``refused`` (since :meth:`put_clear`)."""
         return await self.read_fields("PUT_STATUS")
+
+    async def put_check(self):
+        """Raise :class:`PutFault` if the chip refused a put since :meth:`put_clear`."""
+        st = await self.put_status()
+        if st["refused"]:
+            raise PutFault(PutError(st["error"]), st["refused"])
 
     async def put_done(self):
         """Return PUT_DONE: puts sent since reset (a wrapping 32-bit count)."""

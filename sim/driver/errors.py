@@ -1,6 +1,6 @@
 """The driver model's errors."""
 
-__all__ = ["DriverError", "DmaFault"]
+__all__ = ["DriverError", "DmaFault", "PutFault"]
 
 
 class DriverError(RuntimeError):
@@ -26,3 +26,19 @@ class DmaFault(DriverError):
         self.desc_done, self.bytes = desc_done, bytes_done
         super().__init__(f"DMA channel {channel} stopped with {error.name} at descriptor "
                          f"{desc_addr:#x} after {desc_done} descriptor(s), {bytes_done} bytes")
+
+
+class PutFault(DriverError):
+    """The chip refused inline puts (``PUT_STATUS.refused``): nothing of a refused put was sent.
+
+    Members
+    -------
+    error : PutError
+        The last refusal's code (``PUT_ERROR`` in ``docs/registers.md``).
+    refused : int
+        Puts refused since the last ``PUT_CLEAR``.
+    """
+
+    def __init__(self, error, refused):
+        self.error, self.refused = error, refused
+        super().__init__(f"the chip refused {refused} put(s), the last with {error.name}")

@@ -268,9 +268,11 @@ def test_plan_has_the_scattered_rows_and_split_covers_every_point():
     assert len(dma_plan.split(points[:2], 5)) == 2      # no empty jobs
     subset = dma_plan.plan(quick=True, figures=["scattered", "halo"], only_sizes=[8, 32],
                            halo_n=[16])
-    assert [dma_plan.label(p) for p in subset[:1]] == [
+    assert [dma_plan.label(p) for p in subset[:3]] == [
+        "start where=local size=8 count=1", "start where=neighbour size=8 count=1",
         "scattered where=neighbour size=8 count=32"]
-    assert len(subset) == 1 + 6
+    assert len(subset) == 2 + 1 + 6
+    assert not any(p["figure"] == "start" for p in dma_plan.plan(quick=True, figures=["halo"]))
 
 
 def test_merge_puts_results_back_in_plan_order_and_checks_them():
@@ -289,7 +291,7 @@ def test_merge_puts_results_back_in_plan_order_and_checks_them():
 def test_parallel_run_equals_one_simulation(fake_dma, capsys):
     points = dma_plan.plan(quick=True, figures=["chain128", "scattered", "halo"],
                            only_sizes=[8, 4096], halo_n=[16])
-    assert len(points) == 12
+    assert len(points) == 14
     one, cost1 = dma_run.run(points, workers=1, jobs=1, test_dir=TB / "dma", name="seq")
     assert [c[0] for c in fake_dma] == ["build", "seq-0"]     # built once, before the jobs
     fake_dma.clear()
@@ -298,10 +300,11 @@ def test_parallel_run_equals_one_simulation(fake_dma, capsys):
     assert one == two and one["points"] == [_fake_result(p) for p in points]
     assert fake_dma.pop(0) == ("build", "icarus")
     # one simulation per point, heaviest first
-    assert sorted(n for n, _, _ in fake_dma) == sorted(f"par-{k}" for k in range(12))
+    assert sorted(n for n, _, _ in fake_dma) == sorted(f"par-{k}" for k in range(14))
     first = {n: labels for n, labels, _ in fake_dma}
     assert first["par-0"] == ["chain128 where=local size=4096 count=32"]
     assert first["par-11"][0].startswith("halo ")
+    assert first["par-13"][0].startswith("start ")
     assert {s for _, _, s in fake_dma} == {"icarus"}
     assert sorted(x for _, labels, _ in fake_dma for x in labels) == sorted(
         dma_plan.label(p) for p in points)
@@ -310,12 +313,30 @@ def test_parallel_run_equals_one_simulation(fake_dma, capsys):
     out = capsys.readouterr().out.splitlines()
     done = [line for line in out if line.startswith("dma: point ")]
     assert len(done) == 3 * len(points)
-    assert done[-1].startswith("dma: point 12 of 12 done (simulation ")
+    assert done[-1].startswith("dma: point 14 of 14 done (simulation ")
     assert "its point" in done[-1] and "about 0 s left" in done[-1] and "elapsed" in done[-1]
-    assert "its point" not in done[12]
-    assert "dma: 12 points in 12 simulations (icarus), 2 at a time" in out
-    assert cost2["jobs"] == 12 and cost2["workers"] == 2
+    assert "its point" not in done[14]
+    assert "dma: 14 points in 14 simulations (icarus), 2 at a time" in out
+    assert cost2["jobs"] == 14 and cost2["workers"] == 2
     assert cost2["per_point"] == [2.0] * len(points)
+
+
+def test_time_bound_is_the_start_plus_the_wire_time_beyond_it():
+    """docs/dma.md, "What the links allow": a chain's lower bound is the 8-byte ``start`` point
+    of its path plus the wire time (4 GB/s) of what it sends beyond that point on its busiest
+    link direction; a run without start points has no bound."""
+    from peach2.sim.bench.dma_doc import bound_ns
+    start = {"figure": "start", "where": "neighbour", "size": 8, "count": 1, "ns": 1800.0,
+             "rx_wire_after": 28, "tx_wire_after": 40}
+    chain = {"figure": "chain128", "where": "neighbour", "size": 128, "count": 128,
+             "ns": 8000.0, "rx_wire_after": 28 + 4000 * 4, "tx_wire_after": 40 + 3000 * 4}
+    assert bound_ns({"points": [start, chain]}, chain) == 1800 + 4000
+    chain["tx_wire_after"] = 40 + 5000 * 4           # the writes on E bind instead
+    assert bound_ns({"points": [start, chain]}, chain) == 1800 + 5000
+    local = {**chain, "where": "local"}
+    assert bound_ns({"points": [start, local]}, local) is None
+    assert bound_ns({"points": [start, {**start, "where": "local"}]}, {**local, "figure":
+                                                                        "chain4k"}) == 6800
 
 
 def test_a_failed_job_fails_the_run(fake_dma, monkeypatch):

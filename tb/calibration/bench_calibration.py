@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from peach2.routes import Topology, cable_plan
-from peach2.sim.bench.calibration_doc import TOPOLOGY, tca_sizes
+from peach2.sim.bench.calibration_doc import PATH_SIZES, TOPOLOGY, tca_sizes
 from peach2.sim.bench.results import follow
 from peach2.sim.hdl import ClusterTop
 from peach2.sim.pcie import HARDIP_PIPELINE_NS, pipeline_cycles
@@ -58,7 +58,7 @@ def measure(quick):
                                      for name, rate, s in curves), flush=True)
     progress = BUILD / "bench" / "calibration.progress"
     data = follow(progress, simulate, "bench-calibration", curves,
-                  progress_file=str(progress))
+                  progress_file=str(progress), path_sizes=PATH_SIZES)
     if not data.get("complete"):
         raise RuntimeError("the ping-pong simulation did not complete")
     return data

@@ -38,7 +38,8 @@ import random
 import cocotb
 
 from peach2.routes import Topology, default_address_map
-from peach2.sim.collectives import FLAG, Collective, Memories, Place, run
+from peach2.sim.collectives import FLAG, PATHS, Collective, Memories, Place, run, step_path
+from peach2.sim.collectives.paths import unusable
 from peach2.sim.collectives.plan import Program, Step
 from peach2.sim.driver import memcpy
 from peach2.sim.harness import DROP_REASONS as DROPS
@@ -235,6 +236,38 @@ class TB:
                 "per_us": (count - 1) / (last - await first) * 1e3}
 
 
+    async def paths(self, sizes, rounds=2):
+        """Kick-to-flag times (ns) of one step from host 0's memory into host 1's, ``size``
+        bytes and a completion write into host 1's flag, by every path of
+        :mod:`peach2.sim.collectives.paths` that can take it (the chain and the register slots
+        set before the kick); the last of ``rounds`` runs (the first warms up).  Returns
+        ``[{"size", "path", "ns", "auto"}, ...]`` (``auto``: the path ``run(paths="auto")``
+        picks for the step); every byte checked."""
+        flag, at = 0x600, 0x10000
+        mem, rows = self.mem, []
+        mine = Place(1, "host", flag)
+        for size in sizes:
+            t = memcpy(mem.local(Place(0, "host", at), size), mem.tca(Place(1, "host", at), size),
+                       size, seq=(mem.tca(mine, 4), FLAG))
+            step = Step(0, [t])
+            auto = step_path(mem, 0, step, "auto")
+            for path in PATHS:
+                if path == "auto" or unusable(mem, 0, step, path):
+                    continue
+                coll = Collective("path", [Program(0, [step]), Program(1, [], done=[(mine, FLAG)])],
+                                  [mine], {"bytes": size})
+                for r in range(rounds):
+                    data = self.rng.randbytes(size)
+                    self.put(Place(0, "host", at), data)
+                    ns = (await run(mem, coll, paths=path)).time
+                    await self.cluster.quiet()
+                    self.expect(Place(1, "host", at), data)
+                    self.expect(mine, FLAG.to_bytes(4, "little"))
+                    self.check(f"{size} B by {path}, round {r}")
+                rows.append({"size": size, "path": path, "ns": ns, "auto": auto})
+        return rows
+
+
 def _row(times, size):
     measured = times[1:]
     one_way = sorted(measured)[len(measured) // 2] / 2
@@ -284,6 +317,10 @@ async def pingpong(dut):
         dut._log.info("%d inline puts back to back, a flag on %s: issued in %.0f ns, first "
                       "%.0f ns, last %.0f ns: %.1f per us at the receiver", count, flags,
                       row["issued_ns"], row["first_ns"], row["last_ns"], row["per_us"])
+    out["paths"] = await tb.paths(PARAMS.get("path_sizes", [8]), PARAMS.get("path_rounds", 2))
+    for row in out["paths"]:
+        dut._log.info("%d B by %s: %.0f ns from the kick to the flag", row["size"], row["path"],
+                      row["ns"])
     out["dma_gpu"] = _row(await tb.dma(("gpu", 0), 8, 1 + iters), 8)
     out["dma_gpu"]["gpu_read"] = gpu_reads[0][0]
     log("DMA GPU -> GPU", out["dma_gpu"])

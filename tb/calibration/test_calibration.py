@@ -26,7 +26,8 @@ def test_crossover():
 def test_pingpong_small_and_the_section(tmp_path):
     if pick_simulator("verilator") == "icarus":
         pytest.skip("two or more chips are too slow on Icarus; the ping-pongs run on Verilator")
-    tca = simulate("calibration-small", [(n, rate, SMALL) for n, rate in doc.GPU_READS])
+    tca = simulate("calibration-small", [(n, rate, SMALL) for n, rate in doc.GPU_READS],
+                   path_sizes=[8, 512], path_rounds=1)
     assert tca["complete"]
     # half a round trip: the round trips were measured, the one-way time is their half
     for key in ("pio", "dma_host", "dma_gpu"):
@@ -46,6 +47,15 @@ def test_pingpong_small_and_the_section(tmp_path):
     assert tca["put"]["kick_to_flag_ns"] <= doc.PUT_GOAL_NS
     assert tca["put"]["one_way_ns"] < tca["dma_host"]["one_way_ns"] / 2
     assert tca["put_stream"]["per_us"] >= doc.PUT_RATE_GOAL
+    # the paths by size (002 section 4.2): one store beats a put, which beats register mode
+    # (no host read at all), which saves the chain's descriptor fetch; "auto" picks the fastest
+    best = doc.best_paths(tca["paths"])
+    assert set(best[8][2]) == {"pio", "inline", "register", "dma"}
+    assert set(best[512][2]) == {"inline", "register", "dma"}
+    t8, t512 = best[8][2], best[512][2]
+    assert t8["pio"] < t8["inline"] < t8["register"] < t8["dma"], t8
+    assert t512["inline"] < t512["register"] < t512["dma"], t512
+    assert best[8][3] == "pio" and best[512][3] == "inline"
     data = {"tca": tca, "mpi": doc.mpi_side(SMALL), "sizes": SMALL}
     rows = doc.table_rows(data)
     assert len(rows) == 5
@@ -57,3 +67,4 @@ def test_pingpong_small_and_the_section(tmp_path):
     assert "| PEACH2 DMA, GPU memory to remote GPU memory, 8 B |" in body
     assert "| 16 KiB |" in body and "TCA ahead of MV2GDR up to 512 KB" in body
     assert "### Inline puts" in body and "goal <= 900 ns: met" in body
+    assert "### Paths by size" in body and "| 512 B | - |" in body

@@ -21,7 +21,8 @@ simulations side by side (four in the full run: each node count's Broadcast apar
 - an 8-byte put with completion write from node 0 to the nearest node at each hop count of
   the 2x8: time against the hops of the route set, and the time per extra hop;
 - kind ``small``: the 8-byte Broadcast and Allgather, binomial / recursive doubling and in one
-  step, as chained DMAs and over inline puts (``run(paths="auto")``).
+  step, as chained DMAs, over inline puts and by size (``run(paths="auto")``: one CPU store where
+  a step is one store).
 
 Every result is checked byte for byte against the reference model during the run.  Results go
 to ``docs/results/collectives.json``, ``docs/benchmarks.md`` is rebuilt (``bench_doc``) and the
@@ -62,9 +63,9 @@ ALLGATHER_TOTAL = 1 << 20
 #: What a run measures; parameters named ``<kind>...`` belong to that kind.
 KINDS = ("bcast", "allgather", "ring", "halo", "collision", "hops", "small")
 #: The small-message cases (``collectives_bench``'s ``small``): every Broadcast and Allgather
-#: form at 8 bytes, as chained DMAs and over inline puts.
+#: form at 8 bytes, as chained DMAs, over inline puts and by size (``run(paths="auto")``).
 SMALL = [[kind, 8, paths] for kind in ("bcast", "direct_bcast", "allgather", "direct_allgather")
-         for paths in ("dma", "auto")]
+         for paths in ("dma", "inline", "auto")]
 QUICK_NOTE = "sizes 8 B, 512 B, 32 KiB; halo N = 16, 32; collision 64 KiB"
 
 

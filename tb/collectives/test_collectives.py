@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from peach2.routes import Topology, cable_plan
+from peach2.sim.collectives import INLINE_MAX
 from peach2.sim.hdl import ClusterTop
 from peach2.sim.pcie import HARDIP_PIPELINE_NS, pipeline_cycles
 from peach2.sim.run import pick_simulator, run_cocotb
@@ -67,11 +68,15 @@ def test_ring4_collectives():
         fault=True, small=SMALL_CASES)
 
 
-#: The small-message collectives both ways (chained DMAs; inline puts where they qualify,
-#: docs/put.md): 8 bytes, and 45-byte blocks (two puts each, the second one 13 bytes).
+#: The small-message collectives by every path (``run(paths="auto")`` picks by size,
+#: ``peach2.sim.collectives.paths``): 8 bytes (CPU stores where a step is one store, inline puts
+#: above), 45-byte blocks (inline puts, two each, the second 13 bytes), blocks just over
+#: INLINE_MAX (register mode: at most four transfers a step on 4 nodes), and 8 bytes as
+#: chained DMAs.
 SMALL_CASES = [[kind, size, paths] for kind in ("bcast", "direct_bcast", "allgather",
                                                 "direct_allgather")
-               for size, paths in ((8, "auto"), (45, "auto"), (8, "dma"))]
+               for size, paths in ((8, "auto"), (45, "auto"), (INLINE_MAX + 76, "auto"),
+                                   (8, "dma"))]
 
 
 @pytest.mark.slow

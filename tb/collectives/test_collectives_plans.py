@@ -343,22 +343,65 @@ def test_direct_plans(p):
         direct_allgather(mem, [0], buf, 5)
 
 
-def test_step_path_picks_inline_puts_by_size_and_source():
-    """``run(paths="auto")``'s choice: inline puts for single-burst transfers of at most
-    INLINE_MAX bytes from the node's own host memory; DMA for larger, block-stride, or a source
-    elsewhere (a GPU)."""
-    from peach2.sim.collectives.plan import Step, step_path
+def test_step_path_picks_the_path_by_size_and_source():
+    """``run(paths="auto")``'s choice (002 section 4.2): PIO when every transfer is one aligned
+    8-byte store from the node's host memory, inline puts up to INLINE_MAX bytes a step from
+    there, register mode up to four transfers from anywhere (a GPU), the chained DMA beyond;
+    a forced path a step cannot take is refused with its reason."""
+    from peach2.params import N_DMA_SLOTS
+    from peach2.sim.collectives import PIO_MAX, step_path
+    from peach2.sim.collectives.plan import Step
     from peach2.sim.driver import memcpy
     cluster = _Cluster(2)
     mem = Memories(cluster)
     src = mem.local(Place(0, "host", 0x100), INLINE_MAX)
     dst = mem.tca(Place(1, "host", 0x100), INLINE_MAX)
 
-    def path(*transfers):
-        return step_path(mem, 0, Step(0, list(transfers)))
-    assert path(memcpy(src, dst, 8)) == "inline"
-    assert path(memcpy(src, dst, 8), memcpy(src, dst, INLINE_MAX)) == "inline"
-    assert path(memcpy(src, dst, 8), memcpy(src, dst, INLINE_MAX + 1)) == "dma"
-    assert path(memcpy(src, dst, 8, count=2, src_gap=8, dst_gap=8)) == "dma"
-    assert path(memcpy(BUS * 9, dst, 8)) == "dma"          # not in node 0's host memory
-    assert path(memcpy(src + HOST - 0x100 - 4, dst, 8)) == "dma"   # runs past its end
+    def step(*transfers):
+        return Step(0, list(transfers))
+
+    def path(*transfers, paths="auto"):
+        return step_path(mem, 0, step(*transfers), paths)
+    assert path(memcpy(src, dst, PIO_MAX)) == "pio"
+    assert path(memcpy(src, dst, 1), memcpy(src, dst + 4, 4)) == "pio"
+    assert path(memcpy(src, dst + 4, 8)) == "inline"           # two 8-byte words: two stores
+    assert path(memcpy(src, dst, PIO_MAX, irq=True)) == "inline"     # a store raises no MSI
+    assert path(memcpy(src, dst, 8), memcpy(src, dst, INLINE_MAX - 8)) == "inline"
+    assert path(memcpy(src, dst, 8), memcpy(src, dst, INLINE_MAX - 7)) == "register"
+    assert path(memcpy(src, dst, 8, count=2, src_gap=8, dst_gap=8)) == "register"
+    assert path(memcpy(BUS * 9, dst, 8)) == "register"     # not in node 0's host memory
+    assert path(memcpy(src + HOST - 0x100 - 4, dst, 8)) == "register"   # runs past its end
+    many = [memcpy(src, dst, INLINE_MAX)] * (N_DMA_SLOTS + 1)
+    assert path(*many) == "dma"
+    assert path(*many[:N_DMA_SLOTS]) == "register"
+    assert path(memcpy(src, dst, 8), paths="dma") == "dma"
+    assert path(memcpy(src, dst, 4096), paths="inline") == "inline"
+    for paths, transfers, why in (
+            ("pio", [memcpy(src, dst, 16)], "not one 8-byte store"),
+            ("pio", [memcpy(BUS * 9, dst, 8)], "outside node 0's host memory"),
+            ("inline", [memcpy(src, dst, 8, count=2, src_gap=8, dst_gap=8)], "block-stride"),
+            ("register", many, "register mode has 4 slots")):
+        with pytest.raises(ValueError, match=why):
+            path(*transfers, paths=paths)
+    with pytest.raises(ValueError, match="paths must be one of"):
+        path(memcpy(src, dst, 8), paths="fast")
+
+
+def test_auto_picks_a_fastest_measured_path_at_every_size():
+    """The thresholds of ``paths="auto"`` against the saved kick-to-flag times of every path
+    (docs/benchmarks.md, "Paths by size"; ``peach2 bench calibration``): at every measured size
+    the path "auto" picks for one transfer host to neighbour host is within 5% of the fastest."""
+    from peach2.sim.bench.calibration_doc import best_paths
+    from peach2.sim.bench.results import load
+    from peach2.sim.collectives import step_path
+    from peach2.sim.collectives.plan import Step
+    from peach2.sim.driver import memcpy
+    rows = load("calibration")["tca"]["paths"]
+    mem = Memories(_Cluster(2))
+    measured = best_paths(rows)
+    assert len(measured) >= 8 and max(measured) >= 4096
+    for size, (best, ns, times, _) in measured.items():
+        t = memcpy(mem.local(Place(0, "host", 0x1000), size),
+                   mem.tca(Place(1, "host", 0x1000), size), size)
+        pick = step_path(mem, 0, Step(0, [t]))
+        assert times[pick] <= 1.05 * ns, (size, pick, times)

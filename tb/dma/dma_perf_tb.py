@@ -47,18 +47,40 @@ PARAMS, SEED = run_inputs()
 
 _MRD = (TlpType.MEM_READ, TlpType.MEM_READ_64)
 _MWR = (TlpType.MEM_WRITE, TlpType.MEM_WRITE_64)
+_CPLD = (TlpType.CPL_DATA,)
 PAPER_BOUND = 4.0 * 256 / (256 + 16 + 2 + 4 + 1 + 1)     # 002 section 4.1: 3.66 GB/s
+def _wire_after(records, skip=0, writes=False):
+    """Wire bytes of the metered TLPs ``(t0, t1, payload, wire)`` after the first ``skip``
+    payload bytes (the descriptor block fetched first), or from the first write on."""
+    total, seen, on = 0, 0, False
+    for _, _, payload, wire in sorted(records):
+        on = on or (payload > 0 if writes else seen >= skip)
+        seen += payload
+        total += wire if on else 0
+    return total
+
+
 class Measure:
-    """Run one job on node 0 and time it, metering chip 0's port the data leaves on."""
+    """Run one job on node 0 and time it, metering chip 0's port the data leaves on, and for
+    the lower bound (docs/dma.md, "What the links allow") every TLP on chip 0's N in both
+    directions: the read requests sent, the completions received."""
 
     def __init__(self, harness):
         self.harness = harness
         chip = harness.cluster.chips[0]
+        self.reads = []
+
+        def n_tx(tlp):
+            if tlp.fmt_type in _MRD:
+                self.reads.append(4 * tlp.length)
+            return tlp.fmt_type in _MWR + _MRD
         self.meters = {
-            "N": ThroughputMeter.tx_of(chip.models["n"], enabled=False,
-                                       select=lambda t: t.fmt_type in _MWR + _MRD),
-            "E": ThroughputMeter.tx_of(chip.models["e"], enabled=False,
+            "N": ThroughputMeter.tx_of(chip.models["n"], enabled=False, select=n_tx,
+                                       keep_records=True),
+            "E": ThroughputMeter.tx_of(chip.models["e"], enabled=False, keep_records=True,
                                        select=lambda t: t.fmt_type in _MWR)}
+        self.rx = ThroughputMeter.rx_of(chip.models["n"], enabled=False, keep_records=True,
+                                        select=lambda t: t.fmt_type in _CPLD)
 
     async def __call__(self, job, port):
         harness = self.harness
@@ -67,7 +89,9 @@ class Measure:
         arrivals = harness.cluster.arrivals[dst_node]
         seen = len(arrivals)
         meter = self.meters[port]
-        meter.start()
+        self.reads.clear()
+        for m in {meter, self.meters["N"], self.rx}:
+            m.start()
         drv = harness.drivers[0]
         if job.reg:
             n = await drv.dma_reg_set(job.channel, job.transfers)
@@ -85,7 +109,8 @@ class Measure:
         job.status = await drv.dma_wait(job.channel,
                                         pause=lambda: ClockCycles(harness.dut.clk, 250))
         await harness.cluster.quiet(20)
-        meter.stop()
+        for m in {meter, self.meters["N"], self.rx}:
+            m.stop()
         window = harness.window[dst_node][0]
         lo = min(harness.where(t.dst)[1] for t in job.transfers) + window
         hi = max(harness.where(t.dst_span()[1] - 1)[1] for t in job.transfers) + window + 1
@@ -98,6 +123,9 @@ class Measure:
         return {"bytes": nbytes, "ns": t1 - t0, "gbps": nbytes / (t1 - t0),
                 "port": port, "port_bound_gbps": rep.bound_gbps, "port_gbps": rep.gbps,
                 "tlps": rep.tlps,
+                "rx_wire_after": _wire_after(self.rx.records,
+                                             0 if job.reg or not self.reads else self.reads[0]),
+                "tx_wire_after": _wire_after(meter.records, writes=True),
                 "desc_done": job.status["desc_done"]}
 
 
@@ -130,7 +158,7 @@ async def measure_point(harness, measure, point):
         return harness.tca(node, off)
     fig = point["figure"]
     keys = {k: v for k, v in point.items() if k != "figure"}
-    if fig in ("chain128", "scattered"):
+    if fig in ("chain128", "scattered", "start"):
         # Figures 4 and 7: chained transfers of each size, local and to the neighbour.
         port = "E" if point["where"] == "neighbour" else "N"
         return {**keys, **await measure(_chain_job(harness, src, dst, point), port)}

@@ -54,12 +54,15 @@ def _random_put(rng, base):
 async def puts_against_model(dut):
     """Random puts to all four ports (every length 1-32, any byte alignment), refused ones among
     them; each port's writes equal the model's, in order; PUT_DONE, PUT_STATUS and the MSIs
-    agree; a put is the first request after reset."""
+    agree; a put is the first request after reset.  Every fifth put has a register read sent
+    with it, back to back on N: the read's completion and the put leave the ingress through the
+    same crossbar output, and every read is answered right."""
     chip, drv, bars, base, state = await _bring_up(dut)
     msi = MsiCatcher(dut, "")
     await drv.put_set_vector(9)
     rng = random.Random(SEED)
-    puts = []
+    puts, reads = [], []
+    ident = drv.regmap["ID"].value
     for k in range(PARAMS.get("puts", 60)):
         raw = _random_put(rng, base)
         if rng.random() < 0.15:         # refused: unroutable, crossing, or malformed
@@ -69,7 +72,10 @@ async def puts_against_model(dut):
                 dict(dst=base, data=b"", length=0)
             raw = pack(**d)
         puts.append(raw)
+        if k % 5 == 0:
+            reads.append(cocotb.start_soon(drv.read_reg("ID")))
         await bars[PUT_BAR].write(64 * rng.randrange(64), raw)
+    assert [await r for r in reads] == [ident] * len(reads)
     await wait_quiet(chip)
     await ClockCycles(dut.clk, 200)
     expected = {p.upper(): [] for p in PORTS}
