@@ -219,7 +219,7 @@ def _small_rows(saved):
         out += [f"### Small messages, {n} nodes: by path", "",
                 "Each step as its chained DMA (`paths=\"dma\"`, the papers' way), as inline puts "
                 "([put](put.md)), or by size (`paths=\"auto\"`: the CPU's stores where a step is "
-                "one 8-byte store, inline puts up to 256 bytes, register mode up to four "
+                "one 8-byte store, inline puts up to 1536 bytes a step, register mode up to four "
                 "transfers, the chain above; [collectives](collectives.md#small-messages-the-path-"
                 "by-size-and-one-step-instead-of-log2p)); `direct_*`: the same collective in one "
                 "step (us).", "",

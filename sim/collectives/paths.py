@@ -38,9 +38,11 @@ PIO_MAX = 8
 
 #: Largest step (bytes, all its transfers) sent as inline puts by ``"auto"``; larger ones go in
 #: register mode.  From the calibrated sub-cluster's kick-to-flag times (docs/benchmarks.md,
-#: "Paths by size"): puts land after about 865 + 26 (n - 1) ns for n puts of 32 bytes (a
-#: completion write on the last only), register mode after about 1.5 us plus the wire time.
-INLINE_MAX = 1024
+#: "Paths by size"): n puts of 32 bytes, a completion write on the last only, land after about
+#: 853 + 24 (n - 1) ns; register mode after about 1.3 us for 8 bytes, 2.0 us for 1 KiB, then
+#: 0.28 us a KiB (3.66 GB/s): puts are ahead at 1536 bytes (2003 against 2105 ns), register mode
+#: at 2 KiB (2245 against 2387); the lines cross near 1.75 KiB.
+INLINE_MAX = 1536
 
 _STORE = 8          # bytes a PIO store may not cross (one aligned 64-bit word)
 

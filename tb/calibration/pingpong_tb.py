@@ -38,7 +38,7 @@ import random
 import cocotb
 
 from peach2.routes import Topology, default_address_map
-from peach2.sim.collectives import FLAG, PATHS, Collective, Memories, Place, run, step_path
+from peach2.sim.collectives import FLAG, PATHS, Collective, Memories, Place, run
 from peach2.sim.collectives.paths import unusable
 from peach2.sim.collectives.plan import Program, Step
 from peach2.sim.driver import memcpy
@@ -241,8 +241,7 @@ class TB:
         bytes and a completion write into host 1's flag, by every path of
         :mod:`peach2.sim.collectives.paths` that can take it (the chain and the register slots
         set before the kick); the last of ``rounds`` runs (the first warms up).  Returns
-        ``[{"size", "path", "ns", "auto"}, ...]`` (``auto``: the path ``run(paths="auto")``
-        picks for the step); every byte checked."""
+        ``[{"size", "path", "ns"}, ...]``; every byte checked."""
         flag, at = 0x600, 0x10000
         mem, rows = self.mem, []
         mine = Place(1, "host", flag)
@@ -250,7 +249,6 @@ class TB:
             t = memcpy(mem.local(Place(0, "host", at), size), mem.tca(Place(1, "host", at), size),
                        size, seq=(mem.tca(mine, 4), FLAG))
             step = Step(0, [t])
-            auto = step_path(mem, 0, step, "auto")
             for path in PATHS:
                 if path == "auto" or unusable(mem, 0, step, path):
                     continue
@@ -264,7 +262,7 @@ class TB:
                     self.expect(Place(1, "host", at), data)
                     self.expect(mine, FLAG.to_bytes(4, "little"))
                     self.check(f"{size} B by {path}, round {r}")
-                rows.append({"size": size, "path": path, "ns": ns, "auto": auto})
+                rows.append({"size": size, "path": path, "ns": ns})
         return rows
 
 

@@ -55,7 +55,7 @@ def test_pingpong_small_and_the_section(tmp_path):
     t8, t512 = best[8][2], best[512][2]
     assert t8["pio"] < t8["inline"] < t8["register"] < t8["dma"], t8
     assert t512["inline"] < t512["register"] < t512["dma"], t512
-    assert best[8][3] == "pio" and best[512][3] == "inline"
+    assert [doc.auto_path(n) for n in (8, 512)] == [best[8][0], best[512][0]] == ["pio", "inline"]
     data = {"tca": tca, "mpi": doc.mpi_side(SMALL), "sizes": SMALL}
     rows = doc.table_rows(data)
     assert len(rows) == 5

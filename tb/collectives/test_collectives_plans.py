@@ -400,7 +400,7 @@ def test_auto_picks_a_fastest_measured_path_at_every_size():
     mem = Memories(_Cluster(2))
     measured = best_paths(rows)
     assert len(measured) >= 8 and max(measured) >= 4096
-    for size, (best, ns, times, _) in measured.items():
+    for size, (best, ns, times) in measured.items():
         t = memcpy(mem.local(Place(0, "host", 0x1000), size),
                    mem.tca(Place(1, "host", 0x1000), size), size)
         pick = step_path(mem, 0, Step(0, [t]))
