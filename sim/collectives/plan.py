@@ -43,7 +43,9 @@ FLAG = 1
 @dataclass
 class Step:
     """One chained DMA on ``channel``: ``transfers`` (``peach2.sim.driver.chain.Transfer``), started
-    once every ``(Place, value)`` of ``wait`` (the node's own host memory) holds its value."""
+    once every ``(Place, value)`` of ``wait`` (the node's own host memory) holds its value.  How
+    it leaves the node is :func:`run`'s ``paths`` (the chain, register mode on the same channel,
+    or the CPU's stores or puts: :mod:`peach2.sim.collectives.paths`)."""
     channel: int
     transfers: list
     wait: list = field(default_factory=list)
@@ -189,7 +191,9 @@ async def run(mem, coll, timeout_ns=None, *, gate=None, notify=None, paths="dma"
 
     A flag not seen within ``timeout_ns`` (default :func:`default_timeout_ns`) raises
     ``TimeoutError`` naming it, or ``DmaFault`` when a channel stopped with an error, or
-    ``PutFault`` when the chip refused a put (``PUT_STATUS``)."""
+    ``PutFault`` when the chip refused a put (``PUT_STATUS``); after the last flag, every channel
+    used is waited for and every node that sent puts is asked for refusals, so a put refused
+    before a flag that came anyway still raises ``PutFault``."""
     from cocotb.triggers import ClockCycles
     from cocotb.utils import get_sim_time
 
@@ -204,9 +208,10 @@ async def run(mem, coll, timeout_ns=None, *, gate=None, notify=None, paths="dma"
     seen, done = {}, {}
     start = get_sim_time("ns")
 
-    async def channels_ended(prog):
+    async def channels_ended(prog):     # the channels the node's steps ran on
         drv = mem.cluster.drivers[prog.node]
-        for channel in sorted({s.channel for s in prog.steps}):
+        for channel in sorted({s.channel for i, s in enumerate(prog.steps)
+                               if coll._paths[(prog.node, i)] not in SENDERS}):
             await drv.dma_wait(channel, pause=lambda: ClockCycles(clk, 64), max_polls=10_000)
 
     async def puts_sent(prog):
@@ -221,4 +226,5 @@ async def run(mem, coll, timeout_ns=None, *, gate=None, notify=None, paths="dma"
         raise
     result = Result(start, done, seen)
     await gather(channels_ended(prog) for prog in coll.programs)
+    await gather(puts_sent(prog) for prog in coll.programs)     # none refused on the way
     return result

@@ -11,7 +11,8 @@ CPU polls them), and per test:
   the parameters name, one after the other in one simulation: ``bcast`` (sizes), ``roots``,
   ``allgather`` (block sizes), ``ring_allgather`` (block sizes, the ring algorithm along
   the topology's rings), ``halo`` (``[N, px, py]`` list), ``collision`` (bytes per
-  sender, or 0), ``fault`` (a put from unmapped memory must raise the channel's DmaFault).
+  sender, or 0), ``fault`` (a put from unmapped memory must raise the channel's DmaFault, puts to an
+  unrouted node PutFault).
   Every host window (and GPU memory) starts as random noise; after each collective every byte
   of every node's host window and GPU memory is compared with the reference model (inputs,
   results, flags; nothing else may change), then every chip's drop counters must be 0.
@@ -29,6 +30,7 @@ from dataclasses import replace
 import cocotb
 from cocotb.triggers import ClockCycles
 
+from peach2.params import PutError
 from peach2.routes import RouteSet, Topology, default_address_map
 from peach2.sim.collectives import (
     FLAG,
@@ -49,7 +51,7 @@ from peach2.sim.collectives import (
     ring_allgather,
     run,
 )
-from peach2.sim.driver import DmaFault
+from peach2.sim.driver import DmaFault, PutFault
 from peach2.sim.harness import DROP_REASONS as DROPS
 from peach2.sim.harness import Cluster
 from peach2.sim.run import run_inputs
@@ -253,6 +255,7 @@ async def collectives_check(dut):
                  size, [round(t) for t in each], 2 * size / max(each))
     if PARAMS.get("fault"):
         await bad_source(tb, buf)
+        await bad_destination(tb, buf)
     await tb.counters_clean()
     tb.cluster.check()
     await ClockCycles(dut.clk, 10)
@@ -275,6 +278,26 @@ async def bad_source(tb, buf):
     for place in coll.flags:                # cleared by run, never written
         tb.expect(place, bytes(4))
     tb.check("bad source", Collective("none", [], []))
+
+
+async def bad_destination(tb, buf):
+    """Puts to a node the routes do not reach: the chip refuses them (DST_UNROUTABLE) and sends
+    nothing, the flag never comes: ``run`` raises PutFault naming the refusal."""
+    coll = puts(tb.mem, [(Place(0, "host", buf), Place(1, "host", buf), 40)])
+    step = coll.programs[0].steps[0]
+    step.transfers[0] = replace(step.transfers[0],
+                                dst=tb.amap.tca_base + tb.n * tb.amap.node_size)
+    try:
+        await run(tb.mem, coll, timeout_ns=10_000, paths="inline")
+    except PutFault as fault:
+        tb.dut._log.info("bad destination: %s", fault)
+        assert fault.error == PutError.DST_UNROUTABLE and fault.refused == 2, fault
+    else:
+        raise AssertionError("puts to an unrouted node completed")
+    await tb.cluster.drivers[0].put_clear()
+    for place in coll.flags:
+        tb.expect(place, bytes(4))
+    tb.check("bad destination", Collective("none", [], []))
 
 
 @cocotb.test()

@@ -62,7 +62,7 @@ def test_ring4_collectives():
     1, 3, 16 and 300 B; ring Allgather of 5 and 300 B), halo exchange of N = 8 on 2x2 (pairwise
     and naive order), two senders into one receiver, the small-message cases
     (:data:`SMALL_CASES`); every host window byte-exact after each; a put from unmapped memory
-    ends in the channel's DmaFault."""
+    ends in the channel's DmaFault, puts to an unrouted node in PutFault."""
     run("coll-ring4", "ring:4", "collectives_check", bcast=[1, 13, 4101], roots=[0, 3],
         allgather=[1, 3, 16, 300], ring_allgather=[5, 300], halo=[[8, 2, 2]], collision=8192,
         fault=True, small=SMALL_CASES)
