@@ -12,7 +12,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..params import N_DMA_CHANNELS, DmaError
 from ..router.common import RouteEntry
-from ..router.table import route_matches, route_select
+from ..router.table import route_first, route_matches, route_select
 from ..tlp.layouts import TLPHeader
 from ..tlp.stream import TLPStream
 from ..util import not_below
@@ -330,10 +330,7 @@ class Writer(wiring.Component):
             ]
         hit0, port0 = route_select(m, list(q_match), self.routes)
         # The first match's port is dropping (link down): chosen like its port, in parallel.
-        down0 = Signal()
-        for k in reversed(range(self.n_routes)):
-            with m.If(q_match[k]):
-                m.d.comb += down0.eq(self.route_down[k])
+        down0 = route_first(m, q_match, self.route_down, "down0")
         with m.If(p_take):
             m.d.sync += [
                 p_valid.eq(q_valid), i1.eq(i_q), p_hit.eq(hit0), p_port.eq(port0.as_value()),

@@ -37,7 +37,7 @@ from ..dma.common import mem_header
 from ..params import PUT_QUEUE, PutError
 from ..router.common import RouteEntry
 from ..router.ingress import OUTPUTS
-from ..router.table import request_address, route_matches, route_select
+from ..router.table import request_address, route_first, route_matches, route_select
 from ..signatures import PUT_STATUS_FIELDS
 from ..tlp.layouts import Type
 from ..tlp.stream import TLPBeat, TLPStream
@@ -222,10 +222,7 @@ class PutEngine(wiring.Component):
                 for n, (q, addr, tr) in enumerate(((q_dst, e.dst, tr_dst),
                                                    (q_seq, e.seq_addr, tr_seq))):
                     hit, port = route_select(m, list(q), self.routes)
-                    down = Signal(name=f"down{n}")
-                    for j in reversed(range(self.n_routes)):
-                        with m.If(q[j]):
-                            m.d.comb += down.eq(self.route_down[j])
+                    down = route_first(m, q, self.route_down, f"down{n}")
                     nbytes = length[:6] if n == 0 else Const(4, 6)
                     m.d.sync += [
                         r_hit[n].eq(hit), r_down[n].eq(down), r_port[n].eq(port.as_value()),

@@ -5,7 +5,7 @@ from amaranth.hdl import Mux, Signal
 from ..util import not_below
 from .common import Port
 
-__all__ = ["route_lookup", "route_matches", "route_select", "request_address"]
+__all__ = ["route_lookup", "route_matches", "route_select", "route_first", "request_address"]
 
 
 def request_address(hdr):
@@ -47,6 +47,17 @@ def route_select(m, matches, routes):
         with m.If(match):
             m.d.comb += [hit.eq(1), port.eq(entry.port)]
     return hit, port
+
+
+def route_first(m, matches, values, name):
+    """Add to ``m`` a 1-bit signal ``name`` that is ``values[k]`` of the lowest-numbered ``k``
+    whose ``matches[k]`` is set (0 without a match), chosen like :func:`route_select`'s port:
+    e.g. whether the first matching entry's port is down."""
+    first = Signal(name=name)
+    for k in reversed(range(len(matches))):
+        with m.If(matches[k]):
+            m.d.comb += first.eq(values[k])
+    return first
 
 
 def route_lookup(m, address, routes):
