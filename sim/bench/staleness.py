@@ -17,9 +17,10 @@ from .results import ROOT
 
 __all__ = ["DEPENDS", "GATEWARE", "changed_since", "note", "mark"]
 
-#: The gateware the simulations run (not the CLI, synthesis or route tools around it).
-GATEWARE = ("rtl/router", "rtl/dma", "rtl/tlp", "rtl/csr", "rtl/top.py", "rtl/params.py",
-            "rtl/signatures.py")
+#: The gateware the simulations run (not the CLI, synthesis or route tools around it): every
+#: module ``peach2.top`` imports (``tb/bench/test_staleness.py`` checks it).
+GATEWARE = ("rtl/router", "rtl/dma", "rtl/put", "rtl/tlp", "rtl/csr", "rtl/top.py",
+            "rtl/params.py", "rtl/signatures.py", "rtl/util.py", "rtl/__init__.py")
 _LINKS = ("sim/hardip", "sim/pcie", "sim/run")
 #: Per section: the sources its figures depend on.
 DEPENDS = {

@@ -55,3 +55,23 @@ def test_only_stamps_name_commits():
     head = _head()
     text = f"## T\n\nMeasured by `x` at {head}.\n\nA transfer at 1048576 bytes, at deadbeef."
     assert staleness.mark("router", text) == text
+
+
+def test_gateware_is_every_module_the_core_imports():
+    """A change to any module the chip is built from marks the simulated sections stale: every
+    ``peach2`` module importing ``peach2.top`` loads lies under an entry of GATEWARE (the put
+    engine and ``rtl/util.py`` were missing once, so their changes went unmarked)."""
+    import subprocess
+    import sys
+
+    from peach2.sim.bench.staleness import GATEWARE
+    listing = subprocess.run(
+        [sys.executable, "-c", "import os, sys, peach2, peach2.top\n"
+         "root = os.path.dirname(peach2.__file__)\n"
+         "print('\\n'.join(os.path.relpath(m.__file__, root) for n, m in list(sys.modules.items())"
+         " if n.startswith('peach2') and getattr(m, '__file__', None)))"],
+        capture_output=True, text=True, check=True).stdout.split()
+    assert listing and "put/engine.py" in listing
+    for module in listing:
+        path = f"rtl/{module}"
+        assert any(path == g or path.startswith(g + "/") for g in GATEWARE), path
