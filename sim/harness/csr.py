@@ -120,19 +120,15 @@ class CsrHarness:
         ``o_cpl.ready`` low.
     """
 
+    #: Harnesses :meth:`reused` built in this process, by design.
+    _BUILT = {}
+
     def __init__(self, dut, *, seed=1, idle="none", backpressure="none"):
         self.dut = dut
-        self.seed = seed
-        self.rng = random.Random(seed)
         self.sim = Simulator(dut)
         self.sim.add_clock(CLOCK)
-        self.set_idle_generator(pauses(idle, seed * 2 + 1))
-        self.set_backpressure_generator(pauses(backpressure, seed * 2 + 2))
-        self.completions = []       # Tlp, in arrival order
-        self.cpl_beats = []         # raw Beat lists
-        self.bad_count = 0
-        self.msi = []               # vectors seen with msi_req
-        self.cycle = 0
+        self._start(seed, idle, backpressure)
+        self._main, self._ran = None, False
         # View attribute lookups are slow in the simulator loop: resolve the signals once.
         def flat(stream):
             p = stream.payload
@@ -142,6 +138,36 @@ class CsrHarness:
         self._cpl = [dut.o_cpl.valid] + flat(dut.o_cpl)
         self.sim.add_testbench(self._receive, background=True)
         self.sim.add_testbench(self._watch, background=True)
+        self.sim.add_testbench(self._dispatch)
+
+    @classmethod
+    def reused(cls, make, *args, seed=1, idle="none", backpressure="none", **kwargs):
+        """The harness around ``make(*args, **kwargs)`` that this process built before, or a new
+        one: building the simulator of a register block takes about 4 s and most tests use the
+        same design.  Its next :meth:`run` starts from reset (every signal, memory and process
+        back to its initial state) with these seeds and pauses, as a new harness's would."""
+        key = (make, args, tuple(sorted(kwargs.items())))
+        harness = cls._BUILT.get(key)
+        if harness is None:
+            harness = cls._BUILT[key] = cls(make(*args, **kwargs), seed=seed, idle=idle,
+                                            backpressure=backpressure)
+        else:
+            harness._start(seed, idle, backpressure)
+        return harness
+
+    def _start(self, seed, idle, backpressure):
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.set_idle_generator(pauses(idle, seed * 2 + 1))
+        self.set_backpressure_generator(pauses(backpressure, seed * 2 + 2))
+        self.completions = []       # Tlp, in arrival order
+        self.cpl_beats = []         # raw Beat lists
+        self.bad_count = 0
+        self.msi = []               # vectors seen with msi_req
+        self.cycle = 0
+
+    async def _dispatch(self, ctx):
+        await self._main(ctx, self)
 
     def set_idle_generator(self, gen):
         self._idle = gen
@@ -154,10 +180,11 @@ class CsrHarness:
         return f"(seed {self.seed}, cycle {self.cycle})"
 
     def run(self, testbench, *, vcd=None):
-        """Run ``async testbench(ctx, harness)`` to completion."""
-        async def main(ctx):
-            await testbench(ctx, self)
-        self.sim.add_testbench(main)
+        """Run ``async testbench(ctx, harness)`` to completion, from reset (a second run of the
+        same harness starts from reset again)."""
+        if self._ran:
+            self.sim.reset()
+        self._ran, self._main = True, testbench
         if vcd:
             with self.sim.write_vcd(vcd):
                 self.sim.run()

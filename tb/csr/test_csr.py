@@ -131,8 +131,8 @@ def random_be(rng, length):
 def test_registers_random(pauses):
     """Random 1-/2-DW reads and writes with byte enables, 3- and 4-DW headers, vs the model."""
     seed = 100 + PAUSES.index(pauses)
-    dut = CSR()
-    harness = CsrHarness(dut, seed=seed, idle=pauses, backpressure=pauses)
+    harness = CsrHarness.reused(CSR, seed=seed, idle=pauses, backpressure=pauses)
+    dut = harness.dut
     model = RegModel(dut.regmap)
     rng = harness.rng
     rw = rw_offsets(dut.regmap)
@@ -212,8 +212,8 @@ def test_constants_and_inputs(n_routes, buffer_beats, s_is_rc):
 
 def test_whole_bar():
     """Fill every rw register with long writes (walking, multi-beat), then read all 4 KiB."""
-    dut = CSR()
-    harness = CsrHarness(dut, seed=17)
+    harness = CsrHarness.reused(CSR, seed=17)
+    dut = harness.dut
     model = RegModel(dut.regmap)
     rng = harness.rng
 
@@ -247,8 +247,8 @@ def test_long_writes(pauses):
     """Writes of 3..40 DWs walk the addresses with first/last byte enables; the tail past the
     end of the BAR is dropped and raises bad_req once."""
     seed = 200 + PAUSES.index(pauses)
-    dut = CSR()
-    harness = CsrHarness(dut, seed=seed, idle=pauses, backpressure=pauses)
+    harness = CsrHarness.reused(CSR, seed=seed, idle=pauses, backpressure=pauses)
+    dut = harness.dut
     model = RegModel(dut.regmap)
     rng = harness.rng
 
@@ -281,8 +281,8 @@ def test_odd_reads(pauses):
     """Reads longer than 2 DWs or crossing the BAR end: CA, byte count 4; zero-length reads:
     1 DW, byte count 1; every byte-enable pattern: PCIe byte count and lower address."""
     seed = 300 + PAUSES.index(pauses)
-    dut = CSR()
-    harness = CsrHarness(dut, seed=seed, idle=pauses, backpressure=pauses)
+    harness = CsrHarness.reused(CSR, seed=seed, idle=pauses, backpressure=pauses)
+    dut = harness.dut
     model = RegModel(dut.regmap)
     rng = harness.rng
 
@@ -320,8 +320,9 @@ def test_counters_while_running(pauses):
     """Counters count every strobe (several per cycle), read while strobes run, clear while
     running, and ignore reserved reasons."""
     seed = 400 + PAUSES.index(pauses)
-    dut = CSR()
-    harness = CsrHarness(dut, seed=seed, idle=pauses, backpressure=pauses)
+    # a new harness, not a reused one: the test adds its own watcher to the simulator
+    harness = CsrHarness(CSR(), seed=seed, idle=pauses, backpressure=pauses)
+    dut = harness.dut
     rng = random.Random(seed)
     counts = [0] * 64
     state = {"run": True, "cycle": 0}
@@ -411,8 +412,8 @@ def test_counter_saturation():
 
 def test_clear_in_event_cycle():
     """An event in the cycle of the clear counts as the first after it (no event is lost)."""
-    dut = CSR()
-    harness = CsrHarness(dut, seed=6)
+    harness = CsrHarness(CSR(), seed=6)     # a new one: the test adds its own watcher
+    dut = harness.dut
     seen = []
 
     async def watch(ctx):
@@ -436,8 +437,8 @@ def test_clear_in_event_cycle():
 
 def test_counter_index():
     """Strobe element p*16 + r counts in COUNT[p][r] and nowhere else."""
-    dut = CSR()
-    harness = CsrHarness(dut, seed=9)
+    harness = CsrHarness.reused(CSR, seed=9)
+    dut = harness.dut
 
     async def tb(ctx, harness):
         ctx.set(dut.completer_id, COMPLETER)
@@ -463,8 +464,8 @@ def test_dropped_requests(pauses):
     """Poisoned writes, err packets, non-memory TLPs and stray beats are dropped (bad_req), get
     no completion, change nothing, and never hang the block."""
     seed = 500 + ["none", "random"].index(pauses)
-    dut = CSR()
-    harness = CsrHarness(dut, seed=seed, idle=pauses, backpressure=pauses)
+    harness = CsrHarness.reused(CSR, seed=seed, idle=pauses, backpressure=pauses)
+    dut = harness.dut
     model = RegModel(dut.regmap)
     rng = harness.rng
     node = REGMAP["NODE"].offset
@@ -522,8 +523,8 @@ def test_dropped_requests(pauses):
 
 def test_msi():
     """A write to MSI (byte 0 enabled) makes one msi_req strobe with the vector; reads 0."""
-    dut = CSR()
-    harness = CsrHarness(dut, seed=11, idle="random", backpressure="random")
+    harness = CsrHarness.reused(CSR, seed=11, idle="random", backpressure="random")
+    dut = harness.dut
     off = REGMAP["MSI"].offset
 
     async def tb(ctx, harness):
@@ -604,8 +605,8 @@ def test_icarus_outputs_defined(tmp_path):
 
 def test_driver_on_gateware():
     """The host driver model programs a 2x4 double ring node through the gateware."""
-    dut = CSR()
-    harness = CsrHarness(dut, seed=13, idle="random", backpressure="random")
+    harness = CsrHarness.reused(CSR, seed=13, idle="random", backpressure="random")
+    dut = harness.dut
     topo = Topology.double_ring(4)
     amap = AddressMap(tca_base=0x40_0000_0000, node_size=1 << 32, host_size=1 << 30,
                       gpu_size=1 << 28, n_gpus=4)
