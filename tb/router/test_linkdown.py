@@ -10,14 +10,10 @@ from peach2.top import PEACH2
 HERE = Path(__file__).parent
 
 
-def test_link_down_flushes_queued():
+def test_link_down_flushes_queued_and_read_after_reset():
+    """``linkdown_tb``'s cases in one simulation (each from its own reset): writes queued toward
+    a port whose link goes down are flushed, and a register read right after reset is answered
+    (on four-state Icarus too, in ``test_router_icarus.py``)."""
     run_cocotb(component=PEACH2(), toplevel="peach2", test_module="linkdown_tb",
-               name="router-linkdown-flush", test_dir=HERE, testcase="flush_queued", seed=43,
-               simulator="verilator", library=True)
-
-
-def test_read_after_reset():
-    """On four-state Icarus too, in ``test_router_icarus.py``."""
-    run_cocotb(component=PEACH2(), toplevel="peach2", test_module="linkdown_tb",
-               name="router-linkdown-read-after-reset-verilator", test_dir=HERE,
-               testcase="read_after_reset", seed=44, simulator="verilator", library=True)
+               name="router-linkdown", test_dir=HERE, testcase=["flush_queued", "read_after_reset"],
+               seed=43, simulator="verilator", library=True)

@@ -18,13 +18,8 @@ def run(name, testcase, seed=41, simulator="verilator", **params):
                library=True)
 
 
-def test_window_rules():
-    run("router-protect-rules", "window_rules")
-
-
-def test_stamp_sources():
-    run("router-protect-stamp", "stamp_sources")
-
-
-def test_open_close_during_traffic():
-    run("router-protect-open_close", "open_close_during_traffic")
+def test_window_rules_stamps_and_traffic():
+    """``protect_tb``'s cases in one simulation (each from its own reset; one start-up instead
+    of three): the window rules on every link port, the PIO and DMA source stamp, windows
+    opened and closed under traffic."""
+    run("router-protect", ["window_rules", "stamp_sources", "open_close_during_traffic"])

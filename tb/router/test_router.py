@@ -27,7 +27,8 @@ def coverage_file(name):
 
 
 def run(name, testcase, seed=31, module="routing_tb", **params):
-    """Run ``testcase`` of cocotb module ``module`` (``routing_tb`` or ``bad_input_tb``); the
+    """Run ``testcase`` (a name or a list) of cocotb module ``module`` (``routing_tb``,
+    ``bad_input_tb``, ``coverage_tb``); the
     coverage of its checked traffic goes to ``build/sim/<name>/coverage.json``."""
     params.setdefault("coverage", str(coverage_file(name)))
     run_cocotb(component=PEACH2(), toplevel="peach2", test_module=module, name=name,
@@ -35,12 +36,12 @@ def run(name, testcase, seed=31, module="routing_tb", **params):
                library=True)
 
 
-def test_registers_and_pio():
-    run("router-registers_and_pio", "registers_and_pio")
-
-
-def test_routing_against_model():
-    run("router-routing", "routing_against_model", per_port=250)
+def test_routing_registers_and_four_ports():
+    """``routing_tb``'s default cases in one simulation (each from its own reset; one start-up
+    instead of three): registers and PIO, routing against the model (250 TLPs a port), all
+    four ports at once."""
+    run("router-routing", ["registers_and_pio", "routing_against_model", "four_ports_concurrent"],
+        per_port=250)
 
 
 @pytest.mark.slow
@@ -93,8 +94,10 @@ def test_all_ports_busy():
                params={"count": 150}, seed=34, simulator=SIMULATOR, library=True)
 
 
-def test_bad_input():
-    run("router-bad_input", "bad_input", module="bad_input_tb")
+def test_bad_input_late_errors_and_locked_read():
+    """``bad_input_tb``'s default cases in one simulation (each from its own reset): malformed
+    and unsupported requests among good ones, errors late in a packet, a locked read."""
+    run("router-bad_input", ["bad_input", "late_errors", "locked_read"], module="bad_input_tb")
 
 
 @pytest.mark.slow
@@ -112,18 +115,6 @@ def test_coverage_closure():
     goal = reachable()
     assert not cov.holes(goal), f"{len(cov.holes(goal))} holes: {cov.holes(goal)[:10]}"
     assert not cov.unreachable_hits(goal), cov.unreachable_hits(goal)[:10]
-
-
-def test_late_errors():
-    run("router-late_errors", "late_errors", module="bad_input_tb")
-
-
-def test_locked_read():
-    run("router-locked_read", "locked_read", module="bad_input_tb")
-
-
-def test_four_ports_concurrent():
-    run("router-four_ports", "four_ports_concurrent")
 
 
 @pytest.mark.slow
