@@ -1,8 +1,9 @@
 """How a step's transfers leave a node: CPU stores, inline puts, register mode or a chained DMA.
 
-002 section 4.2 ends on the choice this module makes (in translation): "a few bytes by PIO, small data under a
-few KB by DMA set up in registers without descriptors, and so an optimal low-latency
-communication for every size".  PEACH2 has a fourth path today, inline puts (docs/put.md):
+002 section 4.2 ends on the choice this module makes (in translation): "a few bytes by PIO,
+small data under a few KB by DMA set up in registers without descriptors, and so an optimal
+low-latency communication for every size".  PEACH2 has a fourth path today, inline puts
+(docs/put.md):
 
 - ``"pio"``: the node's CPU stores each transfer through the TCA BAR (one store of at most
   :data:`PIO_MAX` bytes, inside one 8-byte word), then stores its completion word; posted writes
