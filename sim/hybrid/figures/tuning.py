@@ -99,12 +99,14 @@ NOTES = """
   saves, so the tables keep the plain hybrid.
 - **`+hopsH`, the per-step choice by hop count, pays only with staging and only for the
   Broadcast on 16 nodes**: `+hops1+staged` or `+hops2+staged` is the best Broadcast at 2-4 KiB
-  and 32 KiB there (32 KiB: 80.3 against the plain hybrid's 83.2 and MPI alone's 84.5): its
+  and 32-64 KiB there (32 KiB: 80.3 against the plain hybrid's 83.2 and MPI alone's 84.5; 64
+  KiB: 127.8 against 137.5 and 129.3): its
   leaders' staged step carries the data to more nodes at InfiniBand's rate, and the TCA tree
   that is left is shorter. Alone it never wins: a TCA hop costs 0.4 us, an MPI step several.
-- **MPI alone is best for large messages** (Broadcast from 32 KiB on 8 nodes, Allgather 64
-  KiB blocks on 8 and 16 KiB on 16): staged through host memory it runs the InfiniBand link at
-  full rate, where the hybrid's TCA part is bound by PEACH2's 2.8 GB/s GPU reads.
+- **MPI alone is best for large messages** (Broadcast from 32 KiB on 8 nodes and at 128 KiB on
+  16, 218.9 against 222.9 us for `+hops1+staged`; Allgather 64 KiB blocks on 8 and 16 KiB on
+  16): staged through host memory it runs the InfiniBand link at full rate, where the hybrid's
+  TCA part is bound by PEACH2's 2.8 GB/s GPU reads.
 - **The tuned network stays within 5 % of the best fixed choice on every machine**, at the
   sizes the table was built from and those between them. The 16-node Allgather needed the
   sizes around MVAPICH2's 8 KB protocol step measured densely: between 1 KiB blocks (MPI alone
