@@ -20,7 +20,8 @@ from peach2.sim.mpi.pingpong import CURVES, SIZES
 from peach2.sim.node import NodeParams
 from peach2.sim.pcie import GPU_READ_BANDWIDTH, PIO_NEIGHBOUR_NS
 
-__all__ = ["TOPOLOGY", "GPU_READS", "TCA_MAX", "QUICK_SIZES", "tca_sizes", "PLOT", "TARGETS", "sizes", "quick_shortened", "PATH_SIZES", "best_paths", "auto_path",
+__all__ = ["TOPOLOGY", "GPU_READS", "TCA_MAX", "QUICK_SIZES", "tca_sizes", "PLOT", "TARGETS",
+           "sizes", "quick_shortened", "PATH_SIZES", "best_paths", "auto_path",
            "mpi_side", "crossover", "table_rows", "plot", "section"]
 
 TOPOLOGY = "line:2"

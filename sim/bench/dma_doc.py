@@ -158,11 +158,11 @@ def _links_text(result):
     starts = {p["where"]: p for p in _pts(result, "start")}
     if not starts:
         return ""
-    pts = [p for fig in ("chain128", "chain4k") for p in _pts(result, fig)
-           if bound_ns(result, p) is not None]
-    low = [p for p in pts if bound_ns(result, p) / p["ns"] < GOAL_LINKS]
+    shares = [(p, bound_ns(result, p) / p["ns"]) for fig in ("chain128", "chain4k")
+              for p in _pts(result, fig) if bound_ns(result, p) is not None]
+    low = [(p, share) for p, share in shares if share < GOAL_LINKS]
     names = ", ".join(f"{p['count']} x {_size(p['size'])} {p.get('where', 'local')} "
-                      f"({100 * bound_ns(result, p) / p['ns']:.1f}%)" for p in low)
+                      f"({100 * share:.1f}%)" for p, share in low)
     return (f"\"Time bound\": what the links allow, from measured figures and wire bytes only "
             "([dma](dma.md#what-the-links-allow)): one 8-byte descriptor on the same path "
             f"({starts['local']['ns']:.0f} ns local, {starts['neighbour']['ns']:.0f} ns to the "

@@ -28,7 +28,8 @@ by size from the measured times of each path (:data:`INLINE_MAX`; docs/benchmark
 from peach2.params import N_DMA_SLOTS
 from peach2.put.descriptor import DATA_BYTES
 
-__all__ = ["PATHS", "PIO_MAX", "INLINE_MAX", "step_path", "unusable", "send_pio", "send_inline"]
+__all__ = ["PATHS", "PIO_MAX", "INLINE_MAX", "SENDERS", "step_path", "unusable", "send_pio",
+           "send_inline"]
 
 #: :func:`run`'s ``paths``: ``"dma"`` (every step a chained DMA, the default), ``"auto"`` (by
 #: size, :func:`step_path`), or one path forced for every step.
@@ -106,14 +107,19 @@ def _flag(t):
     return t.seq_value.to_bytes(4, "little")
 
 
+def _source(mem, node, t):
+    """The bytes transfer ``t`` moves, as ``node``'s CPU reads them from its host memory."""
+    base, region = mem.region(node, "host")
+    return bytes(region[t.src - base:t.src - base + t.length])
+
+
 async def send_pio(mem, node, step):
     """Store ``step``'s transfers from ``node``'s CPU through the TCA BAR, each followed by its
     completion word (posted writes on one path land in order)."""
     drv = mem.cluster.drivers[node]
-    base, region = mem.region(node, "host")
     tca = mem.amap.tca_base
     for t in step.transfers:
-        await drv.tca_bar.write(t.dst - tca, bytes(region[t.src - base:t.src - base + t.length]))
+        await drv.tca_bar.write(t.dst - tca, _source(mem, node, t))
         if t.seq_addr is not None:
             await drv.tca_bar.write(t.seq_addr - tca, _flag(t))
 
@@ -122,10 +128,9 @@ async def send_inline(mem, node, step):
     """Send ``step``'s transfers as inline puts: each cut at 32 bytes and at 4 KiB destination
     pages, its completion write on its last put (behind the data on the same path)."""
     drv = mem.cluster.drivers[node]
-    base, region = mem.region(node, "host")
     slot = 0
     for t in step.transfers:
-        data = bytes(region[t.src - base:t.src - base + t.length])
+        data = _source(mem, node, t)
         at = 0
         while at < t.length:
             dst = t.dst + at
@@ -135,3 +140,7 @@ async def send_inline(mem, node, step):
                           seq_value=t.seq_value, irq=t.irq and last, slot=slot)
             slot = (slot + 1) % 64
             at += n
+
+
+#: The paths a node's CPU sends itself (no DMA channel), by name.
+SENDERS = {"pio": send_pio, "inline": send_inline}

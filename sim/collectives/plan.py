@@ -30,10 +30,7 @@ from peach2.params import N_DMA_CHANNELS
 from peach2.sim.driver import Chain
 
 from .memory import gather
-from .paths import PATHS, send_inline, send_pio, step_path
-
-#: The paths a node's CPU sends itself (no DMA channel).
-SENDERS = {"pio": send_pio, "inline": send_inline}
+from .paths import PATHS, SENDERS, step_path
 
 __all__ = ["FLAG", "Step", "Program", "Collective", "Result", "prepare", "run"]
 
