@@ -24,6 +24,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from peach2.sim.bench.dma_plan import SCATTER_STRIDE
+from peach2.sim.harness.dma import DESC_AREA
+
 HERE = Path(__file__).resolve().parent
 
 #: Keys of each figure, with their defaults (``None``: required).
@@ -71,6 +74,9 @@ def parse_point(figure, tokens):
     if point.get("size", 0) * point.get("count", 1) > MAX_BYTES:
         raise ValueError(f"size x count = {point['size'] * point.get('count', 1)} bytes: at most "
                          f"{MAX_BYTES} (the benchmark's source arena)")
+    if figure == "scattered" and point["count"] * SCATTER_STRIDE > DESC_AREA // 4:
+        raise ValueError(f"count={point['count']}: at most {DESC_AREA // 4 // SCATTER_STRIDE} "
+                         "scattered descriptors (a channel's descriptor area)")
     if figure == "halo" and not 3 <= point["n"] <= 64:
         raise ValueError(f"n={point['n']}: 3 to 64 (the benchmark's halo sizes)")
     return point

@@ -26,6 +26,7 @@ def test_points_with_their_defaults(figure, tokens, point):
     ("single", ["size=8", "mode=dma"], "mode=dma: one of descriptor, register"),
     ("chain128", ["where=local", "size=65536", "count=128"], "at most 2097152"),
     ("halo", ["n=2", "plane=jk"], "n=2: 3 to 64"),
+    ("scattered", ["size=8", "count=129"], "count=129: at most 128 scattered descriptors"),
 ])
 def test_bad_points_refused_in_one_line(figure, tokens, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):
