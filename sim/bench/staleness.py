@@ -22,6 +22,9 @@ __all__ = ["DEPENDS", "GATEWARE", "changed_since", "note", "mark"]
 GATEWARE = ("rtl/router", "rtl/dma", "rtl/put", "rtl/tlp", "rtl/csr", "rtl/top.py",
             "rtl/params.py", "rtl/signatures.py", "rtl/util.py", "rtl/__init__.py")
 _LINKS = ("sim/hardip", "sim/pcie", "sim/run")
+#: What only draws the hybrid sections' tables, plots and notes from saved results (a git
+#: pathspec leaving it out of ``sim/hybrid``): a change there measures nothing again.
+_DRAWING = (":(exclude)sim/hybrid/figures",)
 #: Per section: the sources its figures depend on.
 DEPENDS = {
     "adapters": ("rtl/tlp", "sim/hdl/loopback_top.py", *_LINKS, "tb/tlp", "tb/bench/benchmarks.py"),
@@ -38,24 +41,26 @@ DEPENDS = {
     "machine": (*GATEWARE, "sim"),
     "hybrid": (*GATEWARE, *_LINKS, "sim/hdl", "sim/driver", "sim/harness", "sim/collectives",
                "sim/infiniband", "sim/verbs", "sim/node", "sim/mpi", "sim/machine",
-               "sim/system", "sim/hybrid"),
+               "sim/system", "sim/hybrid", *_DRAWING),
     "tuning": (*GATEWARE, *_LINKS, "sim/hdl", "sim/driver", "sim/harness", "sim/collectives",
                "sim/infiniband", "sim/verbs", "sim/node", "sim/mpi", "sim/machine",
-               "sim/system", "sim/hybrid"),
+               "sim/system", "sim/hybrid", *_DRAWING),
     "halo": (*GATEWARE, *_LINKS, "sim/hdl", "sim/driver", "sim/harness", "sim/collectives",
              "sim/infiniband", "sim/verbs", "sim/node", "sim/mpi", "sim/machine", "sim/system",
-             "sim/hybrid"),
+             "sim/hybrid", *_DRAWING),
 }
 _COMMIT = re.compile(r"\bat ([0-9a-f]{7,40})(\+changes)?\b")
 _MARKS = ("**Stale:**", "**Staleness unknown:**")
 
 
-def changed_since(commit, paths):
-    """Files of ``paths`` that differ between ``commit`` and the working tree (pure renames
-    left out), or ``None`` when ``commit`` is not in this clone or git cannot say."""
+def changed_since(commit, paths, to=None):
+    """Files of ``paths`` (git pathspecs) that differ between ``commit`` and the working tree
+    (or commit ``to``), pure renames left out; ``None`` when a commit is not in this clone or
+    git cannot say."""
     try:
         out = subprocess.run(["git", "-C", str(ROOT), "diff", "--name-status", "-M", commit,
-                              "--", *paths], capture_output=True, text=True, timeout=60)
+                              *([to] if to else []), "--", *paths],
+                             capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return None
     if out.returncode:

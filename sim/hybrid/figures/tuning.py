@@ -23,7 +23,7 @@ LIMIT = 1.05
 #: MVAPICH2's 8 KB protocol step, where the best choice changes in a step).
 MACHINES = (("2x4", 1, 2, "broadcast", ["--max-size", "131072"]),
             ("2x4", 1, 2, "allgather", []),
-            ("2x8", 1, 2, "broadcast", ["--max-size", "32768"]),
+            ("2x8", 1, 2, "broadcast", ["--max-size", "131072"]),
             ("2x8", 1, 2, "allgather", ["--sizes", "16,128,1024,2048,4096,16384",
                                         "--checks", "64,512,1536,3072,8192"]))
 
