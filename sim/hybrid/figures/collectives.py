@@ -103,15 +103,20 @@ not their times, so those are what is compared):
   steps between nodes 2 and 4 apart, whose flows share the sub-cluster's cables, so the TCA
   part takes longer than one flow per step would; the model has no algorithm that avoids it.
 - **32 and 64 nodes, the real machine 000 could not use** (2 and 4 sub-clusters of 2x8,
-  InfiniBand only between them; a few sizes): the hybrid's gain shrinks with the machine and
-  turns into a loss. Broadcast 8 B: 1.46 on 16 nodes (groups of 8), 1.25 on 32, 0.93 on 64;
-  Allgather 16 B: 1.40, 1.28, 0.94. Every group is now a whole 2x8, so the TCA part is four
+  InfiniBand only between them): the hybrid's gain shrinks with the machine and turns into a
+  loss. Broadcast 8 B: 1.46 on 16 nodes (groups of 8), 1.25 on 32, 0.93 on 64; Allgather 16 B:
+  1.40, 1.28, 0.94. On 32 nodes the curves keep the 16-node shape a notch lower: the Broadcast
+  wins up to 512 B (1.05 there), dips at 2-8 KiB (0.82, 0.57: MVAPICH2's protocol switch, as on
+  8 and 16 nodes), is even at 32 KiB (1.01) and 10-12% behind from 128 KiB to 512 KiB; the
+  Allgather wins at 16 B and 1 KiB (1.07), dips at 128-512 B (0.89, 0.53: the last step's 16
+  blocks make 2-8 KiB messages, GPUDirect across QPI) and falls behind from 4 KiB (0.90; 0.75
+  at 16 KiB, where the TCA part's recursive doubling shares the 2x8's cables). On 64 nodes the
+  hybrid wins at no size: Broadcast 0.43-0.54 at 2-8 KiB, 0.84 at 32 KiB; Allgather 0.50-0.53
+  at 128-512 B, 0.77-0.82 at 1-4 KiB. Every group is now a whole 2x8, so the TCA part is four
   steps of about 2.7 us (the longer ones several hops, sharing cables), while MPI alone grows by
   at most one round (MVAPICH2's table picks the k-nomial tree from 32 processes). The hybrid's
   own MPI steps cost more: they go point to point from GPU0, GPUDirect RDMA across QPI, about
-  6.5 us a hop at 8 B, and at 64 nodes the 4 leaders need two of them; at 512 B the
-  Allgather's MPI steps carry 8-16 KiB of blocks through the same path (0.53 on 32 nodes, 0.50
-  on 64).
+  6.5 us a hop at 8 B, and at 64 nodes the 4 leaders need two of them.
 - **Smaller TCA groups do not help** (000 section 6.2's idea, the first measurement of the
   issue's item 4: multi-hop TCA steps sent over InfiniBand instead). On 32 nodes with groups of
   8 and 4 (each 2x8 split in 2 and 4), Broadcast 8 B falls from 1.25 to 1.01 and 0.89,
@@ -121,8 +126,14 @@ not their times, so those are what is compared):
   its own steps (staging through host memory as MPI alone does, or GPUs on the HCA's socket),
   not fewer TCA steps. Both are now options of the hybrid (`+staged`, `+hopsH`, and `+ring`
   for the Allgather's TCA part), measured against each other in the tuning section below.
-- **Not measured**: 000's 1 MB Broadcast crossover (at 512 KiB the 2x4's hybrid is even with
-  staged MPI alone, 0.97, and 1.16x faster than MPI alone message by message). The 2x4
+- **000's 1 MB Broadcast crossover is not reproduced** (measured later, at 09402a2: `python -m
+  peach2.sim.hybrid.sweep --shape 2x4 --subclusters 1 --per-subcluster 2 --collective broadcast
+  --sizes 1048576`): at 1 MiB the 2x4's hybrid is 4% ahead of MPI alone (1127 against
+  1177 us), after being even at 512 KiB (0.97). From 512 KiB both grow at about the same rate
+  per byte (MPI alone: two `cudaMemcpy` and the host tree; the hybrid: one step through
+  MVAPICH2-GDR's pipeline, then two TCA steps at 2.8 GB/s), so the model has no size where TCA's
+  advantage ends. 000 finds the hybrid slower above 512 KB, so its MPI alone must get cheaper
+  per byte there than the model's, which the model does not know a mechanism for. The 2x4
   Broadcast's rows up to 128 KiB come from the log of a run stopped during its 512 KiB point,
   which a second run measured.
 """

@@ -115,6 +115,19 @@ NOTES = """
   alone at 2 KiB, 10 % slower than `+ring` (1.103); with 2 KiB in the table and 1.5 and 3 KiB
   checked, it takes the best choice at every size (1.000). The 8-node Broadcast's worst is 1.044 (16 KiB,
   between 8 and 32 KiB).
+- **A table does not carry to a machine twice the size**: 2 sub-clusters of 2x8 (32 nodes, 2
+  groups) have no row of their own, so `tuned` takes the 16-node rows there. Measured later at
+  09402a2 (`python -m peach2.sim.hybrid.launch --shape 2x8 --subclusters 2 --gpu-read 2.8e9
+  --run broadcast:tuned:8,64,512,2048,8192,32768,131072 --run
+  allgather:tuned:16,128,1024,4096,16384`) against the better of MPI alone and the hybrid at
+  the same sizes (the hybrid section's 32-node rows, the only choices measured there): within
+  1.3% at 9 of the 12 sizes (at 4 KiB blocks its `+ring` Allgather beats both, 0.987), but
+  1.154 at the 2 KiB Broadcast (`+hops1+staged`: on 32 nodes its groups of two need 16
+  leaders; MPI alone is best), 1.123 at 128 B Allgather blocks (the hybrid, whose TCA part
+  among 16 nodes takes a step more than among 8; MPI alone is best) and 1.069 at 1 KiB (MPI
+  alone; the hybrid is best, its last step now 16 KiB, above the 8 KB that GPUDirect takes
+  across QPI on 16 nodes). So every machine needs its own sweep, as MVAPICH2 tunes per process
+  count; the 32-node one (every choice at every size) is not run.
 """
 
 
