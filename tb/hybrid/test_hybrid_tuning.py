@@ -157,6 +157,9 @@ def test_tuning_section_states_the_limit_and_draws(tmp_path):
     assert "| 64 B * | 20.0 | 10.0 | `hybrid` | `mpi` | 1.010 |" in body
     assert "| allgather | 8 | 2 | larger | `hybrid` |" in body
     assert "at abc1234 on 2026-11-29 (5 s)" in body
+    # Every machine's stamp is a "Measured by" line, so its commit counts for the stale mark.
+    stamps = [line for line in body.split("\n") if line.startswith("Measured by")]
+    assert len(stamps) == 2 and all("at abc1234" in line for line in stamps)
     for m in saved["machines"]:
         assert (tmp_path / fig.plot_name(m)).stat().st_size > 1000
     saved["machines"][1] = _machine("allgather", [1.0, 1.2, 1.0])
