@@ -40,7 +40,8 @@ FIGURES = {
 }
 CHOICES = {"where": ("local", "neighbour"), "mode": ("descriptor", "register"),
            "plane": ("jk", "ik", "ij"), "shape": ("block-stride", "contiguous")}
-#: The largest transfer the benchmark's source arena holds (``dma_perf_tb``: 4 MiB).
+#: The most one point may move: a conservative half of the 4 MiB source arena and destination
+#: window ``dma_perf_tb`` gives each node (the destinations start 4 KiB into the window).
 MAX_BYTES = 1 << 21
 
 
