@@ -240,7 +240,8 @@ def render(name, saved, draw=True):
     """A section's markdown from its saved results: heading, stamp, body; ``draw`` (True, False
     or file names) says which of its plots are (re)drawn."""
     title, body = RENDER[name](saved, draw)
-    return f"## {title}\n\n{stamp(saved.get('run'))}\n\n{body.strip()}"
+    top = stamp(saved.get("run"))       # none where each part carries its own (hybrid)
+    return f"## {title}\n\n" + (f"{top}\n\n" if top else "") + body.strip()
 
 
 def rebuild(doc=DOC, measured=()):

@@ -91,11 +91,15 @@ def note(name, text):
                 f"whether its sources changed cannot be said.")
     if not stale:
         return ""
-    commit, files = next(iter(stale.items()))
+    files = sorted(set().union(*stale.values()))
     folders = sorted({f if f.count("/") < 2 else f.rsplit("/", 1)[0] for f in files})
     shown = ", ".join(f"`{f}`" for f in folders[:6]) + (", ..." if len(folders) > 6 else "")
-    return (f"**Stale:** {len(files)} files behind these figures changed since {commit} "
-            f"({shown}); `peach2 bench {name}` measures them again.")
+    since = ", ".join(stale) + (" (the stamps say which figures each measured)"
+                                if len(stale) > 1 else "")
+    fresh = [c for c in commits if c not in stale]
+    kept = (f"; those measured at {', '.join(fresh)} are current" if fresh else "")
+    return (f"**Stale:** {len(files)} files behind these figures changed since {since} "
+            f"({shown}); `peach2 bench {name}` measures them again{kept}.")
 
 
 def _unmarked(text):
@@ -111,11 +115,12 @@ def _unmarked(text):
 
 
 def mark(name, text):
-    """``text`` of section ``name`` with its stale mark brought up to date (after the first
-    run stamp, else after the heading)."""
+    """``text`` of section ``name`` with its stale mark brought up to date (after the section's
+    run stamp; after the heading when it has none, or has stamps only under its subheadings)."""
     lines = _unmarked(text).split("\n")
     line = note(name, "\n".join(s for s in lines if "Measured by" in s))
     if not line:
         return "\n".join(lines)
-    at = next((i for i, s in enumerate(lines) if "Measured by" in s), 0)
+    at = next((i for i, s in enumerate(lines) if "Measured by" in s or s.startswith("### ")), 0)
+    at = at if "Measured by" in lines[at] else 0      # stamps only under subheadings: the top
     return "\n".join(lines[:at + 1] + ["", line] + lines[at + 1:])

@@ -20,6 +20,10 @@ time against the best fixed network's; the result replaces the machine's entry i
 
     python -m peach2.sim.hybrid.sweep --shape 2x4 --subclusters 1 --per-subcluster 2 \
         --collective allgather --tune
+
+``--save`` merges a sweep's rows into the hybrid section's results (``docs/results/hybrid.json``,
+:func:`~.saved.merge_curves`), stamped with the run, in place of the rows of the sizes it
+measured.  Sweeps may run side by side: each saves under a lock (:func:`~.saved.updating`).
 """
 
 import argparse
@@ -32,10 +36,11 @@ from peach2.sim.run import run_info, started
 from peach2.sim.system import MachinePlan
 
 from .algorithms import probe
-from .figures import size_text
+from .figures import machine_entry, size_text
 from .figures.tuning import table_lines
 from .groups import Groups
 from .launch import gpu_window, run
+from .saved import CURVES_FILE, merge_curves, updating
 from .tuning import CHOICES, TABLE_FILE, build_table
 
 __all__ = ["SIZES", "CHECK_SIZES", "PAPER", "sweep", "rows_of", "table", "choices",
@@ -173,8 +178,10 @@ def table(rows, nodes, collective):
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m peach2.sim.hybrid.sweep",
                                  description=__doc__.splitlines()[0])
-    ap.add_argument("--shape", default="2x2", help="one sub-cluster (2x2: 8 nodes, 2x4: 16)")
-    ap.add_argument("--subclusters", type=int, default=2)
+    ap.add_argument("--shape", default="2x2", help="one sub-cluster's rings x nodes per ring "
+                    "(2x2: 4 nodes, 2x4: 8, 2x8: 16)")
+    ap.add_argument("--subclusters", type=int, default=2, help="sub-clusters, joined by "
+                    "InfiniBand (default 2)")
     ap.add_argument("--per-subcluster", type=int, default=1,
                     help="TCA groups per sub-cluster (2: 000 Figure 11's virtual split)")
     ap.add_argument("--collective", action="append", choices=list(SIZES),
@@ -187,8 +194,12 @@ def main(argv=None):
                          "from SIZES, checked at CHECK_SIZES by network tuned); its result "
                          "replaces this machine's entry in --out (default "
                          "docs/results/tuning.json)")
-    ap.add_argument("--conditions", help="with --tune: what else ran on the machine (saved "
-                    "with the run)")
+    ap.add_argument("--save", nargs="?", const=str(CURVES_FILE), metavar="JSON",
+                    help="merge the rows into the hybrid section's results (default "
+                         "docs/results/hybrid.json), stamped with this run, in place of those "
+                         "of the same machine, collective and size")
+    ap.add_argument("--conditions", help="with --tune or --save: what else ran on the machine "
+                    "(saved with the run)")
     ap.add_argument("--checks", help="with --tune and --sizes: comma-separated sizes to check "
                     "the table at (not built from them; default none with --sizes)")
     ap.add_argument("--max-size", type=int, metavar="BYTES",
@@ -197,10 +208,15 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.max_size is not None and args.max_size < 1:
         ap.error(f"--max-size: at least 1 byte, not {args.max_size}")
+    if args.tune and args.save:
+        ap.error("--save goes without --tune (a tuning sweep saves into --out)")
+    if args.conditions and not (args.tune or args.save):
+        ap.error("--conditions goes with --tune or --save")
     if args.tune and not args.out:
         args.out = str(TABLE_FILE)
-    if args.out and not Path(args.out).resolve().parent.is_dir():
-        ap.error(f"--out: no folder {Path(args.out).resolve().parent}")
+    for option, value in (("--out", args.out), ("--save", args.save)):
+        if value and not Path(value).resolve().parent.is_dir():
+            ap.error(f"{option}: no folder {Path(value).resolve().parent}")
     try:
         Groups(MachinePlan(args.shape, args.subclusters), args.per_subcluster)
     except ValueError as e:
@@ -220,8 +236,15 @@ def main(argv=None):
         if not (args.tune and args.sizes):
             ap.error("--checks goes with --tune and --sizes")
         checks_given = _size_list(ap, "--checks", args.checks)
+    merged = args.out if args.tune else args.save
+    problem = merged and _unreadable(merged)
+    if problem:
+        print(f"{'--out' if args.tune else '--save'}: cannot read {merged}: {problem}",
+              file=sys.stderr)
+        return 4
     if args.tune:
         return _tune(args, chosen, checks_given)
+    start = started()
     rows, raw = sweep(args.shape, args.subclusters, chosen, args.seed, args.per_subcluster)
     nodes = next(iter(raw.values()))["runs"][0]["nodes"]
     split = f", {args.per_subcluster} groups each" if args.per_subcluster > 1 else ""
@@ -230,12 +253,39 @@ def main(argv=None):
               f"{raw[collective]['preset']}:\n")
         print(table(values, nodes, collective))
     if args.out:
-        Path(args.out).write_text(json.dumps(
-            {"shape": args.shape, "subclusters": args.subclusters,
-             "per_subcluster": args.per_subcluster, "nodes": nodes, "gpu_read": GPU_READ,
-             "rows": rows, "runs": raw},
-            indent=1))
+        try:
+            Path(args.out).write_text(json.dumps(
+                {"shape": args.shape, "subclusters": args.subclusters,
+                 "per_subcluster": args.per_subcluster, "nodes": nodes, "gpu_read": GPU_READ,
+                 "rows": rows, "runs": raw},
+                indent=1))
+        except OSError as e:
+            print(f"--out: cannot write {args.out}: {e}", file=sys.stderr)
+            return 4
+    if args.save:
+        stamp = run_info("python -m peach2.sim.hybrid.sweep " + " ".join(
+            a for a in argv_of(args) if a), start, conditions=args.conditions)
+        entry = machine_entry(args.shape, args.subclusters, args.per_subcluster, rows, raw,
+                              gpu_read=GPU_READ)
+        try:
+            with updating(args.save) as saved:
+                merge_curves(saved, entry, stamp)
+        except (OSError, ValueError) as e:
+            print(f"--save: cannot update {args.save}: {e}", file=sys.stderr)
+            return 4
+        print(f"saved {args.save}", file=sys.stderr)
     return 0
+
+
+def _unreadable(path):
+    """Why the saved results at ``path`` cannot be read and merged into ("" if they can, or if
+    there is no file yet): checked before a sweep's hours, not after."""
+    try:
+        if Path(path).exists():
+            json.loads(Path(path).read_text())["machines"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        return f"{type(e).__name__}: {e}"
+    return ""
 
 
 def _size_list(ap, option, text):
@@ -253,11 +303,7 @@ def _size_list(ap, option, text):
 def _tune(args, chosen, checks_given):
     """``--tune``: a tuning sweep per collective, printed and merged into ``args.out``."""
     out = Path(args.out)
-    try:
-        saved = json.loads(out.read_text()) if out.exists() else {"machines": []}
-    except (OSError, ValueError) as e:
-        print(f"--out: cannot read {out}: {e}", file=sys.stderr)
-        return 4
+    results = []
     for collective, values in chosen.items():
         start = started()
         checks = checks_given if args.sizes else [
@@ -269,16 +315,19 @@ def _tune(args, chosen, checks_given):
         print(tuning_table_text(r))
         worst = max(r["rows"], key=lambda x: x["ratio"])
         print(f"\nworst tuned / best: {worst['ratio']:.3f} at {size_text(worst['size'])}")
-        r["run"] = saved["run"] = run_info(
+        r["run"] = run_info(
             "python -m peach2.sim.hybrid.sweep " + " ".join(a for a in argv_of(args) if a),
             start, conditions=args.conditions)
-        saved["machines"] = [m for m in saved["machines"]
-                             if (m["collective"], m["nodes"], m["groups"]) !=
-                             (collective, r["nodes"], r["groups"])] + [r]
+        results.append(r)
     try:
-        out.write_text(json.dumps(saved, indent=1))
-    except OSError as e:
-        print(f"--out: cannot write {out}: {e}", file=sys.stderr)
+        with updating(out) as saved:
+            for r in results:
+                saved["run"] = r["run"]
+                saved["machines"] = [m for m in saved["machines"]
+                                     if (m["collective"], m["nodes"], m["groups"]) !=
+                                     (r["collective"], r["nodes"], r["groups"])] + [r]
+    except (OSError, ValueError) as e:
+        print(f"--out: cannot update {out}: {e}", file=sys.stderr)
         return 4
     print(f"saved {out}", file=sys.stderr)
     return 0
@@ -291,7 +340,8 @@ def argv_of(args):
             *(f"--collective {c}" for c in (args.collective or [])),
             f"--sizes {args.sizes}" if args.sizes else "",
             f"--checks {args.checks}" if args.checks else "",
-            f"--max-size {args.max_size}" if args.max_size else "", "--tune"]
+            f"--max-size {args.max_size}" if args.max_size else "",
+            "--tune" if args.tune else "", "--save" if args.save else ""]
 
 
 if __name__ == "__main__":

@@ -20,8 +20,9 @@ process, and :mod:`peach2.sim.mpi.pingpong`: the 8-byte latency table of the who
 HA-PACS/TCA's figures and 000 Figure 4's ping-pong bandwidth, TCA against the MPI curves;
 :mod:`peach2.sim.bench.calibration_doc`), ``machine`` (:mod:`peach2.sim.bench.machine.speed`, in
 a child process that starts its own ``mpiexec`` runs: the 64-node machine's simulation speed),
-``hybrid`` (:func:`peach2.sim.hybrid.sweep.sweep` per machine of
-:data:`peach2.sim.hybrid.figures.MACHINES`: 000 Figures 12-15), ``halo``
+``hybrid`` (``python -m peach2.sim.hybrid.sweep --save`` in child processes, one per machine of
+:data:`peach2.sim.hybrid.figures.MACHINES`, which merge their own stamped rows: 000 Figures
+12-15), ``halo``
 (:mod:`peach2.sim.hybrid.halo_bench` in child processes, which save their own rows: Himeno's halo
 exchange over TCA, MV2GDR and the hybrid on 8 and 16 nodes, 000 Figures 9-10, and one plane,
 Figure 6), ``tuning`` (``python -m peach2.sim.hybrid.sweep --tune`` in child processes, one per
@@ -359,20 +360,17 @@ def tuning(quick, conditions):
         subprocess.run(argv, check=True)
 
 
-def hybrid(quick):
-    """The hybrid section: :func:`peach2.sim.hybrid.sweep.sweep` on each machine of
-    :data:`peach2.sim.hybrid.figures.MACHINES` (``--quick``: the first, 8 nodes, only)."""
+def hybrid(quick, conditions):
+    """The hybrid section: ``python -m peach2.sim.hybrid.sweep --save`` in a child process per
+    machine of :data:`peach2.sim.hybrid.figures.MACHINES` (``--quick``: the first, 8 nodes,
+    only); each merges its rows, stamped, into ``docs/results/hybrid.json``
+    (:mod:`peach2.sim.hybrid.saved`): the other machines' rows stay as they were measured."""
     from peach2.sim.hybrid import figures
-    from peach2.sim.hybrid.sweep import GPU_READ, sweep
-
-    machines = []
     for shape, subclusters, split in figures.MACHINES[:1] if quick else figures.MACHINES:
-        print(f"hybrid: {subclusters} x {shape}, {split} groups each (python -m "
-              f"peach2.sim.hybrid.sweep)", flush=True)
-        rows, raw = sweep(shape, subclusters, per_subcluster=split)
-        machines.append(figures.machine_entry(shape, subclusters, split, rows, raw,
-                                              gpu_read=GPU_READ))
-    return {"machines": machines}
+        argv = [sys.executable, "-m", "peach2.sim.hybrid.sweep", "--shape", shape,
+                "--subclusters", str(subclusters), "--per-subcluster", str(split), "--save"]
+        argv += ["--conditions", conditions] if conditions else []
+        subprocess.run(argv, check=True)
 
 
 def collectives(quick, conditions):
@@ -558,6 +556,9 @@ def _run(args, argv, prog, sections, subset):
         if name == "tuning":          # python -m peach2.sim.hybrid.sweep --tune saves its own
             tuning(args.quick, args.conditions)
             continue
+        if name == "hybrid":          # python -m peach2.sim.hybrid.sweep --save saves its own
+            hybrid(args.quick, args.conditions)
+            continue
         if name == "collectives":     # tb/collectives/bench_collectives.py saves its own
             collectives(args.quick, args.conditions)
             continue
@@ -567,7 +568,7 @@ def _run(args, argv, prog, sections, subset):
                               jobs=args.jobs, simulator=args.sim)
         else:
             data = {"adapters": adapters, "router": router, "gpu": gpu,
-                    "calibration": calibration, "hybrid": hybrid}[name](args.quick)
+                    "calibration": calibration}[name](args.quick)
         run = run_info(command, start, less[name], args.conditions)
         if costs:       # the parallel run: its CPU seconds and the idle machine's wall time
             run.update({k: costs[k] for k in ("simulator", "jobs", "workers")},

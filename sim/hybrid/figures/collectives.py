@@ -7,7 +7,9 @@ A saved result (``docs/results/hybrid.json``) holds one entry per machine in ``m
 ``rows`` is :func:`peach2.sim.hybrid.sweep.sweep`'s first result (per collective, per size:
 ``mpi_ns``, ``hybrid_ns``, ``ratio`` = MPI time / hybrid time, above 1 when the hybrid is
 faster, as the paper's "relative performance"; optionally ``mpi_p2p_ns``, MPI alone with GPU
-buffers sent message by message instead of staged, shown beside it).  :data:`STATEMENTS` is
+buffers sent message by message instead of staged, shown beside it; ``run``, the index in the
+machine's ``runs`` of the stamp of the run that measured it: :mod:`peach2.sim.hybrid.saved`).
+:data:`STATEMENTS` is
 what "TCA/InfiniBand hybrid communication in XcalableACC" (section 6.2) says of each figure, in
 a form :func:`compare` checks against the model point by point.
 """
@@ -267,6 +269,35 @@ def _algorithm(name):
     return name.removeprefix("MPIR_").removesuffix("_MV2").replace("_wrapper", "")
 
 
+def _measured(rows):
+    """The sizes of ``rows`` in words: ``8 B-512 KiB (8 sizes)``, ``8 B and 512 B``."""
+    sizes = [size_text(r["size"]) for r in rows]
+    if len(sizes) > 2:
+        return f"{sizes[0]}-{sizes[-1]} ({len(sizes)} sizes)"
+    return " and ".join(sizes)
+
+
+def stamp_lines(machine):
+    """A "Measured by" line per run that measured rows of ``machine``, naming its rows (each
+    run's commit counts for the section's stale mark: :mod:`peach2.sim.bench.staleness`)."""
+    out = []
+    for i, run in enumerate(machine.get("runs") or [None]):
+        what = "; ".join(f"{c.capitalize()} {_measured(rs)}" for c, rs in (
+            (c, [r for r in rows if r.get("run", 0) == i]) for c, rows in machine["rows"].items())
+            if rs)
+        if not what:
+            continue
+        if run is None:
+            out.append(f"{what}: not stamped.")
+            continue
+        where = [f"{run['seconds']} s" if run.get("seconds") is not None else None,
+                 run.get("conditions")]
+        where = ", ".join(w for w in where if w)
+        out.append(f"Measured by `{run.get('command', '?')}` at {run.get('commit', '?')} on "
+                   f"{run.get('date', '?')}" + (f" ({where})" if where else "") + f": {what}.")
+    return out
+
+
 def _table(machine, name):
     rows = machine["rows"][name]
     what = "bytes" if name == "broadcast" else "block per node"
@@ -318,6 +349,8 @@ def section(saved, img, draw=True, notes=""):
         if draw is True or (draw and name in draw):
             plot(machine, Path(img) / name)
         lines += ["", f"### {machine['nodes']} nodes: {machine['label']}", ""]
+        for line in stamp_lines(machine):
+            lines += [line, ""]
         if machine.get("gpu_read"):
             lines += [f"PEACH2 reads GPU memory at {machine['gpu_read'] / 1e6:.0f} MB/s.", ""]
         lines += [f"![{machine['nodes']} nodes](img/{name})"]

@@ -1,0 +1,78 @@
+"""The hybrid sweeps' saved results (``docs/results/hybrid.json`` and ``tuning.json``), written
+by sweeps that may run side by side: every read-modify-write holds a lock, so two sweeps
+finishing together both keep their entries.
+
+A curves file (``hybrid.json``, 000 Figures 12-15) holds ``{"machines"}``: a machine
+entry (:func:`peach2.sim.hybrid.figures.machine_entry`) per machine, each row naming the run
+that measured it (``"run"``, an index into the machine's ``"runs"``: the stamps of
+:func:`peach2.sim.run.run_info`).  :func:`merge_curves` puts one sweep's rows in: the rows of
+the sizes it measured are replaced, the others kept with their own stamps, so a machine
+measured over several sessions says which rows are how old, and the benchmarks' stale mark
+follows every stamp (:mod:`peach2.sim.bench.staleness`).
+"""
+
+import fcntl
+import json
+from contextlib import contextmanager
+from pathlib import Path
+
+__all__ = ["CURVES_FILE", "updating", "merge_curves", "machine_key"]
+
+#: The hybrid section's saved results.
+CURVES_FILE = Path(__file__).resolve().parents[2] / "docs" / "results" / "hybrid.json"
+
+
+@contextmanager
+def updating(path):
+    """Yield the saved results at ``path`` (``{"machines": []}`` when there is no file yet),
+    holding an exclusive lock on ``path`` + ``.lock`` (created if need be); the dict is
+    written back when the block ends without an exception.  ``OSError`` and ``ValueError``
+    (a file that is not JSON) propagate."""
+    path = Path(path)
+    lock = path.with_name(path.name + ".lock")
+    with open(lock, "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        saved = json.loads(path.read_text()) if path.exists() else {"machines": []}
+        yield saved
+        path.write_text(json.dumps(saved, indent=1) + "\n")
+
+
+def machine_key(entry):
+    """What makes two entries the same machine: shape, sub-clusters, groups per sub-cluster
+    and PEACH2's GPU read rate."""
+    return (entry["shape"], int(entry["subclusters"]), int(entry["per_subcluster"]),
+            entry.get("gpu_read"))
+
+
+def merge_curves(saved, entry, run):
+    """Merge one sweep's machine ``entry`` (its rows without run indices) measured by ``run``
+    into ``saved`` (a curves file's dict, changed in place and returned): the machine's rows
+    of the collectives and sizes ``entry`` has are replaced, the others kept; stamps no row
+    names any more are dropped.  The file has no section-wide stamp: each machine's stamps
+    are shown under its heading."""
+    machines = saved.setdefault("machines", [])
+    old = next((m for m in machines if machine_key(m) == machine_key(entry)), None)
+    runs, rows = [], {}
+    if old is not None:
+        old_runs = old.get("runs") or [None]
+        for collective, values in old["rows"].items():
+            fresh = {r["size"] for r in entry["rows"].get(collective, ())}
+            kept = [r for r in values if r["size"] not in fresh]
+            for r in kept:
+                stamp = old_runs[r.get("run", 0)]
+                if stamp not in runs:
+                    runs.append(stamp)
+            rows[collective] = [dict(r, run=runs.index(old_runs[r.get("run", 0)]))
+                                for r in kept]
+    runs.append(run)
+    for collective, values in entry["rows"].items():
+        rows[collective] = sorted(rows.get(collective, []) + [dict(r, run=len(runs) - 1)
+                                                              for r in values],
+                                  key=lambda r: r["size"])
+    merged = dict(entry, rows=rows, runs=runs)
+    if old is None:
+        machines.append(merged)
+    else:
+        machines[machines.index(old)] = merged
+    saved.pop("run", None)
+    return saved

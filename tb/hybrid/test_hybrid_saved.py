@@ -1,0 +1,119 @@
+"""The hybrid sweeps' saved results: rows merged with a stamp per run, so a machine measured over
+several sessions says which rows are how old; saves under a lock, so sweeps run side by side
+keep each other's entries (``peach2.sim.hybrid.saved``)."""
+
+import json
+import multiprocessing
+import time
+
+import pytest
+
+from peach2.sim.bench import staleness
+from peach2.sim.hybrid import sweep as sweep_module
+from peach2.sim.hybrid.figures import machine_entry, section
+from peach2.sim.hybrid.saved import merge_curves, updating
+
+
+def _rows(*sizes, ns=1000.0):
+    return [{"size": s, "mpi_ns": ns, "hybrid_ns": ns / 2, "ratio": 2.0,
+             "mpi_algorithm": None} for s in sizes]
+
+
+def _entry(rows, shape="2x4", subclusters=1, split=2):
+    raw = {"broadcast": {"preset": "MV2GDR-QPI-Tuned", "runs": [{"nodes": 8}]}}
+    return machine_entry(shape, subclusters, split, rows, raw, gpu_read=2.8e9)
+
+
+def _stamp(commit, command="python -m x"):
+    return {"command": command, "commit": commit, "date": "2026-11-29", "seconds": 10,
+            "conditions": "test"}
+
+
+def test_merge_replaces_measured_sizes_and_keeps_the_others_stamped():
+    saved = {"run": {"commit": "old"}, "machines": []}
+    merge_curves(saved, _entry({"broadcast": _rows(8, 64, 512), "allgather": _rows(16)}),
+                 _stamp("aaaaaaa"))
+    assert "run" not in saved and len(saved["machines"]) == 1
+    merge_curves(saved, _entry({"broadcast": _rows(64, 2048, ns=5000.0)}), _stamp("bbbbbbb"))
+    m = saved["machines"][0]
+    assert [s["commit"] for s in m["runs"]] == ["aaaaaaa", "bbbbbbb"]
+    bcast = {r["size"]: r for r in m["rows"]["broadcast"]}
+    assert sorted(bcast) == [8, 64, 512, 2048]                     # sorted, 64 replaced
+    assert bcast[64]["mpi_ns"] == 5000.0 and bcast[64]["run"] == 1 and bcast[8]["run"] == 0
+    assert m["rows"]["allgather"][0]["run"] == 0
+    # a run whose every row was measured again leaves no stamp behind
+    merge_curves(saved, _entry({"broadcast": _rows(8, 64, 512, 2048), "allgather": _rows(16)}),
+                 _stamp("ccccccc"))
+    m = saved["machines"][0]
+    assert [s["commit"] for s in m["runs"]] == ["ccccccc"]
+    assert {r["run"] for rows in m["rows"].values() for r in rows} == {0}
+    # another machine is another entry
+    merge_curves(saved, _entry({"broadcast": _rows(8)}, "2x8", 2, 1), _stamp("ddddddd"))
+    assert len(saved["machines"]) == 2 and saved["machines"][0]["runs"][0]["commit"] == "ccccccc"
+
+
+def test_each_machine_names_its_runs_and_the_stale_mark_follows_every_stamp(tmp_path):
+    saved = {"machines": []}
+    merge_curves(saved, _entry({"broadcast": _rows(8, 64, 512, 2048)}), _stamp("6551fc4", "old"))
+    merge_curves(saved, _entry({"broadcast": _rows(512)}), _stamp("HEAD", "new"))
+    _, body = section(saved, tmp_path, draw=False)
+    stamps = [line for line in body.split("\n") if line.startswith("Measured by")]
+    assert stamps == [
+        "Measured by `old` at 6551fc4 on 2026-11-29 (10 s, test): Broadcast 8 B-2 KiB (3 sizes).",
+        "Measured by `new` at HEAD on 2026-11-29 (10 s, test): Broadcast 512 B."]
+    # no section-wide stamp: the mark goes under the heading, naming the old run
+    text = f"## T\n\n{body.strip()}"
+    if staleness.changed_since("6551fc4", ["rtl"]) is None:
+        pytest.skip("commit 6551fc4 is not in this clone (shallow?)")
+    marked = staleness.mark("hybrid", text)
+    assert marked.split("\n")[2].startswith("**Stale:**") and "since 6551fc4" in marked
+
+
+def _add(path, name, pause):
+    with updating(path) as saved:
+        time.sleep(pause)
+        saved["machines"].append({"name": name})
+
+
+def test_side_by_side_saves_keep_both(tmp_path):
+    path = tmp_path / "r.json"
+    ctx = multiprocessing.get_context("fork")
+    slow = ctx.Process(target=_add, args=(path, "first", 0.5))
+    slow.start()
+    time.sleep(0.1)                 # the second reads while the first holds the file
+    _add(path, "second", 0)
+    slow.join(10)
+    assert slow.exitcode == 0
+    assert sorted(m["name"] for m in json.loads(path.read_text())["machines"]) == [
+        "first", "second"]
+
+
+def test_sweep_saves_its_rows_with_its_stamp(tmp_path, monkeypatch, capsys):
+    """``--save`` merges the sweep's rows, stamped with the command that reproduces them (the
+    simulations themselves are :func:`~peach2.sim.hybrid.sweep.sweep`'s, tested in
+    tb/hybrid/test_hybrid.py; here they are replaced by fixed rows)."""
+    raw = {"broadcast": {"preset": "MV2GDR-QPI-Tuned", "runs": [{"nodes": 8}]}}
+    monkeypatch.setattr(sweep_module, "sweep", lambda *a, **k: ({"broadcast": _rows(8)}, raw))
+    out = tmp_path / "hybrid.json"
+    argv = ["--shape", "2x4", "--subclusters", "1", "--per-subcluster", "2", "--collective",
+            "broadcast", "--sizes", "8", "--save", str(out), "--conditions", "quiet"]
+    assert sweep_module.main(argv) == 0
+    m = json.loads(out.read_text())["machines"][0]
+    assert m["runs"][0]["command"] == ("python -m peach2.sim.hybrid.sweep --shape 2x4 "
+                                       "--subclusters 1 --per-subcluster 2 --collective "
+                                       "broadcast --sizes 8 --save")
+    assert m["runs"][0]["conditions"] == "quiet" and m["rows"]["broadcast"][0]["run"] == 0
+    out.write_text("not json")
+    assert sweep_module.main(argv) == 4 and "--save: cannot read" in capsys.readouterr().err
+    assert out.read_text() == "not json"
+
+
+@pytest.mark.parametrize("argv, why", [
+    (["--tune", "--save"], "--save goes without --tune"),
+    (["--conditions", "x"], "--conditions goes with --tune or --save"),
+    (["--save", "/no/such/folder/x.json"], "--save: no folder"),
+])
+def test_sweep_save_refuses_bad_options(argv, why, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        sweep_module.main(argv)
+    assert exit_.value.code == 2 and why in capsys.readouterr().err
