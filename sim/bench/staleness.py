@@ -98,7 +98,8 @@ def note(name, text):
                                 if len(stale) > 1 else "")
     fresh = [c for c in commits if c not in stale]
     kept = (f"; those measured at {', '.join(fresh)} are current" if fresh else "")
-    return (f"**Stale:** {len(files)} files behind these figures changed since {since} "
+    return (f"**Stale:** {len(files)} file{'s' if len(files) > 1 else ''} behind these "
+            f"figures changed since {since} "
             f"({shown}); `peach2 bench {name}` measures them again{kept}.")
 
 
