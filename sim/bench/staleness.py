@@ -22,9 +22,9 @@ __all__ = ["DEPENDS", "GATEWARE", "changed_since", "note", "mark"]
 GATEWARE = ("rtl/router", "rtl/dma", "rtl/put", "rtl/tlp", "rtl/csr", "rtl/top.py",
             "rtl/params.py", "rtl/signatures.py", "rtl/util.py", "rtl/__init__.py")
 _LINKS = ("sim/hardip", "sim/pcie", "sim/run")
-#: What only draws the hybrid sections' tables, plots and notes from saved results (a git
-#: pathspec leaving it out of ``sim/hybrid``): a change there measures nothing again.
-_DRAWING = (":(exclude)sim/hybrid/figures",)
+#: What only draws the hybrid sections' tables, plots and notes from saved results, or saves
+#: them (git pathspecs leaving it out of ``sim/hybrid``): a change there measures nothing again.
+_DRAWING = (":(exclude)sim/hybrid/figures", ":(exclude)sim/hybrid/saved.py")
 #: Per section: the sources its figures depend on.
 DEPENDS = {
     "adapters": ("rtl/tlp", "sim/hdl/loopback_top.py", *_LINKS, "tb/tlp", "tb/bench/benchmarks.py"),
