@@ -7,15 +7,19 @@ them changed since the commit the stamp names (``git diff`` against the working 
 renames, such as the ``sim/`` restructuring, do not count), and removes the line once the
 section is measured again.  :func:`peach2.sim.bench.doc.rebuild` marks every section, so the
 document says what is stale instead of going stale silently; ``tb/bench/test_staleness.py``
-fails when a mark is missing or out of date.
+fails when a mark is missing or out of date.  A Python file whose code is the same once
+docstrings are left out (:func:`same_code`: only its comments, docstrings or layout changed)
+does not count either: it runs as it did.
 """
 
+import ast
+import functools
 import re
 import subprocess
 
 from .results import ROOT
 
-__all__ = ["DEPENDS", "GATEWARE", "changed_since", "note", "mark"]
+__all__ = ["DEPENDS", "GATEWARE", "changed_since", "same_code", "note", "mark"]
 
 #: The gateware the simulations run (not the CLI, synthesis or route tools around it): every
 #: module ``peach2.top`` imports (``tb/bench/test_staleness.py`` checks it).
@@ -68,9 +72,47 @@ def changed_since(commit, paths, to=None):
     files = []
     for line in out.stdout.splitlines():
         status, *names = line.split("\t")
-        if status != "R100":
-            files.append(names[-1])
+        if status == "R100":
+            continue
+        if status[0] in "MR" and names[-1].endswith(".py") and _unchanged_code(
+                commit, names[0], names[-1], to):
+            continue
+        files.append(names[-1])
     return files
+
+
+def same_code(old, new):
+    """Whether two Python sources are the same program: equal syntax trees once docstrings are
+    left out (comments and layout never reach the tree); False when either does not parse."""
+    try:
+        trees = [ast.parse(text) for text in (old, new)]
+    except (SyntaxError, ValueError):
+        return False
+    for tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                                 ast.AsyncFunctionDef)) and node.body:
+                first = node.body[0]
+                if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+                        and isinstance(first.value.value, str):
+                    node.body = node.body[1:] or [ast.Pass()]
+    return ast.dump(trees[0]) == ast.dump(trees[1])
+
+
+@functools.lru_cache(maxsize=4096)
+def _unchanged_code(commit, old_path, new_path, to):
+    """Whether ``new_path`` (at ``to``, or in the working tree) is :func:`same_code` as
+    ``old_path`` at ``commit``; False when either cannot be read."""
+    def show(rev, path):
+        out = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{path}"],
+                             capture_output=True, text=True, timeout=60)
+        return out.stdout if out.returncode == 0 else None
+    try:
+        old = show(commit, old_path)
+        new = show(to, new_path) if to else (ROOT / new_path).read_text()
+    except (OSError, subprocess.TimeoutExpired, UnicodeDecodeError):
+        return False
+    return old is not None and new is not None and same_code(old, new)
 
 
 def note(name, text):

@@ -87,3 +87,19 @@ def test_gateware_is_every_module_the_core_imports():
     for module in listing:
         path = f"rtl/{module}"
         assert any(path == g or path.startswith(g + "/") for g in GATEWARE), path
+
+
+def test_docstrings_comments_and_layout_do_not_make_code_change():
+    """A file whose only changes are docstrings, comments or layout runs as it did, so it
+    does not mark a section stale; any change to what runs does."""
+    from peach2.sim.bench.staleness import same_code
+    old = '"""Module."""\n\ndef f(x):\n    """Twice x."""\n    return 2 * x  # double\n'
+    assert same_code(old, '"""Module, said better."""\n\n\ndef f(x):\n    """2x."""\n'
+                          '    # the product\n    return (2 *\n            x)\n')
+    assert same_code(old, 'def f(x):\n    return 2 * x\n')        # docstrings gone
+    assert not same_code(old, old.replace("2 * x", "3 * x"))
+    assert not same_code(old, old.replace("def f(x)", "def f(x, y=0)"))
+    assert not same_code(old, old + "\nLIMIT = 1\n")
+    assert not same_code(old, "def f(x:\n")                         # does not parse
+    # a string that is not the first statement is code
+    assert not same_code('def f():\n    x = 1\n    "a"\n', 'def f():\n    x = 1\n    "b"\n')
