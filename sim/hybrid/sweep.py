@@ -1,5 +1,7 @@
-"""Broadcast and Allgather against size, hybrid against MPI alone (000 Figures 12 and 14 on 8
-nodes): one machine per collective, every size and network on it, every byte checked.
+"""Broadcast and Allgather against size, the hybrid against MPI alone (000 Figures 12-15).
+
+One machine per collective, every size and network on it, every byte checked (000 Figures 12
+and 14 on 8 nodes, 13 and 15 on 16).
 
 ::
 

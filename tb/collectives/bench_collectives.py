@@ -1,5 +1,6 @@
-"""Collective figures on the HDL sub-cluster: Broadcast, Allgather, halo exchange, collision,
-latency per hop.
+"""Collective figures on the HDL sub-cluster (docs/benchmarks.md, "Collectives").
+
+Broadcast, Allgather, halo exchange, collision, latency per hop.
 
     python tb/collectives/bench_collectives.py [--quick] [--nodes 8,16] [--part bcast|rest]
                                                [--doc-only]

@@ -1,5 +1,7 @@
-"""``python -m peach2.sim.hybrid.heatmap``: run one picture's collective with the links' trace
-on, save the result (bins, not packets) and draw the heatmap.
+"""One collective's link utilisation over time, drawn as a heatmap.
+
+``python -m peach2.sim.hybrid.heatmap`` runs one picture's collective with the links' trace on,
+saves the result (bins, not packets) and draws the heatmap.
 
 ::
 

@@ -1,5 +1,6 @@
-"""``python -m peach2.sim.mpi.collective [--preset NAME] [--where MEMORY]``: print the table of
-collective times in docs/mpi.md ("Collectives")."""
+"""Print the table of MPI collective times of docs/mpi.md ("Collectives").
+
+``python -m peach2.sim.mpi.collective [--preset NAME] [--where MEMORY]``."""
 
 import argparse
 import sys
