@@ -135,9 +135,7 @@ not their times, so those are what is compared):
   per byte (MPI alone: two `cudaMemcpy` and the host tree; the hybrid: one step through
   MVAPICH2-GDR's pipeline, then two TCA steps at 2.8 GB/s), so the model has no size where TCA's
   advantage ends. 000 finds the hybrid slower above 512 KB, so its MPI alone must get cheaper
-  per byte there than the model's, which the model does not know a mechanism for. The 2x4
-  Broadcast's rows up to 128 KiB come from the log of a run stopped during its 512 KiB point,
-  which a second run measured.
+  per byte there than the model's, which the model does not know a mechanism for.
 """
 
 
@@ -336,8 +334,11 @@ def section(saved, img, draw=True, notes=""):
         "start to the last node's end; ratio = MPI time / hybrid time (above 1: the hybrid is "
         "faster, 000's \"relative performance\").",
         "",
-        "Re-simulate: `peach2 bench hybrid` (the sweeps of `python -m peach2.sim.hybrid.sweep`); "
-        "redraw from the saved results: `peach2 bench --doc-only`.",
+        "Each machine's rows name the run that measured them (the stamps under its heading; a "
+        "row measured again replaces the old one). Re-simulate the 8- and 16-node machines: "
+        "`peach2 bench hybrid` (`python -m peach2.sim.hybrid.sweep ... --save` per machine); "
+        "the others: the commands of their stamps; redraw from the saved results: "
+        "`peach2 bench --doc-only`.",
         "",
         "Which links each step uses and when the network switches, one picture per collective "
         "(every cable's and InfiniBand port's utilisation over time, 8 nodes; "
