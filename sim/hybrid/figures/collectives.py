@@ -77,7 +77,7 @@ not their times, so those are what is compared):
   across QPI up to 8 KB (MV2GDR-QPI-Tuned: 112-126 MB/s at 4-8 KiB, 000 Figure 4), while MPI
   alone stages the whole GPU buffer through host memory as MVAPICH2's CUDA build does
   (`MV2_CUDA_USE_NAIVE`, [mpi](mpi.md#staged-collectives)). With MPI alone message by message
-  (the last columns) there is no dip: it pays the QPI penalty at every step, and the hybrid is
+  (the 2 x 2x2 tables' last columns) there is no dip: it pays the QPI penalty at every step, and the hybrid is
   1.6-2.7x faster there. The Allgather's dip ends one size earlier than 000's (1-2 KiB, not 1-4
   KB): the hybrid's last step exchanges four blocks, so from 4 KiB blocks it sends 16 KiB,
   above the 8 KB GPUDirect limit, through the host pipeline, and the hybrid is ahead again
@@ -86,16 +86,17 @@ not their times, so those are what is compared):
   512 KB). Staged, MPI alone moves 32-128 KiB host to host at InfiniBand's full rate plus two
   copies (66-173 us); the hybrid's MPI step goes GPU to host to the remote GPU through
   MVAPICH2-GDR's pipeline (1.2-1.4 GB/s in the Tuned setting), then two TCA steps at PEACH2's
-  2.8 GB/s. Against MPI alone message by message the hybrid is 1.5-1.7x faster at 32-128 KiB,
-  the side 000 reports. So 000's curve reads as MPI alone staged up to some size between 8 KB
+  2.8 GB/s. Against MPI alone message by message (the 2 x 2x2 runs' times: the same ranks on
+  the same InfiniBand model) the hybrid is 1.5-1.7x faster at 32-128 KiB, the side 000 reports. So 000's curve reads as MPI alone staged up to some size between 8 KB
   and 32 KB and message by message above: the model's 2 MiB `rdma_cuda_bcast_naive_limit` is a
   later 2.x source's value, and MVAPICH2-GDR 2.0's (not found) may have been smaller.
 - **The 2 x 2x2 runs read GPU memory at 870 MB/s** (the GPU model's default, 002's Sandy Bridge
   nodes), so their hybrid times above a few KiB are up to twice those at HA-PACS/TCA's
-  2.8 GB/s (Broadcast 128 KiB: 402 against 195 us) and their crossovers come early; the
-  message-by-message MPI times of the 2x4 tables are those of the 2 x 2x2 runs (MPI alone never
-  touches the chips: the same ranks on the same InfiniBand model, and the staged times of the
-  two machines agree to the nanosecond).
+  2.8 GB/s (Broadcast 128 KiB: 402 against 195 us) and their crossovers come early. Their
+  message-by-message MPI times come from before MPI alone staged GPU buffers, and no network
+  option runs MPI alone that way today, so those rows are not measured again (MPI alone never
+  touches the chips, and the staged times of the 2 x 2x2 and the 2x4 agreed to the
+  nanosecond).
 - **16 nodes follow 000's trends**: the Broadcast's gain shrinks from 8 to 16 nodes (1.79 to
   1.46 at 8 B; 000: 21% to 14%) for 000's reason, one more TCA step, two hops away (the
   hybrid's 8 B goes from 11.2 to 14.8 us); the Allgather's best is 1.40 at 16 B, 000's 40%,
