@@ -115,8 +115,9 @@ STUDIES = [
                              "one process against mpiexec -n 2 and -n 4, idle and under traffic"),
     ("peach2 bench halo", "Himeno's halo exchange over TCA, MV2GDR and the hybrid on 8 and 16 "
                           "nodes (000 Figures 9-10), one plane Block / Block Stride (Figure 6)"),
-    ("peach2 bench tuning", "every hybrid network choice against size on 8 and 16 nodes, the "
-                            "tuning table built from them, the tuned network against the best"),
+    ("peach2 bench tuning", "every hybrid network choice against size on 8, 16, 32 and 64 "
+                            "nodes, the tuning table built from them, the tuned network against "
+                            "the best (hours: the 32- and 64-node sweeps)"),
     ("python tb/cluster/bench_cluster.py --only latency", "the 16-node sub-cluster's PIO "
                                                           "latency per hop alone"),
     ("python tb/collectives/bench_collectives.py --nodes 16", "the collectives on 16 nodes "
@@ -244,7 +245,7 @@ def shortened(section, quick, chain=None, max_total=None):
     if section == "halo":
         return [HALO_QUICK] if quick else []
     if section == "tuning":
-        return ["8 nodes (one 2x4 split virtually) only, not 16 (one 2x8)"] if quick else []
+        return ["8 nodes (one 2x4 split virtually) only, not 16, 32 and 64"] if quick else []
     if section == "machine":
         return [f"runs {', '.join(MACHINE_QUICK_RUNS)} only, {MACHINE_QUICK_IDLE} idle windows "
                 f"instead of {MACHINE_IDLE}"] if quick else []

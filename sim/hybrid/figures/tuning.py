@@ -20,19 +20,23 @@ LIMIT = 1.05
 #: options of python -m peach2.sim.hybrid.sweep)``, as the saved entries were measured: 000
 #: Figure 11's virtual split of a 2x4 (8 nodes) and of a 2x8 (16 nodes, sizes capped: every
 #: choice to 512 KiB on 16 nodes is hours of simulation; the Allgather measured densely around
-#: MVAPICH2's 8 KB protocol step, where the best choice changes in a step), and two 2x8s (32
-#: nodes, every size in the table: the steps come at other sizes there).
+#: MVAPICH2's 8 KB protocol step, where the best choice changes in a step), two 2x8s (32
+#: nodes, every size in the table: the steps come at other sizes there) and four (64 nodes, the
+#: whole machine, the same sizes; each of its sweeps is most of an hour in one process).
 MACHINES = (("2x4", 1, 2, "broadcast", ["--max-size", "131072"]),
             ("2x4", 1, 2, "allgather", []),
             ("2x8", 1, 2, "broadcast", ["--max-size", "131072"]),
             ("2x8", 1, 2, "allgather", ["--sizes", "16,128,1024,2048,4096,16384",
                                         "--checks", "64,512,1536,3072,8192"]),
             ("2x8", 2, 1, "broadcast", ["--sizes", "8,64,512,1024,2048,4096,8192,16384,32768"]),
-            ("2x8", 2, 1, "allgather", ["--sizes", "16,64,128,512,1024,2048,4096"]))
+            ("2x8", 2, 1, "allgather", ["--sizes", "16,64,128,512,1024,2048,4096"]),
+            ("2x8", 4, 1, "broadcast", ["--sizes", "8,64,512,1024,2048,4096,8192,16384,32768"]),
+            ("2x8", 4, 1, "allgather", ["--sizes", "16,64,128,512,1024,2048,4096"]))
 
 #: ``(collective, nodes, groups)`` of :data:`MACHINES`, whose plots the section draws.
 PLOT_MACHINES = (("broadcast", 8, 2), ("allgather", 8, 2), ("broadcast", 16, 2),
-                 ("allgather", 16, 2), ("broadcast", 32, 2), ("allgather", 32, 2))
+                 ("allgather", 16, 2), ("broadcast", 32, 2), ("allgather", 32, 2),
+                 ("broadcast", 64, 4), ("allgather", 64, 4))
 
 
 def plot_name(machine):
