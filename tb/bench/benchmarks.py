@@ -113,6 +113,10 @@ STUDIES = [
                                  "(GTC 2014), ping-pong bandwidth of 000 Figure 4 (TCA, MV2GDR)"),
     ("peach2 bench machine", "simulation speed of 2 and 4 sub-clusters of 2x8 (64 nodes): "
                              "one process against mpiexec -n 2 and -n 4, idle and under traffic"),
+    ("peach2 bench hybrid", "Broadcast and Allgather, MPI alone against the hybrid, on 8 and 16 "
+                            "nodes split as 000 Figure 11 (Figures 12-15); 32 and 64 nodes: "
+                            "python -m peach2.sim.hybrid.sweep --shape 2x8 --subclusters 2 (or 4) "
+                            "--save"),
     ("peach2 bench halo", "Himeno's halo exchange over TCA, MV2GDR and the hybrid on 8 and 16 "
                           "nodes (000 Figures 9-10), one plane Block / Block Stride (Figure 6)"),
     ("peach2 bench tuning", "every hybrid network choice against size on 8, 16, 32 and 64 "

@@ -166,6 +166,9 @@ def test_bench_help_shows_ranges_and_one_command_per_study(capsys):
     for command, what in benchmarks.STUDIES:
         assert f"{command} {' '.join(what.split())}" in text
     assert "peach2 bench cluster" in text and "16-node" in text
+    # every section has its study line (the hybrid section had none)
+    assert {c.split()[2] for c, _ in benchmarks.STUDIES if c.startswith("peach2 bench ")} == \
+        set(bench_results.SECTIONS)
 
 
 def test_bench_without_source_tree_says_how_to_get_it(monkeypatch, capsys):
