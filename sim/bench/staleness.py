@@ -136,12 +136,15 @@ def note(name, text):
     files = sorted(set().union(*stale.values()))
     folders = sorted({f if f.count("/") < 2 else f.rsplit("/", 1)[0] for f in files})
     shown = ", ".join(f"`{f}`" for f in folders[:6]) + (", ..." if len(folders) > 6 else "")
-    since = ", ".join(stale) + (" (the stamps say which figures each measured)"
-                                if len(stale) > 1 else "")
     fresh = [c for c in commits if c not in stale]
     kept = (f"; those measured at {', '.join(fresh)} are current" if fresh else "")
+    if len(stale) > 1:              # stamps per part: say which commit's figures, and how much
+        since = ", ".join(f"{len(f)} since {c}" for c, f in stale.items())
+        return (f"**Stale:** files behind the figures of several runs changed ({since}; the "
+                f"stamps say which figures each run measured; {shown}); `peach2 bench {name}` "
+                f"measures them again{kept}.")
     return (f"**Stale:** {len(files)} file{'s' if len(files) > 1 else ''} behind these "
-            f"figures changed since {since} "
+            f"figures changed since {next(iter(stale))} "
             f"({shown}); `peach2 bench {name}` measures them again{kept}.")
 
 
