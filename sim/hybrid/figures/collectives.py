@@ -78,10 +78,11 @@ not their times, so those are what is compared):
   alone stages the whole GPU buffer through host memory as MVAPICH2's CUDA build does
   (`MV2_CUDA_USE_NAIVE`, [mpi](mpi.md#staged-collectives)). With MPI alone message by message
   (the 2 x 2x2 tables' last columns) there is no dip: it pays the QPI penalty at every step,
-  and the hybrid is 1.6-2.7x faster there. The Allgather's dip ends one size earlier than 000's (1-2 KiB, not 1-4
-  KB): the hybrid's last step exchanges four blocks, so from 4 KiB blocks it sends 16 KiB,
-  above the 8 KB GPUDirect limit, through the host pipeline, and the hybrid is ahead again
-  (1.11); 16-32 KiB are close to even (0.95, 0.89) where 000 has the hybrid ahead up to 32 KB.
+  and the hybrid is 1.6-2.7x faster there. The Allgather's dip ends one size earlier than 000's
+  (1-2 KiB, not 1-4 KB): the hybrid's last step exchanges four blocks, so from 4 KiB blocks it
+  sends 16 KiB, above the 8 KB GPUDirect limit, through the host pipeline, and the hybrid is
+  ahead again (1.11); 16-32 KiB are close to even (0.95, 0.89) where 000 has the hybrid ahead up
+  to 32 KB.
 - **No recovery above 1 for medium and large Broadcasts** (000: faster again from 16 KB up to
   512 KB). Staged, MPI alone moves 32-128 KiB host to host at InfiniBand's full rate plus two
   copies (66-173 us); the hybrid's MPI step goes GPU to host to the remote GPU through
