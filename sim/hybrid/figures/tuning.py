@@ -146,6 +146,16 @@ NOTES = """
   (1.000 everywhere): on 32 nodes the plain hybrid up to 512 B and at 16 KiB, MPI alone at
   1-8 KiB, `+hops2+staged` at 32 KiB (95.3 against MPI alone's 98.9 us); the Allgather's
   hybrid at 16-64 B and 1 KiB blocks, MPI alone at 128-512 B, `+ring` at 2-4 KiB.
+- **64 nodes, the whole machine** (4 x 2x8, four groups; three sizes per collective: a 64-node
+  run of one choice at 32 KiB takes minutes): the hybrid wins nowhere. MPI alone is the best
+  choice for the 8 B and 2 KiB Broadcast (22.1 and 31.7 us; the plain hybrid 23.7 and 59.0)
+  and for 16 B and 512 B Allgather blocks (28.7 and 55.3 us; 30.5 and 110.3); from 32 KiB
+  (Broadcast) and 4 KiB blocks (Allgather) the staged hybrid is level with it (`+staged` 112.9
+  against 113.3 us, `+hops1+staged` 156.0 against 156.8). `tuned` takes the best at each
+  measured size (at most 1.002). Between them the table is not checked, and on 32 nodes a table
+  from too few sizes missed MVAPICH2's protocol steps by up to 1.9x, so sizes between these
+  three may be far from the best. Unstaged, the farther TCA steps sent over MPI cost most here:
+  `+hops1` takes 830 us for the 32 KiB Broadcast (`+hops2` 683; 669 on 32 nodes), MPI alone 113.
 """
 
 
