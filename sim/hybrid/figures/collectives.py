@@ -117,7 +117,7 @@ not their times, so those are what is compared):
   blocks make 2-8 KiB messages, GPUDirect across QPI) and falls behind from 4 KiB (0.90; 0.75
   at 16 KiB, where the TCA part's recursive doubling shares the 2x8's cables). On 64 nodes the
   hybrid wins at no size: Broadcast 0.43-0.54 at 2-8 KiB, 0.84 at 32 KiB; Allgather 0.50-0.53
-  at 128-512 B, 0.77-0.82 at 1-4 KiB. Every group is now a whole 2x8, so the TCA part is four
+  at 128-512 B, 0.77-0.83 from 1 KiB to 16 KiB (485 against 585 us at 16 KiB, measured later at 8e7df2e). Every group is now a whole 2x8, so the TCA part is four
   steps of about 2.7 us (the longer ones several hops, sharing cables), while MPI alone grows by
   at most one round (MVAPICH2's table picks the k-nomial tree from 32 processes). The hybrid's
   own MPI steps cost more: they go point to point from GPU0, GPUDirect RDMA across QPI, about
