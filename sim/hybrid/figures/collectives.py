@@ -114,14 +114,15 @@ not their times, so those are what is compared):
   wins up to 512 B (1.05 there), dips at 2-8 KiB (0.82, 0.57: MVAPICH2's protocol switch, as on
   8 and 16 nodes), is even at 32 KiB (1.01) and 10-12% behind from 128 KiB to 512 KiB; the
   Allgather wins at 16 B and 1 KiB (1.07), dips at 128-512 B (0.89, 0.53: the last step's 16
-  blocks make 2-8 KiB messages, GPUDirect across QPI) and falls behind from 4 KiB (0.90; 0.75
-  at 16 KiB, where the TCA part's recursive doubling shares the 2x8's cables). On 64 nodes the
-  hybrid wins at no size: Broadcast 0.43-0.54 at 2-8 KiB, 0.84 at 32 KiB; Allgather 0.50-0.53
-  at 128-512 B, 0.77-0.83 from 1 KiB to 16 KiB (485 against 585 us at 16 KiB, measured later at 8e7df2e). Every group is now a whole 2x8, so the TCA part is four
-  steps of about 2.7 us (the longer ones several hops, sharing cables), while MPI alone grows by
-  at most one round (MVAPICH2's table picks the k-nomial tree from 32 processes). The hybrid's
-  own MPI steps cost more: they go point to point from GPU0, GPUDirect RDMA across QPI, about
-  6.5 us a hop at 8 B, and at 64 nodes the 4 leaders need two of them.
+  blocks make 2-8 KiB messages, GPUDirect across QPI) and falls behind from 4 KiB (0.90; 0.75 at
+  16 KiB, where the TCA part's recursive doubling shares the 2x8's cables). On 64 nodes the
+  hybrid wins at no size: Broadcast 0.43-0.54 at 2-8 KiB, 0.84 at 32 KiB; Allgather 0.50-0.53 at
+  128-512 B, 0.77-0.83 from 1 KiB to 16 KiB (485 against 585 us at 16 KiB, measured later at
+  8e7df2e). Every group is now a whole 2x8, so the TCA part is four steps of about 2.7 us (the
+  longer ones several hops, sharing cables), while MPI alone grows by at most one round
+  (MVAPICH2's table picks the k-nomial tree from 32 processes). The hybrid's own MPI steps cost
+  more: they go point to point from GPU0, GPUDirect RDMA across QPI, about 6.5 us a hop at 8 B,
+  and at 64 nodes the 4 leaders need two of them.
 - **Smaller TCA groups do not help** (000 section 6.2's idea, the first measurement of the
   issue's item 4: multi-hop TCA steps sent over InfiniBand instead). On 32 nodes with groups of
   8 and 4 (each 2x8 split in 2 and 4), Broadcast 8 B falls from 1.25 to 1.01 and 0.89,
