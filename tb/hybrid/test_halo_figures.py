@@ -103,7 +103,8 @@ def test_a_run_replaces_only_the_rows_it_measured():
         r for r in saved["rows"] if r["nodes"] != 16]
     assert [p["what"] for p in got["parts"]] == ["Figures 9-10 on 8 nodes, Figure 6",
                                                  "Figures 9-10 on 16 nodes"]
-    assert got["run"]["commit"] == "59bff94"                    # the oldest rows' design
+    eight = next(p for p in saved["parts"] if p["what"].startswith("Figures 9-10 on 8 nodes"))
+    assert got["run"]["commit"] == eight["commit"]              # the oldest rows' design
     assert got["run"]["command"].endswith("; python -m peach2.sim.hybrid.halo_bench --nodes 16")
     assert "Figures 9-10 on 16 nodes at def5678" in got["run"]["conditions"]
     every = halo_bench.merge(got, saved["rows"], _run("all"))    # everything again: one part
