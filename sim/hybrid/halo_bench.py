@@ -1,8 +1,7 @@
 """Himeno's halo exchange over TCA, MPI and the hybrid (000 Figures 9-10), and one plane (6).
 
-Himeno's halo exchange per iteration over TCA, MPI and hybrid (000 Figures 9-10), and one
-plane exchanged by TCA and by MPI against the plane's size (000 Figure 6), on the co-simulated
-machine, every byte checked.
+The exchange per iteration, and one plane exchanged by TCA and by MPI against the plane's size
+(Figure 6), on the co-simulated machine, every byte checked.
 
 ::
 

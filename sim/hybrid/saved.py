@@ -52,19 +52,16 @@ def merge_curves(saved, entry, run):
     are shown under its heading."""
     machines = saved.setdefault("machines", [])
     old = next((m for m in machines if machine_key(m) == machine_key(entry)), None)
-    runs, rows = [], {}
+    kept_runs, rows = {}, {}           # old run index -> new, in order of first use
     if old is not None:
-        old_runs = old.get("runs") or [None]
         for collective, values in old["rows"].items():
             fresh = {r["size"] for r in entry["rows"].get(collective, ())}
             kept = [r for r in values if r["size"] not in fresh]
             for r in kept:
-                stamp = old_runs[r.get("run", 0)]
-                if stamp not in runs:
-                    runs.append(stamp)
-            rows[collective] = [dict(r, run=runs.index(old_runs[r.get("run", 0)]))
-                                for r in kept]
-    runs.append(run)
+                kept_runs.setdefault(r.get("run", 0), len(kept_runs))
+            rows[collective] = [dict(r, run=kept_runs[r.get("run", 0)]) for r in kept]
+    old_runs = (old.get("runs") or [None]) if old is not None else []
+    runs = [old_runs[i] for i in kept_runs] + [run]
     for collective, values in entry["rows"].items():
         rows[collective] = sorted(rows.get(collective, []) + [dict(r, run=len(runs) - 1)
                                                               for r in values],
