@@ -29,6 +29,10 @@ _LINKS = ("sim/hardip", "sim/pcie", "sim/run")
 #: What only draws the hybrid sections' tables, plots and notes from saved results, or saves
 #: them (git pathspecs leaving it out of ``sim/hybrid``): a change there measures nothing again.
 _DRAWING = (":(exclude)sim/hybrid/figures", ":(exclude)sim/hybrid/saved.py")
+#: What only writes ``docs/benchmarks.md`` from saved results or marks it (the machine section
+#: depends on all of ``sim``, but not on these).
+_DOC_TOOLS = (":(exclude)sim/bench/staleness.py", ":(exclude)sim/bench/doc.py",
+              ":(exclude)sim/bench/*_doc.py", ":(exclude)sim/bench/machine/doc.py")
 #: Per section: the sources its figures depend on.
 DEPENDS = {
     "adapters": ("rtl/tlp", "sim/hdl/loopback_top.py", *_LINKS, "tb/tlp", "tb/bench/benchmarks.py"),
@@ -42,7 +46,7 @@ DEPENDS = {
                     "sim/collectives", "tb/collectives"),
     "calibration": (*GATEWARE, *_LINKS, "sim/hdl", "sim/driver", "sim/harness", "sim/infiniband",
                     "sim/verbs", "sim/node", "sim/mpi", "tb/calibration"),
-    "machine": (*GATEWARE, "sim"),
+    "machine": (*GATEWARE, "sim", *_DRAWING, *_DOC_TOOLS),
     "hybrid": (*GATEWARE, *_LINKS, "sim/hdl", "sim/driver", "sim/harness", "sim/collectives",
                "sim/infiniband", "sim/verbs", "sim/node", "sim/mpi", "sim/machine",
                "sim/system", "sim/hybrid", *_DRAWING),
