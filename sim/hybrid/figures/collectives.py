@@ -77,8 +77,9 @@ not their times, so those are what is compared):
   across QPI up to 8 KB (MV2GDR-QPI-Tuned: 112-126 MB/s at 4-8 KiB, 000 Figure 4), while MPI
   alone stages the whole GPU buffer through host memory as MVAPICH2's CUDA build does
   (`MV2_CUDA_USE_NAIVE`, [mpi](mpi.md#staged-collectives)). With MPI alone message by message
-  (the 2 x 2x2 tables' last columns) there is no dip: it pays the QPI penalty at every step,
-  and the hybrid is 1.6-2.7x faster there. The Allgather's dip ends one size earlier than 000's
+  there was no dip (measured at 7946cf8 on the 2 x 2x2, before MPI alone staged GPU buffers;
+  no network option runs it that way today, so those rows are no longer among the saved
+  results): it pays the QPI penalty at every step, and the hybrid was 1.6-2.7x faster there. The Allgather's dip ends one size earlier than 000's
   (1-2 KiB, not 1-4 KB): the hybrid's last step exchanges four blocks, so from 4 KiB blocks it
   sends 16 KiB, above the 8 KB GPUDirect limit, through the host pipeline, and the hybrid is
   ahead again (1.11); 16-32 KiB are close to even (0.95, 0.89) where 000 has the hybrid ahead up
@@ -87,18 +88,19 @@ not their times, so those are what is compared):
   512 KB). Staged, MPI alone moves 32-128 KiB host to host at InfiniBand's full rate plus two
   copies (66-173 us); the hybrid's MPI step goes GPU to host to the remote GPU through
   MVAPICH2-GDR's pipeline (1.2-1.4 GB/s in the Tuned setting), then two TCA steps at PEACH2's
-  2.8 GB/s. Against MPI alone message by message (the 2 x 2x2 runs' times: the same ranks on
-  the same InfiniBand model) the hybrid is 1.5-1.7x faster at 32-128 KiB, the side 000
-  reports. So 000's curve reads as MPI alone staged up to some size between 8 KB and 32 KB and
+  2.8 GB/s. Against MPI alone message by message (the 2 x 2x2's times at 7946cf8, 112 and 285
+  us at 32 and 128 KiB: the same ranks on the same InfiniBand model) the hybrid is 1.5-1.7x
+  faster at 32-128 KiB, the side 000 reports. So 000's curve reads as MPI alone staged up to some size between 8 KB and 32 KB and
   message by message above: the model's 2 MiB `rdma_cuda_bcast_naive_limit` is a
   later 2.x source's value, and MVAPICH2-GDR 2.0's (not found) may have been smaller.
-- **The 2 x 2x2 runs read GPU memory at 870 MB/s** (the GPU model's default, 002's Sandy Bridge
-  nodes), so their hybrid times above a few KiB are up to twice those at HA-PACS/TCA's
-  2.8 GB/s (Broadcast 128 KiB: 402 against 195 us) and their crossovers come early. Their
-  message-by-message MPI times come from before MPI alone staged GPU buffers, and no network
-  option runs MPI alone that way today, so those rows are not measured again (MPI alone never
-  touches the chips, and the staged times of the 2 x 2x2 and the 2x4 agreed to the
-  nanosecond).
+- **Two real sub-clusters of 4 (2 x 2x2) behave as the 2x4 split in two**: the same MPI alone
+  (it never touches the chips: the staged times agree to 0.1 us) and Broadcast times 0-4%
+  shorter; from 4 KiB blocks the 2 x 2x2's Allgather pulls ahead (6-13% shorter: 1.18 against
+  1.11 at 4 KiB, 0.99 against 0.86 at 64 KiB): each of its groups is a whole 2x2, where the
+  recursive doubling's second step crosses one cable, while a group of the split 2x4 is one
+  ring of 4, where that step goes two hops round the ring. (Its rows were measured before at 002's
+  870 MB/s GPU reads, which doubled the hybrid's times above a few KiB: Broadcast 128 KiB 402
+  against 195 us now.)
 - **16 nodes follow 000's trends**: the Broadcast's gain shrinks from 8 to 16 nodes (1.79 to
   1.46 at 8 B; 000: 21% to 14%) for 000's reason, one more TCA step, two hops away (the
   hybrid's 8 B goes from 11.2 to 14.8 us); the Allgather's best is 1.40 at 16 B, 000's 40%,
@@ -116,13 +118,19 @@ not their times, so those are what is compared):
   Allgather wins at 16 B and 1 KiB (1.07), dips at 128-512 B (0.89, 0.53: the last step's 16
   blocks make 2-8 KiB messages, GPUDirect across QPI) and falls behind from 4 KiB (0.90; 0.75 at
   16 KiB, where the TCA part's recursive doubling shares the 2x8's cables). On 64 nodes the
-  hybrid wins at no size: Broadcast 0.43-0.54 at 2-8 KiB, 0.84 at 32 KiB; Allgather 0.50-0.53 at
-  128-512 B, 0.77-0.83 from 1 KiB to 16 KiB (485 against 585 us at 16 KiB, measured later at
-  8e7df2e). Every group is now a whole 2x8, so the TCA part is four steps of about 2.7 us (the
-  longer ones several hops, sharing cables), while MPI alone grows by at most one round
-  (MVAPICH2's table picks the k-nomial tree from 32 processes). The hybrid's own MPI steps cost
-  more: they go point to point from GPU0, GPUDirect RDMA across QPI, about 6.5 us a hop at 8 B,
-  and at 64 nodes the 4 leaders need two of them.
+  hybrid wins only at the largest Allgather: Broadcast 0.43-0.54 at 2-8 KiB, 0.84 at 32 KiB,
+  0.76 and 0.71 at 128 and 512 KiB (391 against 299 us, 1239 against 878 us); Allgather
+  0.50-0.53 at 128-512 B, 0.77-0.83 from 1 KiB to 16 KiB (485 against 585 us at 16 KiB), and
+  1.08 at 64 KiB blocks (1674 against 1802 us). Every group is now a whole 2x8, so the TCA
+  part is four steps of about 2.7 us (the longer ones several hops, sharing cables), while MPI
+  alone grows by at most one round (MVAPICH2's table picks the k-nomial tree from 32
+  processes). The hybrid's own MPI steps cost more: they go point to point from GPU0,
+  GPUDirect RDMA across QPI, about 6.5 us a hop at 8 B, and at 64 nodes the 4 leaders need two
+  of them. At 64 KiB blocks the balance turns: MPI alone, its blocks under MVAPICH2's 1 MiB
+  staging limit, runs all six recursive-doubling steps host to host on the 4 MiB result and
+  copies it back into the GPU, while the hybrid gathers each group's 1 MiB over TCA and leaves
+  MPI the last two steps. The tuning section's 64-node table (built from 16 B-4 KiB) has not
+  been checked at 64 KiB.
 - **Smaller TCA groups do not help** (000 section 6.2's idea, the first measurement of the
   issue's item 4: multi-hop TCA steps sent over InfiniBand instead). On 32 nodes with groups of
   8 and 4 (each 2x8 split in 2 and 4), Broadcast 8 B falls from 1.25 to 1.01 and 0.89,
