@@ -116,7 +116,7 @@ NOTES = """
   16): staged through host memory it runs the InfiniBand link at full rate, where the hybrid's
   TCA part is bound by PEACH2's 2.8 GB/s GPU reads.
 - **The tuned network stays within 5 % of the best fixed choice on every machine**, at the sizes
-  the table was built from and those between them. The 16-node Allgather needed the sizes around
+  the table was built from and those between them (not above them: on 64 nodes, below). The 16-node Allgather needed the sizes around
   MVAPICH2's 8 KB protocol step measured densely: between 1 KiB blocks (MPI alone best: the
   hybrid's 8 KiB message still goes GPUDirect across QPI) and 4 KiB (`+ring` best) the choice
   changes in a step, not gradually, and a table from 1 KiB and 4 KiB alone took MPI alone at 2
@@ -156,6 +156,13 @@ NOTES = """
   from too few sizes missed MVAPICH2's protocol steps by up to 1.9x, so sizes between these
   three may be far from the best. Unstaged, the farther TCA steps sent over MPI cost most here:
   `+hops1` takes 830 us for the 32 KiB Broadcast (`+hops2` 683; 669 on 32 nodes), MPI alone 113.
+  Above the table's sizes it goes wrong: at 64 KiB Allgather blocks the plain hybrid is best
+  of those measured (1674 us against MPI alone's 1802, the hybrid section), but the table keeps
+  its 4 KiB choice, `+hops1+staged`, 1818 us there (measured at d959a80 with `python -m
+  peach2.sim.hybrid.launch --shape 2x8 --subclusters 4 --run
+  allgather:hybrid+hops1+staged:65536 --gpu-read 2.8e9 --gpu-size 8388608`): 1.086. The
+  64-node sweeps need the large sizes (64 KiB blocks; 128 and 512 KiB Broadcasts, where
+  `+staged` is not measured) before the table can be trusted there.
 """
 
 
