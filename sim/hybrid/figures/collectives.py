@@ -77,22 +77,23 @@ not their times, so those are what is compared):
   across QPI up to 8 KB (MV2GDR-QPI-Tuned: 112-126 MB/s at 4-8 KiB, 000 Figure 4), while MPI
   alone stages the whole GPU buffer through host memory as MVAPICH2's CUDA build does
   (`MV2_CUDA_USE_NAIVE`, [mpi](mpi.md#staged-collectives)). With MPI alone message by message
-  there was no dip (measured at 7946cf8 on the 2 x 2x2, before MPI alone staged GPU buffers;
-  no network option runs it that way today, so those rows are no longer among the saved
-  results): it pays the QPI penalty at every step, and the hybrid was 1.6-2.7x faster there. The Allgather's dip ends one size earlier than 000's
-  (1-2 KiB, not 1-4 KB): the hybrid's last step exchanges four blocks, so from 4 KiB blocks it
-  sends 16 KiB, above the 8 KB GPUDirect limit, through the host pipeline, and the hybrid is
-  ahead again (1.11); 16-32 KiB are close to even (0.95, 0.89) where 000 has the hybrid ahead up
-  to 32 KB.
+  there was no dip (measured at 7946cf8 on the 2 x 2x2, before MPI alone staged GPU buffers; no
+  network option runs it that way today, so those rows are no longer among the saved results):
+  it pays the QPI penalty at every step, and the hybrid was 1.6-2.7x faster there. The
+  Allgather's dip ends one size earlier than 000's (1-2 KiB, not 1-4 KB): the hybrid's last step
+  exchanges four blocks, so from 4 KiB blocks it sends 16 KiB, above the 8 KB GPUDirect limit,
+  through the host pipeline, and the hybrid is ahead again (1.11); 16-32 KiB are close to even
+  (0.95, 0.89) where 000 has the hybrid ahead up to 32 KB.
 - **No recovery above 1 for medium and large Broadcasts** (000: faster again from 16 KB up to
   512 KB). Staged, MPI alone moves 32-128 KiB host to host at InfiniBand's full rate plus two
   copies (66-173 us); the hybrid's MPI step goes GPU to host to the remote GPU through
   MVAPICH2-GDR's pipeline (1.2-1.4 GB/s in the Tuned setting), then two TCA steps at PEACH2's
   2.8 GB/s. Against MPI alone message by message (the 2 x 2x2's times at 7946cf8, 112 and 285
   us at 32 and 128 KiB: the same ranks on the same InfiniBand model) the hybrid is 1.5-1.7x
-  faster at 32-128 KiB, the side 000 reports. So 000's curve reads as MPI alone staged up to some size between 8 KB and 32 KB and
-  message by message above: the model's 2 MiB `rdma_cuda_bcast_naive_limit` is a
-  later 2.x source's value, and MVAPICH2-GDR 2.0's (not found) may have been smaller.
+  faster at 32-128 KiB, the side 000 reports. So 000's curve reads as MPI alone staged up to
+  some size between 8 KB and 32 KB and message by message above: the model's 2 MiB
+  `rdma_cuda_bcast_naive_limit` is a later 2.x source's value, and MVAPICH2-GDR 2.0's (not
+  found) may have been smaller.
 - **Two real sub-clusters of 4 (2 x 2x2) behave as the 2x4 split in two**: the same MPI alone
   (it never touches the chips: the staged times agree to 0.1 us) and Broadcast times 0-4%
   shorter; from 4 KiB blocks the 2 x 2x2's Allgather pulls ahead (6-13% shorter: 1.18 against

@@ -116,13 +116,13 @@ NOTES = """
   16): staged through host memory it runs the InfiniBand link at full rate, where the hybrid's
   TCA part is bound by PEACH2's 2.8 GB/s GPU reads.
 - **The tuned network stays within 5 % of the best fixed choice on every machine**, at the sizes
-  the table was built from and those between them (not above them: on 64 nodes, below). The 16-node Allgather needed the sizes around
-  MVAPICH2's 8 KB protocol step measured densely: between 1 KiB blocks (MPI alone best: the
-  hybrid's 8 KiB message still goes GPUDirect across QPI) and 4 KiB (`+ring` best) the choice
-  changes in a step, not gradually, and a table from 1 KiB and 4 KiB alone took MPI alone at 2
-  KiB, 10 % slower than `+ring` (1.103); with 2 KiB in the table and 1.5 and 3 KiB checked, it
-  takes the best choice at every size (1.000). The 8-node Broadcast's worst is 1.044 (16 KiB,
-  between 8 and 32 KiB).
+  the table was built from and those between them (not above them: on 64 nodes, below). The
+  16-node Allgather needed the sizes around MVAPICH2's 8 KB protocol step measured densely:
+  between 1 KiB blocks (MPI alone best: the hybrid's 8 KiB message still goes GPUDirect across
+  QPI) and 4 KiB (`+ring` best) the choice changes in a step, not gradually, and a table from 1
+  KiB and 4 KiB alone took MPI alone at 2 KiB, 10 % slower than `+ring` (1.103); with 2 KiB in
+  the table and 1.5 and 3 KiB checked, it takes the best choice at every size (1.000). The
+  8-node Broadcast's worst is 1.044 (16 KiB, between 8 and 32 KiB).
 - **A table does not carry to a machine twice the size**: 2 sub-clusters of 2x8 (32 nodes, 2
   groups) have no row of their own, so `tuned` takes the 16-node rows there. Measured later at
   09402a2 (`python -m peach2.sim.hybrid.launch --shape 2x8 --subclusters 2 --gpu-read 2.8e9
