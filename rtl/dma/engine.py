@@ -228,7 +228,7 @@ class DMA(wiring.Component):
 
         # -- writer -------------------------------------------------------------------------
         m.d.comb += [
-            wr.done.eq(rx.done), wr.bad.eq(rx.bad), wr.err.eq(rx.err),
+            wr.done.eq(rx.done), wr.bad.eq(rx.bad), wr.err.eq(rx.err), wr.landed.eq(rx.landed),
             wr.mps.eq(mps), wr.abort.eq(pl.abort), wr.unroutable.eq(pl.unroutable),
             wr.dma_timeout.eq(self.dma_timeout), wr.routes.eq(self.routes),
             wr.route_down.eq(self.route_down),

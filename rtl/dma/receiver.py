@@ -75,6 +75,11 @@ class Receiver(wiring.Component):
         A read is issued with this tag: its done bit, error and DW count restart.
     done, bad : Out(n_tags) ; err : Out(ArrayLayout(4, n_tags))
         Per tag: all its data is in or it failed; it failed; the error code if it did.
+    landed : Out(ArrayLayout(8, n_tags))
+        Per tag: the DWs of its read whose data is in the buffer, counted from the read's first
+        DW (completions of a tag arrive in order), advanced a cycle after a good completion's
+        last beat is written (so the writer can send a read's first pieces before its last
+        completion).
     o_bank : Out(ArrayLayout(bank_write_layout, 4))
         The write ports of the buffer's four banks.
     abort : In(4)
@@ -102,6 +107,7 @@ class Receiver(wiring.Component):
             "done":           Out(n_tags),
             "bad":            Out(n_tags),
             "err":            Out(data.ArrayLayout(4, n_tags)),
+            "landed":         Out(data.ArrayLayout(8, n_tags)),
             "o_bank":         Out(data.ArrayLayout(bank_write_layout(rb), 4)),
             "abort":          In(nc),
             "o_ring":         Out(data.ArrayLayout(ring_write_layout(), SLOT_DWS)),
@@ -122,12 +128,16 @@ class Receiver(wiring.Component):
         # read is done only when every DW arrived (a completion lost to rx_st_err is a fault,
         # not stale data).
         rcv = Array([Signal(8, name=f"tag_rcv{t}") for t in range(NT)])
+        # DWs per tag whose data stage 3 has written (rcv runs ahead of it by a completion).
+        landed = Array([Signal(8, name=f"tag_landed{t}") for t in range(NT)])
         m.d.comb += [self.done.eq(done), self.bad.eq(tbad)]
         m.d.comb += [self.err[t].eq(terr[t]) for t in range(NT)]
+        m.d.comb += [self.landed[t].eq(landed[t]) for t in range(NT)]
         # An issue restarts its tag's state (before this block's own updates: theirs win).
         for t in range(NT):
             with m.If(self.clear_en & (self.clear_tag == t)):
-                m.d.sync += [done[t].eq(0), terr[t].eq(0), tbad[t].eq(0), rcv[t].eq(0)]
+                m.d.sync += [done[t].eq(0), terr[t].eq(0), tbad[t].eq(0), rcv[t].eq(0),
+                             landed[t].eq(0)]
         ext_tags, head_seq, outstanding = self.ext_tags, self.head_seq, self.outstanding
 
         i = self.i_cpl
@@ -185,11 +195,13 @@ class Receiver(wiring.Component):
                   fetch=1,      # a descriptor fetch: data to channel t_chan's descriptor ring
                   chan=2)
         # Stage 2c's packet (for its later beats) and stage 3's inputs:
-        pkt = _regs("pkt", None, good=1, k=11, base=BB, idx=TB, final=1, fetch=1, chan=2)
+        pkt = _regs("pkt", None, good=1, k=11, end=12, base=BB, idx=TB, final=1, fetch=1,
+                    chan=2)
         s2 = _regs("s2", s1,
                    valid=1,
                    good=1,      # write this packet's data
                    k=11,        # DW index of lane 0 of the beat in s2
+                   end=12,      # DW index after the packet's last DW
                    base=BB, idx=TB, final=1, fetch=1, chan=2)
         # What stages 2c and 3 changed in the tags' state in their previous cycle:
         f = SimpleNamespace(
@@ -248,7 +260,7 @@ class Receiver(wiring.Component):
                 t.base.eq(u.base), t.idx.eq(u.idx), t.fetch.eq(u.fetch), t.chan.eq(u.chan),
             ]
 
-        tags = SimpleNamespace(done=done, terr=terr, tbad=tbad, rcv=rcv)
+        tags = SimpleNamespace(done=done, terr=terr, tbad=tbad, rcv=rcv, landed=landed)
         self._decide(m, tags, t, pkt, s2, f)
         self._write(m, tags, s2)
         return m
@@ -292,14 +304,16 @@ class Receiver(wiring.Component):
                     with m.If(t.idx == tg):
                         m.d.sync += rcv[tg].eq(t.end)
             m.d.sync += [f2_good.eq(good),
-                         s2.good.eq(good), s2.k.eq(t.k0), s2.base.eq(t.base),
+                         s2.good.eq(good), s2.k.eq(t.k0), s2.end.eq(t.end), s2.base.eq(t.base),
                          s2.idx.eq(t.idx), s2.final.eq(t.final & ~fault),
                          s2.fetch.eq(t.fetch), s2.chan.eq(t.chan)]
-            m.d.sync += [pkt.good.eq(good), pkt.k.eq(t.k0 + 4), pkt.base.eq(t.base),
+            m.d.sync += [pkt.good.eq(good), pkt.k.eq(t.k0 + 4), pkt.end.eq(t.end),
+                         pkt.base.eq(t.base),
                          pkt.idx.eq(t.idx), pkt.final.eq(t.final & ~fault),
                          pkt.fetch.eq(t.fetch), pkt.chan.eq(t.chan)]
         with m.Elif(t.valid):
-            m.d.sync += [s2.good.eq(pkt.good), s2.k.eq(pkt.k), s2.base.eq(pkt.base),
+            m.d.sync += [s2.good.eq(pkt.good), s2.k.eq(pkt.k), s2.end.eq(pkt.end),
+                         s2.base.eq(pkt.base),
                          s2.idx.eq(pkt.idx), s2.final.eq(pkt.final), pkt.k.eq(pkt.k + 4),
                          s2.fetch.eq(pkt.fetch), s2.chan.eq(pkt.chan)]
             with m.If(t.beat.err & pkt.good):       # (its tag fails above: fail_err)
@@ -307,8 +321,9 @@ class Receiver(wiring.Component):
         m.d.sync += [s2.beat.eq(t.beat), s2.valid.eq(t.valid)]
 
     def _write(self, m, tags, s2):
-        """Stage 3: the bank writes, the done bit of a read whose last DW is in, and a
-        descriptor fetch's DWs into its channel's descriptor ring."""
+        """Stage 3: the bank writes, the done bit of a read whose last DW is in, the DWs landed
+        of a tag whose completion's last DW is in, and a descriptor fetch's DWs into its
+        channel's descriptor ring."""
         NT, RB = self.n_tags, ceil_log2(self.rows)
         done = tags.done
         # Stage 3: bank writes.  DW k of the read lives in row base + k // 4, bank k % 4.
@@ -325,6 +340,10 @@ class Receiver(wiring.Component):
             for tg in range(NT):
                 with m.If(s2.idx == tg):
                     m.d.sync += done[tg].eq(1)
+        with m.If(s2.valid & s2.beat.last & s2.good):
+            for tg in range(NT):
+                with m.If(s2.idx == tg):
+                    m.d.sync += tags.landed[tg].eq(s2.end)
         self._ring_write(m, s2)
 
     def _ring_write(self, m, s2):

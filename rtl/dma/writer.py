@@ -72,10 +72,13 @@ class Writer(wiring.Component):
     """Pops the in-order queue and sends what each entry asks for.
 
     Stage A0: the head entry waits (through a skid register, so the queue is read whenever it
-    is empty) until its read's data is in, failed or timed out.  Stage A1 splits it from
-    registers only: a read whose data is complete becomes memory writes, split at the max
-    payload size on destination boundaries; a descriptor fetch only frees its tag (or reports
-    its fault, in queue order); a mark becomes the completion write or a no-op carrying the
+    is empty) until its descriptor fetch's data is in, failed or timed out; every other entry
+    goes on at once.  Stage A1 splits it from registers only: a data read becomes memory
+    writes, split at the max payload size on destination boundaries, each sent once the
+    completions that carry its bytes are in the buffer (so a read's first write does not wait
+    for its last completion), or reports its read's failure or timeout and frees its tag (the
+    writes sent before stay sent); a descriptor fetch only frees its tag (or reports its
+    fault, in queue order); a mark becomes the completion write or a no-op carrying the
     counters.  Stage A' looks the writes up in the route table (the N-bound address translated
     by the node offset) and builds their headers.  Stage B reads the buffer rows, stage C shifts
     the bytes from source to destination alignment, and an output register hands the beats to
@@ -90,7 +93,7 @@ class Writer(wiring.Component):
     -------
     i_entry : In(stream.Signature(entry_layout))
         The in-order queue's read side (``ready`` does not wait for ``valid``).
-    done, bad : In(n_tags) ; err : In(ArrayLayout(4, n_tags))
+    done, bad : In(n_tags) ; err : In(ArrayLayout(4, n_tags)) ; landed : In(ArrayLayout(8, n_tags))
         The receiver's per-tag state (:class:`~peach2.dma.receiver.Receiver`).
     rd_row0, rd_row1 : Out(log2 rows) ; rd_data0, rd_data1 : In(128)
         The buffer's two read ports (four banks each), read every cycle, data a cycle later.
@@ -119,6 +122,7 @@ class Writer(wiring.Component):
             "done":         In(n_tags),
             "bad":          In(n_tags),
             "err":          In(data.ArrayLayout(4, n_tags)),
+            "landed":       In(data.ArrayLayout(8, n_tags)),
             "rd_row0":      Out(rb),
             "rd_row1":      Out(rb),
             "rd_data0":     In(128),
@@ -159,14 +163,15 @@ class Writer(wiring.Component):
         it_w = data.View(Item_, items.w_data)
         m.d.comb += items.w_en.eq(0)
 
-        # Stage A0: wait, in queue order, for each read's data.  The head entry (h) is copied
-        # from the queue; between the queue and h sits a skid register (n), so the queue is
-        # read whenever n is empty (a register: the decision never reaches the queue's own
-        # counters) and an entry read while h waits stays in n.  The tag's done bit and error
-        # are looked up one cycle ahead for the queue's output, for n and for h, and the one for
-        # h's source is used, so they lag the receiver by one cycle (done bits only rise while a
-        # tag is outstanding).  A read leaves A0 once its data is in, or failed, or timed out
-        # (then marked failed with its code); every other entry leaves at once.
+        # Stage A0: wait, in queue order, for each descriptor fetch's data.  The head entry (h)
+        # is copied from the queue; between the queue and h sits a skid register (n), so the
+        # queue is read whenever n is empty (a register: the decision never reaches the queue's
+        # own counters) and an entry read while h waits stays in n.  The tag's done bit and
+        # error are looked up one cycle ahead for the queue's output, for n and for h, and the
+        # one for h's source is used, so they lag the receiver by one cycle (done bits only rise
+        # while a tag is outstanding).  A fetch leaves A0 once its data is in, or failed, or timed out
+        # (then marked failed with its code); every other entry leaves at once (a data read
+        # waits in A1, piece by piece).
         h = Signal(entry)
         h_valid = Signal()
         h_load = Signal()
@@ -187,6 +192,7 @@ class Writer(wiring.Component):
             return Mux(from_q, looked["q"][i], Mux(from_n, looked["n"][i], looked["h"][i]))
         h_done, h_bad, h_err = (looked_up(i) for i in range(3))
         h_rd = (h.kind == Kind.DATA) | (h.kind == Kind.FETCH)
+        h_fetch = h.kind == Kind.FETCH
         wait = Signal(32)
         tmo_hit = Signal()
         tmo = self.dma_timeout
@@ -198,7 +204,19 @@ class Writer(wiring.Component):
         s_ = Signal(entry, name="s")
         s_valid = Signal()
         s_failed = Signal()                 # a read that failed (its code in s.code)
-        s_one = Signal()                    # one item: anything but a read with its data in
+        s_one = Signal()                    # one item: anything but a data read
+        # A data read's pieces wait for their data: ``need`` is the DWs of the read (from its
+        # first DW) the next piece takes, ``s_ok`` says a cycle late that that many have
+        # landed (0 in the cycle after a piece or a load: ``need`` or the entry changed),
+        # ``s_full`` that all of them have.  The tag's state is looked up a cycle ahead for s
+        # (``s_fresh``: s was loaded last cycle, the lookup is not yet its own).
+        s_data = Signal()                   # a data read not failed when loaded
+        s_full, s_ok, s_fresh = Signal(), Signal(), Signal()
+        need, end_dw = Signal(9), Signal(9)
+        ds_landed, ds_done, ds_bad, ds_err = Signal(8), Signal(), Signal(), Signal(4)
+        m.d.sync += [ds_landed.eq(select([self.landed[t] for t in range(self.n_tags)], s_.tag)),
+                     ds_done.eq(select(self.done, s_.tag)), ds_bad.eq(select(self.bad, s_.tag)),
+                     ds_err.eq(select(terr, s_.tag))]
         a = Signal(64)                      # destination of the next piece
         left = Signal(10)                   # bytes of the entry not yet emitted
         s_last = Signal()                   # the next piece is the last: left <= cap
@@ -219,15 +237,24 @@ class Writer(wiring.Component):
         items_room = Signal()
         m.d.sync += items_room.eq(items.level <= self.ITEMS_DEPTH - 2)
         go = s_valid & items_room
+        # A data read fails in A1 when its tag fails (a completion faulty) or it waits for
+        # data past the timeout; the pieces sent before stay sent.
+        s_drop = Signal(attrs={"keep": 1})
+        m.d.comb += s_drop.eq(s_data & ~s_full & ((~s_fresh & ds_bad) | tmo_hit))
+        s_fail = s_failed | s_drop
+        s_piece = s_data & (s_full | s_ok)
         # A good read's pieces go one by one (as no-ops if its channel has stopped meanwhile,
         # so the stop does not reach this decision); every other entry is one item.
-        s_consume = go & (s_one | s_last)
+        s_consume = go & (s_one | s_fail | (s_piece & s_last))
         s_load = Signal(attrs={"keep": 1})
         a0_consume = Signal(attrs={"keep": 1})
         m.d.comb += [s_load.eq(~s_valid | s_consume),
-                     a0_consume.eq(h_valid & s_load & (~h_rd | h_done | tmo_hit))]
+                     a0_consume.eq(h_valid & s_load & (~h_fetch | h_done | tmo_hit))]
         m.d.comb += h_load.eq(~h_valid | a0_consume)
-        with m.If(h_valid & h_rd & ~h_done & ~tmo_hit & s_load):
+        # One timer: A0 times a fetch at the head while A1 is free, A1 a data read waiting
+        # for a piece's data (so never both at once).
+        with m.If((h_valid & h_fetch & ~h_done & ~tmo_hit & s_load)
+                  | (s_valid & s_data & ~s_full & ~s_ok & ~s_drop)):
             m.d.sync += wait.eq(wait + 1)
         with m.If(a0_consume):
             m.d.sync += [wait.eq(0), tmo_hit.eq(0)]
@@ -240,27 +267,30 @@ class Writer(wiring.Component):
 
         def fail():
             f = self.report.fail
-            m.d.comb += [f.en.eq(1), f.chan.eq(e.chan), f.code.eq(e.code), f.desc.eq(e.desc)]
+            code = Mux(s_drop, Mux(~s_fresh & ds_bad, ds_err, DmaError.CPL_TIMEOUT), e.code)
+            m.d.comb += [f.en.eq(1), f.chan.eq(e.chan), f.code.eq(code), f.desc.eq(e.desc)]
 
         with m.If(go):
             with m.Switch(e.kind):
                 with m.Case(Kind.DATA, Kind.FETCH):
                     # Even a failed channel waited for its reads (or their timeout) before it
                     # frees their tags, so a late completion cannot land in reused rows.
-                    with m.If(s_failed):
+                    with m.If(s_fail):
                         fail()
                         emit(Item.NOP, release=1, rel_rows=e.rows, retire=1)
                     with m.Elif(e.kind == Kind.FETCH):
                         # The receiver already filled the prefetch buffer: free the tag.
                         emit(Item.NOP, release=1, rel_rows=e.rows, retire=1)
-                    with m.Else():
+                    with m.Elif(s_piece):
                         emit(Mux(e_abort, Item.NOP, Item.WRITE), addr=a, nbytes=piece,
                              row=pos[4:], u=pos[:4], release=s_last, rel_rows=e.rows,
                              retire=s_last)
                         # After the first piece the destination is MPS-aligned.
+                        next_last = not_below(cap2, left)
                         m.d.sync += [a.eq(a + piece), left.eq(left - piece),
                                      pos.eq(pos + step), step.eq(mps), cap.eq(mps),
-                                     cap2.eq(mps << 1), s_last.eq(not_below(cap2, left))]
+                                     cap2.eq(mps << 1), s_last.eq(next_last),
+                                     need.eq(Mux(next_last, end_dw, need + (mps >> 2)))]
                 with m.Case(Kind.FAULT):
                     fail()
                     emit(Item.NOP, retire=1)
@@ -275,11 +305,21 @@ class Writer(wiring.Component):
         off = h.addr[:10] & (mps - 1)
         s_first_last = Signal(attrs={"keep": 1})
         m.d.comb += s_first_last.eq(not_below(mps - off, h.nbytes))
+        h_data = h.kind == Kind.DATA
+        # ``s_ok`` a cycle late: not in the cycle after a load or a piece (``need`` changed).
+        m.d.sync += [s_fresh.eq(s_load),
+                     s_ok.eq(~s_load & ~s_fresh & ~(go & s_piece) & (ds_landed >= need))]
+        with m.If(~s_fresh & ds_done & ~ds_bad):
+            m.d.sync += s_full.eq(1)
         with m.If(s_load):
             m.d.sync += [
                 s_valid.eq(a0_consume), s_.eq(h),
-                s_failed.eq(h_rd & (~h_done | h_bad)),
-                s_one.eq((h.kind != Kind.DATA) | ~h_done | h_bad),
+                s_failed.eq(Mux(h_fetch, ~h_done | h_bad, h_data & h_done & h_bad)),
+                s_one.eq(~h_data),
+                s_data.eq(h_data & ~(h_done & h_bad)),
+                s_full.eq(h_done & ~h_bad),
+                need.eq((h.src_lo + Mux(s_first_last, h.nbytes, mps - off) + 3) >> 2),
+                end_dw.eq((h.src_lo + h.nbytes + 3) >> 2),
                 a.eq(h.addr), left.eq(h.nbytes),
                 s_last.eq(s_first_last),
                 cap.eq(mps - off), cap2.eq((mps << 1) - off),

@@ -22,9 +22,10 @@ from .device import IDLE_WAIT_NS, HardIPDevice, HardIPFunction, Stuck, quiet_pci
 from .model import HardIPModel, edge_shows_update
 from .rx import RxStream
 from .tx_checker import TxChecker, Violation, tlp_problems
+from .wire import CutThroughPort
 
 __all__ = ["AvalonBeat", "FramingError", "DAMAGE", "damage", "payload_offset",
            "tlp_to_avalon_beats", "avalon_beats_to_tlp", "unpack_word", "stream_layout",
            "describe", "M32", "MEM_REQ", "IO_REQ", "CPL", "HardIPDevice", "HardIPFunction",
            "quiet_pcie_loggers", "HardIPModel", "edge_shows_update", "RxStream", "Violation",
-           "TxChecker", "tlp_problems", "IDLE_WAIT_NS", "Stuck"]
+           "TxChecker", "tlp_problems", "IDLE_WAIT_NS", "Stuck", "CutThroughPort"]

@@ -6,8 +6,9 @@ ID) whose upstream port is a Gen2 x8 ``SimPort`` advertising the model's receive
 answers configuration requests itself (the DUT never sees them), passes memory and I/O requests
 that hit a BAR and completions for its function to the subclass's ``_rx_enqueue(tlp, bardec)``,
 drops the rest (non-posted ones answered with Unsupported Request, unexpected completions
-counted), and sends the TLPs the DUT transmitted to the link ``tx_pipeline_ns`` after they were
-accepted (:meth:`HardIPDevice._to_link`), waiting for the partner's flow-control credits.
+counted), and sends the TLPs the DUT transmitted to the link, their first symbols
+``tx_pipeline_ns`` after their SOP beat was accepted (:meth:`HardIPDevice._to_link`; cut-through,
+:mod:`peach2.sim.hardip.wire`), waiting for the partner's flow-control credits.
 Simplifications are listed in :mod:`peach2.sim.hardip.model`.
 """
 
@@ -23,6 +24,7 @@ from cocotbext.pcie.core.tlp import Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId
 
 from .avalon import CPL, IO_REQ, MEM_REQ, describe
+from .wire import CutThroughPort, cut_through
 
 __all__ = ["HardIPDevice", "HardIPFunction", "quiet_pcie_loggers", "IDLE_WAIT_NS", "Stuck",
            "wait_drained"]
@@ -115,8 +117,12 @@ class HardIPDevice(Device):
         #: What :class:`Stuck` calls this model.
         self.label = "hard IP model"
 
-        # link side: Gen2 x8, our RX credits (patched before the port sends its InitFC DLLPs)
+        # link side: Gen2 x8, our RX credits (patched before the port sends its InitFC DLLPs).
+        # cocotbext-pcie's Device made a SimPort and started its tasks; a second port would
+        # leave those running unconnected, so the port becomes the cut-through one in place
+        # (CutThroughPort only overrides how a packet takes the wire).
         port = self.upstream_port
+        port.__class__ = CutThroughPort
         port.max_link_speed, port.max_link_width = 2, 8
         for ch in port.fc_state:
             for st, val in zip((ch.ph, ch.pd, ch.nph, ch.npd), rx_credits):
@@ -134,7 +140,7 @@ class HardIPDevice(Device):
                 raise ValueError(f"64-bit BAR {idx} needs BAR {idx + 1} free")
             f.configure_bar(idx, size, ext=ext, prefetch=pref)
 
-        # TLPs from the DUT on their way to the link: (tlp, time it may leave, ns)
+        # TLPs from the DUT on their way to the link: (tlp, step it is handed to the port)
         self._tx_buf = deque()
         self._tx_evt, self._tx_idle_evt = Event(), Event()
         self._tx_idle_evt.set()
@@ -207,9 +213,21 @@ class HardIPDevice(Device):
         await self.upstream_send(Tlp.create_ur_completion_for_tlp(tlp, PcieId(self.bus_num, 0, 0)))
 
     # ---------------------------------------------------------------- model -> link
-    def _to_link(self, tlp):
-        """Send ``tlp`` (accepted from the DUT) to the link after the TX pipeline."""
-        self._tx_buf.append((tlp, get_sim_time("ns") + self.tx_pipeline_ns))
+    def _to_link(self, tlp, sop_ns=None):
+        """Send ``tlp``, whose EOP beat the DUT gave now and its SOP beat at ``sop_ns`` (default
+        now), to the link: its first symbols may take the wire ``tx_pipeline_ns`` after the SOP
+        beat, its last not before the EOP beat is through the pipeline (cut-through,
+        :mod:`peach2.sim.hardip.wire`); it is handed to the port then, or now if that is later."""
+        now = get_sim_time("ns")
+        sop_ns = now if sop_ns is None else min(sop_ns, now)
+        ready = max(now, sop_ns + self.tx_pipeline_ns)
+
+        def steps(ns):
+            return get_sim_steps(ns, "ns", round_mode="round")
+        handed = steps(ready)
+        cut_through(tlp, steps(sop_ns + self.tx_pipeline_ns), steps(now + self.tx_pipeline_ns),
+                    handed)
+        self._tx_buf.append((tlp, handed))
         self._tx_idle_evt.clear()
         self._tx_evt.set()
 
@@ -224,10 +242,10 @@ class HardIPDevice(Device):
                 self._tx_idle_evt.set()
                 self._tx_evt.clear()
                 await self._tx_evt.wait()
-            tlp, ready_ns = buf[0]
-            wait = ready_ns - get_sim_time("ns")
+            tlp, ready = buf[0]
+            wait = ready - get_sim_time("step")
             if wait > 0:                    # the hard IP's TX pipeline
-                await Timer(get_sim_steps(wait, "ns", round_mode="round"), "step")
+                await Timer(wait, "step")
             await self.send(tlp)  # waits for flow-control credits and the wire
             buf.popleft()
 

@@ -35,6 +35,10 @@ Simplifications versus the real hard IP
   credits fills that buffer and drops ready.  The limit is soft: a TLP in flight completes.
 - ``tx_st_err`` on any beat of a packet nullifies it (counted in ``nullified``); the beat count
   of a nullified packet is not checked.
+- The transmit side is cut-through from the SOP beat (:mod:`peach2.sim.hardip.wire`), its end
+  bounded by the EOP beat plus one beat of wire (the last beat's own bytes and the LCRC are not
+  counted apart); the receive side stores and forwards (a TLP reaches ``rx_st`` after its
+  last symbol).
 - RX flow-control credits are returned to the link when the TLP's EOP beat reaches the DUT, so
   the DUT's backpressure reaches the link partner.  Completions have infinite credits (as an
   endpoint advertises); ``cpl_space`` optionally checks the DUT reserved room for them.
@@ -45,7 +49,7 @@ from functools import partial
 
 import cocotb
 from cocotb.triggers import Event, First, Timer, ValueChange
-from cocotb.utils import get_sim_steps, get_sim_time
+from cocotb.utils import get_sim_steps, get_sim_time, get_time_from_sim_steps
 
 from peach2.sim.run import EdgeTicker, bit_value
 
@@ -154,8 +158,10 @@ class HardIPModel(HardIPDevice):
     rx_pipeline_ns, tx_pipeline_ns : float
         Latency of the hard IP's receive path (link to ``rx_st``) and transmit path (``tx_st``
         to link) beyond the model's own beat timing: a TLP from the link reaches the RX queue
-        ``rx_pipeline_ns`` after it arrived, a TLP from the DUT goes to the link
-        ``tx_pipeline_ns`` after its EOP beat.  Default 0; the calibrated value and its source
+        ``rx_pipeline_ns`` after it arrived, a TLP from the DUT starts on the link
+        ``tx_pipeline_ns`` after its SOP beat, when the wire and the partner's credits allow,
+        and ends no earlier than its EOP beat's bytes can follow (cut-through,
+        :mod:`peach2.sim.hardip.wire`).  Default 0; the calibrated value and its source
         are in docs/cluster.md (:data:`peach2.sim.pcie.calibration.HARDIP_PIPELINE_NS`).
     hdl_clock : bool
         The clock is made inside the HDL, not by a cocotb ``Clock`` (see
@@ -447,4 +453,12 @@ class HardIPModel(HardIPDevice):
         self.tx_tlps += 1
         if self.on_tx is not None and self.on_tx(tlp) is False:
             return  # the test took it off the link
-        self._to_link(tlp)
+        self._to_link(tlp, self._sop_ns(self._tx.started))
+
+    def _sop_ns(self, start):
+        """Simulation time (ns) of cycle ``start`` of this model's count, at most a few cycles
+        back (None before the clock period is known)."""
+        if start is None or not self._period:
+            return None
+        return get_sim_time("ns") - get_time_from_sim_steps((self.cycle - start) * self._period,
+                                                           "ns")

@@ -71,14 +71,18 @@ class TxChecker:
         The packet whose eop has not been seen yet (None between packets).
     nullified : int
         Packets the DUT nullified with ``tx_st_err``.
+    started : int or None
+        The cycle of the SOP beat of the last packet whose EOP beat was seen.
     """
-    __slots__ = ("valid", "sop", "eop", "data", "empty", "err", "violate", "packet", "nullified")
+    __slots__ = ("valid", "sop", "eop", "data", "empty", "err", "violate", "packet", "nullified",
+                 "started")
 
     def __init__(self, valid, sop, eop, data, empty, err, violate):
         self.valid, self.sop, self.eop, self.data, self.empty = valid, sop, eop, data, empty
         self.err, self.violate = err, violate
         self.packet = None
         self.nullified = 0
+        self.started = None
 
     def step(self, ready_then, cycle):
         """Check the beat of cycle ``cycle``; return the TLP it completes, or None.
@@ -120,7 +124,7 @@ class TxChecker:
             pkt.beats += 1
             pkt.err |= err
         if eop:
-            self.packet = None
+            self.packet, self.started = None, pkt.start
             if pkt.err:
                 self.nullified += 1
             elif not pkt.bad:

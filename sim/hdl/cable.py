@@ -61,18 +61,26 @@ class Cable(wiring.Component):
     1. TX (from chip A): ready latency 2, a beat may be valid in cycle t only if
        ``a_tx_st_ready`` was 1 in t-2; after ready falls, up to 2 more beats are accepted.
        ``a_tx_st_ready`` is 0 while the TX buffer holds ``tx_buffer_tlps`` whole TLPs or its
-       beat FIFO lacks room for 3 more beats (this cycle's and the 2 in flight).  The buffer
-       is store-and-forward: a TLP whose EOP beat is accepted in cycle t may start in t+1.
-       ``a_tx_st_err`` on any beat nullifies the TLP: dropped, never on the wire, no credits.
+       beat FIFO lacks room for 3 more beats (this cycle's and the 2 in flight).  A TLP whose
+       EOP beat is accepted in cycle t may be scheduled (start) in t+1, when its nullification
+       is known: ``a_tx_st_err`` on any beat nullifies the TLP: dropped, never on the wire, no
+       credits.
     2. Wire: the head TLP starts only when B has receive credits for it (P: 1 PH + ceil(payload
        / 16) PD; NP: 1 NPH + NPD; completions: infinite credits, see ``cpl_buffer``), decoded
        from DW0 of the SOP beat (fmt [31:29], type [28:24], length [9:0], 0 = 1024), and the
        wire is free: a byte-exact debt counter (+ wire bytes of a TLP when it starts, + 8 per
        DLLP, - 16 per cycle, floored at 0) is < 16.  Credits are consumed at the start.  Wire
-       bytes = header (12 or 16) + payload (4 x length if it has data) + 8.
-    3. RX (to chip B): the whole TLP (store-and-forward: the hard IP checks LCRC first) may be
-       presented from cycle start + ceil(wire bytes / 16) + ``latency`` + ``tx_pipeline`` +
-       ``rx_pipeline``, one beat per cycle, ready latency 2 (a beat is valid in t only if
+       bytes = header (12 or 16) + payload (4 x length if it has data) + 8.  Cut-through, as
+       the Python model's transmitter (:mod:`peach2.sim.hardip.wire`): a TLP that starts in
+       t+1 with nothing ahead of it in the buffer is on the wire from ``back`` cycles
+       earlier, the least of (its SOP cycle's distance from t, the cycles the wire has been
+       idle, ceil(wire bytes / 16) - 1; each saturating at 255), so from the cycle after its
+       SOP beat when the wire was idle then, never ending before the cycle after its EOP beat;
+       it owes the wire ``16 x back`` bytes less.  A TLP that starts later (wire or credits)
+       has ``back`` 0.
+    3. RX (to chip B): the TLP (whose last symbol is in by then: the hard IP checks LCRC
+       first) may be presented from cycle start - ``back`` + ceil(wire bytes / 16) +
+       ``latency`` + ``tx_pipeline`` + ``rx_pipeline``, one beat per cycle, ready latency 2 (a beat is valid in t only if
        ``b_rx_st_ready`` was 1 in t-2); valid never drops inside a TLP unless ready forced it.
        Beats are the TX beats bit for bit (don't-care lanes included); ``err`` and ``bardec``
        are 0 (nullified TLPs never arrive; link ports have no BARs), ``be`` is 0 (the chip
@@ -113,7 +121,8 @@ class Cable(wiring.Component):
       together, after the last of them.  DLLPs skip the TX/RX pipelines.
     - The TLP start uses the spec's ceil(wire / 16): the fraction of a cycle the wire still
       owes (debt < 16) is not added to the arrival time (at most 1 cycle early).
-    - Beats cross into the receive buffer one per cycle after the start, so TLPs with more
+    - Beats cross into the receive buffer one per cycle after the start, and a TLP is
+      presented once its first beat is there (the rest follow one a cycle), so TLPs with more
       beats than wire time (a 256-byte MWr with a pad DW: 18 beats, 17.5 cycles) sent back to
       back can arrive a few cycles late; with ``latency`` + pipelines >= 1 a lone TLP always
       arrives on time.  A non-posted TLP needing more data credits than NPD never starts.

@@ -16,14 +16,21 @@ __all__ = ["CableLane", "CLS_P", "CLS_NP", "CLS_CPL", "max_beats"]
 CLS_P, CLS_NP, CLS_CPL = 0, 1, 2
 
 BEAT = data.StructLayout({"data": 128, "sop": 1, "eop": 1, "empty": 1})
-TXD = data.StructLayout({"drop": 1, "cls": 2, "dc": 9, "wb": 13, "pay": 13, "nbeats": 9})
-RXD = data.StructLayout({"ts": 32, "cls": 2, "dc": 9, "nbeats": 9})
+TXD = data.StructLayout({"drop": 1, "cls": 2, "dc": 9, "wb": 13, "pay": 13, "nbeats": 9,
+                         "span": 8})
+#: Saturation of the cycle counts that bound a cut-through start (``span``, ``idle_for``).
+SPAN_MAX = 255
+RXD = data.StructLayout({"ts": 32, "cls": 2, "dc": 9})
 CRQ = data.StructLayout({"ts": 32, "ph": 8, "pd": 12, "nph": 8, "npd": 12})
 
 
 def max_beats(mps):
     """Beats of the longest TLP of ``mps`` payload bytes (4-DW header and a pad DW)."""
     return -(-(5 + mps // 4) // 4)
+
+
+def _min(a, b):
+    return Mux(a < b, a, b)
 
 
 def _fifo(width, depth):
@@ -128,7 +135,12 @@ class CableLane(Elaboratable):
         e_npd = av_npd + Mux(ret_now, ret.npd, 0)
 
         # ---- scheduler: the head TLP starts when it has credits and the wire is free
+        # Cut-through (Cable docstring, contract 2): a TLP that starts in the first cycle it
+        # can (the cycle after its EOP beat, nothing ahead of it) is counted on the wire from
+        # ``back`` cycles earlier: from the cycle after its SOP beat, not before the wire fell
+        # idle, and late enough that its wire time ends after its EOP beat.
         head = TXD(txd.r_data)
+        fresh, idle_for = Signal(), Signal(range(SPAN_MAX + 1))
         live = txd.r_rdy & ~head.drop
         cpl_room = (cplh_used + 1 <= cplh0) & (cpld_used + head.dc <= cpld0)
         have = Mux(head.cls == CLS_P, (e_ph != 0) & (e_pd >= head.dc),
@@ -138,6 +150,9 @@ class CableLane(Elaboratable):
         drop_go = txd.r_rdy & head.drop & mvq.w_rdy
         lk.d.comb += go.eq(live & have & wire_free & mvq.w_rdy & rxd.w_rdy & ackq.w_rdy)
         wcyc = (head.wb + 15) >> 4
+        back = Signal(range(SPAN_MAX + 1))
+        lk.d.comb += back.eq(Mux(fresh & (txd.level == 1),
+                                 _min(_min(head.span, idle_for), wcyc - 1), 0))
         arr = Signal(32)
         ack_last = Signal(32)
         new_ack = Signal()
@@ -146,11 +161,11 @@ class CableLane(Elaboratable):
             txd.r_en.eq(go | drop_go),
             mvq.w_en.eq(go | drop_go),
             mvq.w_data.eq(head.drop),
-            rxd_w.ts.eq(now + wcyc + lat_rx),
-            rxd_w.cls.eq(head.cls), rxd_w.dc.eq(head.dc), rxd_w.nbeats.eq(head.nbeats),
+            rxd_w.ts.eq(now - back + wcyc + lat_rx),
+            rxd_w.cls.eq(head.cls), rxd_w.dc.eq(head.dc),
             rxd.w_data.eq(rxd_w),
             rxd.w_en.eq(go),
-            arr.eq(now + wcyc + lat_arr),
+            arr.eq(now - back + wcyc + lat_arr),
             new_ack.eq(go & (ack_last - arr)[31]),   # arrives after the last ACK timer fired
             ackq.w_data.eq(arr + U),
             ackq.w_en.eq(new_ack),
@@ -160,18 +175,25 @@ class CableLane(Elaboratable):
         ]
         with lk.If(new_ack):
             lk.d.sync += ack_last.eq(arr + U)
-        added = Mux(go, head.wb, 0) + self.dllp_in
-        lk.d.sync += self.debt.eq(Mux(self.debt + added > 16, self.debt + added - 16, 0))
+        added = Mux(go, head.wb - (back << 4), 0) + self.dllp_in
+        lk.d.sync += [
+            self.debt.eq(Mux(self.debt + added > 16, self.debt + added - 16, 0)),
+            idle_for.eq(Mux((self.debt != 0) | (added != 0), 0,
+                            Mux(idle_for == SPAN_MAX, SPAN_MAX, idle_for + 1))),
+            fresh.eq(txd.w_en),
+        ]
 
         self._move(lk, txf, mvq, rxf)
 
-        # ---- RX side: present whole TLPs at their arrival time, ready latency 2
+        # ---- RX side: present TLPs at their arrival time, ready latency 2.  By then the mover
+        # has the first beat in ``rxf`` and keeps one beat ahead: it copies a started TLP's
+        # beats one a cycle, all of them in ``txf`` since its EOP, into room the credits keep.
         rdy1, rdy2, mask1 = Signal(), Signal(), Signal()
         cls_l, dc_l = Signal(2), Signal(9)
         rhead = RXD(rxd.r_data)
         beat_r = BEAT(rxf.r_data)
         start_ok = (~self.in_pkt & ~self.rx_hold & rxd.r_rdy & due(rhead.ts)
-                    & (rxf.level >= rhead.nbeats) & ~((rhead.cls == CLS_NP) & mask1))
+                    & rxf.r_rdy & ~((rhead.cls == CLS_NP) & mask1))
         issue = rdy2 & rxf.r_rdy & (self.in_pkt | start_ok)
         rel = Signal()
         rel_cls, rel_dc = Signal(2), Signal(9)
@@ -242,8 +264,10 @@ class CableLane(Elaboratable):
 
     def _accept(self, lk, txf, txd):
         """TX side: accept beats (ready latency 2), decode the header, queue whole TLPs (beats
-        into ``txf``, one descriptor per TLP into ``txd``)."""
+        into ``txf``, one descriptor per TLP into ``txd``, with the cycles from its SOP beat to
+        its EOP beat, ``span``)."""
         in_tlp, err_acc, hdr, nb = Signal(), Signal(), Signal(32), Signal(9)
+        since = Signal(range(SPAN_MAX + 1))     # cycles since the open packet's SOP beat
         sop = self.tx_sop
         take = self.tx_valid & (sop | in_tlp)  # a beat outside a packet without sop: dropped
         dw0 = Mux(sop, self.tx_data[:32], hdr)
@@ -261,6 +285,7 @@ class CableLane(Elaboratable):
             txd_w.pay.eq(pay),
             txd_w.wb.eq(Mux(fmt[0], 16, 12) + pay + 8),
             txd_w.nbeats.eq(Mux(sop, 1, nb + 1)),
+            txd_w.span.eq(Mux(sop, 0, since)),
             txf.w_data.eq(Cat(self.tx_data, sop, self.tx_eop, self.tx_empty)),
             txf.w_en.eq(take),
             txd.w_data.eq(txd_w),
@@ -272,6 +297,10 @@ class CableLane(Elaboratable):
         with lk.If(take):
             lk.d.sync += [in_tlp.eq(~self.tx_eop), err_acc.eq(txd_w.drop), hdr.eq(dw0),
                           nb.eq(txd_w.nbeats)]
+        with lk.If(take & sop):
+            lk.d.sync += since.eq(1)
+        with lk.Elif(since != SPAN_MAX):
+            lk.d.sync += since.eq(since + 1)
 
     def _move(self, lk, txf, mvq, rxf):
         """Mover: copy the started TLP's beats into the receive buffer, or discard them."""

@@ -18,7 +18,7 @@ Gen2 x8).
 
 from dataclasses import dataclass
 
-from cocotb.utils import get_sim_time
+from cocotb.utils import get_sim_time, get_time_from_sim_steps
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 
 __all__ = ["ThroughputMeter", "ThroughputReport", "writes_only", "GEN2_X8_RATE"]
@@ -101,7 +101,9 @@ class ThroughputMeter:
     Members
     -------
     records : list of (start_s, end_s, payload_bytes, wire_bytes)
-        One entry per metered TLP (kept only if ``keep_records``).
+        One entry per metered TLP (kept only if ``keep_records``): when it took the wire (for
+        the hard-IP model's cut-through port, :class:`~peach2.sim.hardip.wire.CutThroughPort`,
+        before the port was asked to send it) and when its last symbol left.
     """
 
     def __init__(self, port, name="", select=None, enabled=True, keep_records=False):
@@ -117,6 +119,9 @@ class ThroughputMeter:
                 return
             t0 = get_sim_time("ns")
             await inner(pkt)
+            start = getattr(self.port, "sent_from", None)   # a cut-through port's own start
+            if start is not None:
+                t0 = get_time_from_sim_steps(start, "ns")
             self._record(t0 * 1e-9, get_sim_time("ns") * 1e-9, pkt)
 
         port.handle_tx = handle_tx  # instance attribute: SimPort._run_transmit looks it up

@@ -340,8 +340,9 @@ def test_lone_tlp_arrival_time(latency, tx_pipe, rx_pipe):
         sent = b.sides[s].sent
         assert len(st) == len(sent) == len(rx.got) > 0
         for x, start, (_, first, _) in zip(sent, st, rx.got):
-            assert start == x["eop"] + 1                    # store-and-forward TX buffer
-            assert first == x["eop"] + 1 + wire_cycles(x["tlp"]) + latency + tx_pipe + rx_pipe
+            assert start == x["eop"] + 1            # scheduled once its EOP beat is in
+            # on the wire from the cycle after its SOP beat (cut-through)
+            assert first == x["sop"] + 1 + wire_cycles(x["tlp"]) + latency + tx_pipe + rx_pipe
 
 
 def stream(side, rng, n, ndw=64, four=True, bit2=0):

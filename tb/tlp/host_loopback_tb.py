@@ -14,6 +14,9 @@
 - ``write_stream``: 256-byte writes addressed to host memory are injected at the model's RX
   side, looped out through TX and the timed link into host memory, checked byte for byte, and
   the link throughput is reported beside the wire bound for the same TLPs.
+- ``cut_through_timing``: writes of 4 to 256 bytes, alone and back to back, reach the host's
+  port ``tx_pipeline_ns`` + wire time + link delay after their SOP beat on ``tx_st`` (the
+  model's transmitter is cut-through), and a TLP behind another after that one's wire time.
 """
 
 import json
@@ -21,7 +24,8 @@ import random
 
 import cocotb
 from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles, Timer
+from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge, Timer
+from cocotb.utils import get_sim_steps, get_sim_time
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 
 from peach2.sim.hardip import HardIPModel
@@ -33,9 +37,9 @@ PARAMS, SEED = run_inputs()
 MON_FIELDS = ("valid", "ready", "hdr", "data", "dw_en", "first", "last", "err", "bar")
 
 
-async def setup(dut, *, mps=256, dirty=True):
+async def setup(dut, *, mps=256, dirty=True, tx_pipeline_ns=0.0):
     model = HardIPModel(dut, bars=[(1 << 20, False, False)], max_payload_size=mps, dirty=dirty,
-                   seed=SEED)
+                        seed=SEED, tx_pipeline_ns=tx_pipeline_ns)
     host = Host(model, max_payload_size=mps, read_completion_boundary=64)
     Clock(dut.clk, 4, unit="ns", impl="gpi").start()
     dut.rst.value = 1
@@ -145,5 +149,76 @@ async def write_stream(dut):
     assert report.tlps == count
     assert report.fraction <= 1.0 + 1e-9, f"above the wire bound: {report}"
     assert report.fraction >= PARAMS.get("min_fraction", 0.99), f"below goal: {report}"
+    model.check()
+    host.check()
+
+
+@cocotb.test()
+async def cut_through_timing(dut):
+    """Each write reaches the host's port ``tx_pipeline_ns`` + its wire time + the link delay
+    after its SOP beat was accepted on ``tx_st`` (not after its EOP beat), unless the wire is
+    busy with the write before it: then right after that one's wire time."""
+    pipeline = PARAMS.get("tx_pipeline_ns", 0.0)
+    model, host = await setup(dut, dirty=False, tx_pipeline_ns=pipeline)
+    await host.enumerate()
+    rng = random.Random(SEED)
+    addr, _ = host.alloc(1 << 16, above_4g=True)
+    port = model.upstream_port
+    clock_steps = get_sim_steps(4, "ns")
+    beats = []                       # (sop step, eop step) of each packet accepted on tx_st
+
+    async def watch():
+        start = None
+        while True:
+            await RisingEdge(dut.clk)
+            await ReadOnly()         # the beat the model takes at the next edge
+            if int(dut.tx_st_valid.value):
+                edge = get_sim_time("step") + clock_steps
+                if int(dut.tx_st_sop.value):
+                    start = edge
+                if int(dut.tx_st_eop.value):
+                    beats.append((start, edge))
+    arrivals = []
+    receive = port.other.ext_recv
+
+    async def arrive(pkt):
+        if isinstance(pkt, Tlp):
+            arrivals.append((get_sim_time("step"), pkt.get_wire_size()))
+        await receive(pkt)
+    port.other.ext_recv = arrive
+    cocotb.start_soon(watch())
+
+    def wire(size):
+        return max(int(size * port.symbol_period * port.time_scale), 1)
+
+    def write(offset, size):
+        tlp = Tlp()
+        tlp.fmt_type = TlpType.MEM_WRITE_64
+        tlp.requester_id = model.pcie_id
+        tlp.set_addr_be_data(addr + offset, rng.randbytes(size))
+        model.inject(tlp)
+
+    pipe = get_sim_steps(pipeline, "ns", round_mode="round")
+    lone = (4, 64, 128, 256)
+    for k, size in enumerate(lone):          # one at a time, far apart
+        write(k * 256, size)
+        await Timer(2, "us")
+    write(4096, 256)                         # two back to back
+    write(4096 + 256, 256)
+    await Timer(2, "us")
+    await model.tx_idle()
+    assert len(beats) == len(arrivals) == len(lone) + 2, (beats, arrivals)
+    for (sop, eop), (at, size) in zip(beats, arrivals):
+        dut._log.info("SOP %d ps, EOP %d ps, at the host %d ps (wire %d B)", sop, eop, at, size)
+    link, beat = port.link_delay_steps, 16 * port.symbol_period * port.time_scale
+    for (sop, eop), (at, size) in zip(beats[:len(lone)], arrivals):
+        # on the wire from SOP + pipeline; its end not before the EOP beat's 16 bytes can follow
+        assert at == max(sop + pipe + wire(size), eop + pipe + beat) + link, (sop, eop, at, size)
+        if size == 256:              # 17 beats: store-and-forward would be 64 ns later
+            assert at + (eop - sop) == eop + pipe + wire(size) + link
+    (_, _), (sop2, eop2) = beats[len(lone):]
+    (at1, _), (at2, size2) = arrivals[len(lone):]
+    assert at2 == max(at1 - link + wire(size2), sop2 + pipe + wire(size2),
+                      eop2 + pipe + beat) + link, (at1, sop2, at2)
     model.check()
     host.check()

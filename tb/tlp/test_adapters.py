@@ -64,3 +64,9 @@ def test_host_write_stream_throughput(above_4g):
     """256-byte writes looped into host memory: byte exact, >= 99% of the wire bound, never above."""
     run_host(f"host-write_stream-{'4dw' if above_4g else '3dw'}", "write_stream",
              count=1000, payload=256, above_4g=above_4g, min_fraction=0.99)
+
+
+@pytest.mark.parametrize("pipeline", [0.0, 156.0])
+def test_host_cut_through_timing(pipeline):
+    """The model's transmitter is cut-through: a write leaves on the link from its SOP beat."""
+    run_host(f"host-cut_through-{int(pipeline)}", "cut_through_timing", tx_pipeline_ns=pipeline)
