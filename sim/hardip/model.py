@@ -34,7 +34,10 @@ Simplifications versus the real hard IP
   wait for the link; the link side waits for flow-control credits, so a partner short of
   credits fills that buffer and drops ready.  The limit is soft: a TLP in flight completes.
 - ``tx_st_err`` on any beat of a packet nullifies it (counted in ``nullified``); the beat count
-  of a nullified packet is not checked.
+  of a nullified packet is not checked.  A nullified packet takes no wire time: the real hard IP
+  has sent its start (cut-through) and ends it with EDB, which the partner drops; the next
+  packet's SOP beat comes after its EOP beat, so on a wire no faster than ``tx_st`` the next
+  packet starts at most the framing's few bytes early.
 - The transmit side is cut-through from the SOP beat (:mod:`peach2.sim.hardip.wire`), its end
   bounded by the EOP beat plus one beat of wire (the last beat's own bytes and the LCRC are not
   counted apart); the receive side stores and forwards (a TLP reaches ``rx_st`` after its

@@ -17,6 +17,10 @@
 - ``cut_through_timing``: writes of 4 to 256 bytes, alone and back to back, reach the host's
   port ``tx_pipeline_ns`` + wire time + link delay after their SOP beat on ``tx_st`` (the
   model's transmitter is cut-through), and a TLP behind another after that one's wire time.
+- ``cut_through_nullified``: on a top whose TX adapter starts a packet before its last beat
+  (``tx_start_level``), writes that reach it with ``err`` on their last beat leave ``tx_st``
+  nullified: the model counts them and sends none of their bytes; the good writes around them,
+  one right behind a nullified one, reach host memory exact and on the cut-through timing.
 """
 
 import json
@@ -28,7 +32,7 @@ from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge, Timer
 from cocotb.utils import get_sim_steps, get_sim_time
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 
-from peach2.sim.hardip import HardIPModel
+from peach2.sim.hardip import HardIPModel, damage, tlp_to_avalon_beats
 from peach2.sim.pcie import Host, ThroughputMeter, ThroughputReport, writes_only
 from peach2.sim.reference import StreamMonitor
 from peach2.sim.run import run_inputs
@@ -153,6 +157,56 @@ async def write_stream(dut):
     host.check()
 
 
+class WireTiming:
+    """What the cut-through tests compare: every packet's SOP and EOP beat on ``tx_st`` (the
+    step the model takes each, and whether it was nullified) and every TLP's arrival at the
+    host's port (step, wire size)."""
+
+    def __init__(self, dut, model, pipeline):
+        self.dut, self.port = dut, model.upstream_port
+        self.pipe = get_sim_steps(pipeline, "ns", round_mode="round")
+        self.link = self.port.link_delay_steps
+        self.beat = 16 * self.port.symbol_period * self.port.time_scale
+        self.packets, self.arrivals = [], []
+        receive = self.port.other.ext_recv
+
+        async def arrive(pkt):
+            if isinstance(pkt, Tlp):
+                self.arrivals.append((get_sim_time("step"), pkt.get_wire_size()))
+            await receive(pkt)
+        self.port.other.ext_recv = arrive
+        cocotb.start_soon(self._watch(get_sim_steps(4, "ns")))
+
+    async def _watch(self, clock_steps):
+        dut, start = self.dut, None
+        while True:
+            await RisingEdge(dut.clk)
+            await ReadOnly()         # the beat the model takes at the next edge
+            if int(dut.tx_st_valid.value):
+                edge = get_sim_time("step") + clock_steps
+                if int(dut.tx_st_sop.value):
+                    start = edge
+                if int(dut.tx_st_eop.value):
+                    self.packets.append((start, edge, bool(int(dut.tx_st_err.value))))
+
+    def wire(self, size):
+        return max(int(size * self.port.symbol_period * self.port.time_scale), 1)
+
+    def arrival(self, sop, eop, size, wire_free=0):
+        """Step a TLP of wire ``size`` reaches the host: on the wire from SOP + pipeline (or when
+        the wire fell free), its end not before the EOP beat's 16 bytes can follow."""
+        return max(wire_free + self.wire(size), sop + self.pipe + self.wire(size),
+                   eop + self.pipe + self.beat) + self.link
+
+
+def host_write(model, rng, addr, size):
+    tlp = Tlp()
+    tlp.fmt_type = TlpType.MEM_WRITE_64
+    tlp.requester_id = model.pcie_id
+    tlp.set_addr_be_data(addr, rng.randbytes(size))
+    return tlp
+
+
 @cocotb.test()
 async def cut_through_timing(dut):
     """Each write reaches the host's port ``tx_pipeline_ns`` + its wire time + the link delay
@@ -163,62 +217,67 @@ async def cut_through_timing(dut):
     await host.enumerate()
     rng = random.Random(SEED)
     addr, _ = host.alloc(1 << 16, above_4g=True)
-    port = model.upstream_port
-    clock_steps = get_sim_steps(4, "ns")
-    beats = []                       # (sop step, eop step) of each packet accepted on tx_st
-
-    async def watch():
-        start = None
-        while True:
-            await RisingEdge(dut.clk)
-            await ReadOnly()         # the beat the model takes at the next edge
-            if int(dut.tx_st_valid.value):
-                edge = get_sim_time("step") + clock_steps
-                if int(dut.tx_st_sop.value):
-                    start = edge
-                if int(dut.tx_st_eop.value):
-                    beats.append((start, edge))
-    arrivals = []
-    receive = port.other.ext_recv
-
-    async def arrive(pkt):
-        if isinstance(pkt, Tlp):
-            arrivals.append((get_sim_time("step"), pkt.get_wire_size()))
-        await receive(pkt)
-    port.other.ext_recv = arrive
-    cocotb.start_soon(watch())
-
-    def wire(size):
-        return max(int(size * port.symbol_period * port.time_scale), 1)
-
-    def write(offset, size):
-        tlp = Tlp()
-        tlp.fmt_type = TlpType.MEM_WRITE_64
-        tlp.requester_id = model.pcie_id
-        tlp.set_addr_be_data(addr + offset, rng.randbytes(size))
-        model.inject(tlp)
-
-    pipe = get_sim_steps(pipeline, "ns", round_mode="round")
+    timing = WireTiming(dut, model, pipeline)
     lone = (4, 64, 128, 256)
     for k, size in enumerate(lone):          # one at a time, far apart
-        write(k * 256, size)
+        model.inject(host_write(model, rng, addr + k * 256, size))
         await Timer(2, "us")
-    write(4096, 256)                         # two back to back
-    write(4096 + 256, 256)
+    model.inject(host_write(model, rng, addr + 4096, 256))          # two back to back
+    model.inject(host_write(model, rng, addr + 4096 + 256, 256))
     await Timer(2, "us")
     await model.tx_idle()
+    beats, arrivals = timing.packets, timing.arrivals
     assert len(beats) == len(arrivals) == len(lone) + 2, (beats, arrivals)
-    for (sop, eop), (at, size) in zip(beats, arrivals):
+    for (sop, eop, _), (at, size) in zip(beats, arrivals):
         dut._log.info("SOP %d ps, EOP %d ps, at the host %d ps (wire %d B)", sop, eop, at, size)
-    link, beat = port.link_delay_steps, 16 * port.symbol_period * port.time_scale
-    for (sop, eop), (at, size) in zip(beats[:len(lone)], arrivals):
-        # on the wire from SOP + pipeline; its end not before the EOP beat's 16 bytes can follow
-        assert at == max(sop + pipe + wire(size), eop + pipe + beat) + link, (sop, eop, at, size)
+    for (sop, eop, _), (at, size) in zip(beats[:len(lone)], arrivals):
+        assert at == timing.arrival(sop, eop, size), (sop, eop, at, size)
         if size == 256:              # 17 beats: store-and-forward would be 64 ns later
-            assert at + (eop - sop) == eop + pipe + wire(size) + link
-    (_, _), (sop2, eop2) = beats[len(lone):]
+            assert at + (eop - sop) == eop + timing.pipe + timing.wire(size) + timing.link
+    (_, _, _), (sop2, eop2, _) = beats[len(lone):]
     (at1, _), (at2, size2) = arrivals[len(lone):]
-    assert at2 == max(at1 - link + wire(size2), sop2 + pipe + wire(size2),
-                      eop2 + pipe + beat) + link, (at1, sop2, at2)
+    assert at2 == timing.arrival(sop2, eop2, size2, at1 - timing.link), (at1, sop2, at2)
+    model.check()
+    host.check()
+
+
+@cocotb.test()
+async def cut_through_nullified(dut):
+    """Writes the TX adapter has started when their ``err`` beat comes are nullified on
+    ``tx_st``: the model counts them and nothing of them reaches the host; the good writes
+    around them, one right behind a nullified one, land exact and on the cut-through timing
+    (a nullified TLP takes no wire time in the model: see its docstring)."""
+    pipeline = PARAMS.get("tx_pipeline_ns", 156.0)
+    model, host = await setup(dut, dirty=False, tx_pipeline_ns=pipeline)
+    await host.enumerate()
+    rng = random.Random(SEED)
+    addr, region = host.alloc(1 << 16, above_4g=True)
+    timing = WireTiming(dut, model, pipeline)
+    good, victims = [], []
+    for k in range(4):
+        victim = host_write(model, rng, addr + 0x8000 + k * 256, 256)
+        victims.append(victim)
+        model.inject_beats(damage(rng, tlp_to_avalon_beats(victim, 0), "err_late"))
+        if k % 2:                        # right behind the nullified one, or 2 us later
+            await Timer(2, "us")
+        tlp = host_write(model, rng, addr + k * 256, rng.choice([4, 64, 256]))
+        good.append(tlp)
+        model.inject(tlp)
+        await Timer(2, "us")
+    await model.tx_idle()
+    assert model.nullified == len(victims), model.nullified
+    dut._log.info("on tx_st (SOP, EOP, nullified): %s", timing.packets)
+    behind = [b[0] - a[1] for a, b in zip(timing.packets, timing.packets[1:]) if a[2]]
+    assert min(behind) <= 4 * get_sim_steps(4, "ns"), behind   # some good one right behind
+    sent = [(sop, eop) for sop, eop, err in timing.packets if not err]
+    assert len(timing.packets) == len(good) + len(victims), timing.packets
+    assert len(sent) == len(timing.arrivals) == len(good), (timing.packets, timing.arrivals)
+    for tlp in good:
+        off = tlp.address - addr
+        assert bytes(region[off:off + len(tlp.get_data())]) == bytes(tlp.get_data()), hex(off)
+    assert bytes(region[0x8000:0x8000 + 4 * 256]) == bytes(4 * 256), "a nullified write landed"
+    for (sop, eop), (at, size) in zip(sent, timing.arrivals):
+        dut._log.info("SOP %d ps, EOP %d ps, at the host %d ps (wire %d B)", sop, eop, at, size)
+        assert at == timing.arrival(sop, eop, size), (sop, eop, at, size)
     model.check()
     host.check()

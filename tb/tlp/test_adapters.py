@@ -49,10 +49,10 @@ def test_cut_through(gaps_inside):
         component=Loopback(tx_start_level=4), simulator="icarus", gaps_inside=gaps_inside)
 
 
-def run_host(name, testcase, seed=21, **params):
-    run_cocotb(component=Loopback(), toplevel="loopback", test_module="host_loopback_tb",
-               name=name, test_dir=HERE, testcase=testcase, params=params, seed=seed,
-               simulator="verilator")
+def run_host(name, testcase, seed=21, component=None, simulator="verilator", **params):
+    run_cocotb(component=component or Loopback(), toplevel="loopback",
+               test_module="host_loopback_tb", name=name, test_dir=HERE, testcase=testcase,
+               params=params, seed=seed, simulator=simulator)
 
 
 def test_host_enumerate_and_bar_access():
@@ -70,3 +70,10 @@ def test_host_write_stream_throughput(above_4g):
 def test_host_cut_through_timing(pipeline):
     """The model's transmitter is cut-through: a write leaves on the link from its SOP beat."""
     run_host(f"host-cut_through-{int(pipeline)}", "cut_through_timing", tx_pipeline_ns=pipeline)
+
+
+def test_host_cut_through_nullified():
+    """A write nullified on tx_st (the TX adapter cut through, then its err beat came): nothing of
+    it reaches the host, the writes around it land on time."""
+    run_host("host-cut_through_nullified", "cut_through_nullified",
+             component=Loopback(tx_start_level=4), simulator="icarus", tx_pipeline_ns=156.0)
