@@ -204,16 +204,21 @@ class Writer(wiring.Component):
         s_ = Signal(entry, name="s")
         s_valid = Signal()
         s_failed = Signal()                 # a read that failed (its code in s.code)
-        s_one = Signal()                    # one item: anything but a data read
         # A data read's pieces wait for their data: ``need`` is the DWs of the read (from its
         # first DW) the next piece takes, ``s_ok`` says a cycle late that that many have
         # landed (0 in the cycle after a piece or a load: ``need`` or the entry changed),
         # ``s_full`` that all of them have.  The tag's state is looked up a cycle ahead for s
         # (``s_fresh``: s was loaded last cycle, the lookup is not yet its own).
         s_data = Signal()                   # a data read not failed when loaded
-        s_full, s_ok, s_fresh = Signal(), Signal(), Signal()
-        need, end_dw = Signal(9), Signal(9)
-        ds_landed, ds_done, ds_bad, ds_err = Signal(8), Signal(), Signal(), Signal(4)
+        # What A1's consume decision reads, registers worked out a cycle ahead (so the
+        # decision, and A0's behind it, stay shallow): ``s_whole`` the entry goes as one item
+        # (not a data read, or one failed when loaded); ``s_avail`` a piece's data is in
+        # (s_data & (s_full | s_ok)).
+        s_whole, s_avail = Signal(name="s_whole"), Signal(name="s_avail")
+        s_full, s_ok, s_fresh = (Signal(name=n) for n in ("s_full", "s_ok", "s_fresh"))
+        need, end_dw = Signal(9, name="need"), Signal(9, name="end_dw")
+        ds_landed, ds_done, ds_bad, ds_err = (Signal(w, name=n) for w, n in (
+            (8, "ds_landed"), (1, "ds_done"), (1, "ds_bad"), (4, "ds_err")))
         m.d.sync += [ds_landed.eq(select([self.landed[t] for t in range(self.n_tags)], s_.tag)),
                      ds_done.eq(select(self.done, s_.tag)), ds_bad.eq(select(self.bad, s_.tag)),
                      ds_err.eq(select(terr, s_.tag))]
@@ -239,13 +244,13 @@ class Writer(wiring.Component):
         go = s_valid & items_room
         # A data read fails in A1 when its tag fails (a completion faulty) or it waits for
         # data past the timeout; the pieces sent before stay sent.
-        s_drop = Signal(attrs={"keep": 1})
+        s_drop = Signal(name="s_drop", attrs={"keep": 1})
         m.d.comb += s_drop.eq(s_data & ~s_full & ((~s_fresh & ds_bad) | tmo_hit))
         s_fail = s_failed | s_drop
-        s_piece = s_data & (s_full | s_ok)
+        s_piece = s_avail
         # A good read's pieces go one by one (as no-ops if its channel has stopped meanwhile,
         # so the stop does not reach this decision); every other entry is one item.
-        s_consume = go & (s_one | s_fail | (s_piece & s_last))
+        s_consume = go & (s_whole | s_drop | (s_piece & s_last))
         s_load = Signal(attrs={"keep": 1})
         a0_consume = Signal(attrs={"keep": 1})
         m.d.comb += [s_load.eq(~s_valid | s_consume),
@@ -307,19 +312,29 @@ class Writer(wiring.Component):
         m.d.comb += s_first_last.eq(not_below(mps - off, h.nbytes))
         h_data = h.kind == Kind.DATA
         # ``s_ok`` a cycle late: not in the cycle after a load or a piece (``need`` changed).
-        m.d.sync += [s_fresh.eq(s_load),
-                     s_ok.eq(~s_load & ~s_fresh & ~(go & s_piece) & (ds_landed >= need))]
-        with m.If(~s_fresh & ds_done & ~ds_bad):
+        ok_next = ~s_load & ~s_fresh & ~(go & s_piece) & (ds_landed >= need)
+        full_now = ~s_fresh & ds_done & ~ds_bad
+        full_next = s_full | full_now               # (unless s loads)
+        m.d.sync += [s_fresh.eq(s_load), s_ok.eq(ok_next),
+                     s_avail.eq(s_data & (full_next | ok_next))]
+        with m.If(full_now):
             m.d.sync += s_full.eq(1)
+        # The first piece's ``need`` and the read's last DW, worked out from s in the cycle
+        # after the load (``s_ok`` is 0 then; a piece sent in that cycle had all its data in,
+        # ``s_full``, and its entry never looks at ``need`` again): (src_lo + bytes + 3) / 4,
+        # with src_lo + 3 looked up, so each is one two-input add.
+        lo3 = select([Const(v + 3, 3) for v in range(4)], e.src_lo)
+        with m.If(s_fresh):
+            m.d.sync += [need.eq((Mux(s_last, e.nbytes, cap) + lo3) >> 2),
+                         end_dw.eq((e.nbytes + lo3) >> 2)]
         with m.If(s_load):
             m.d.sync += [
                 s_valid.eq(a0_consume), s_.eq(h),
                 s_failed.eq(Mux(h_fetch, ~h_done | h_bad, h_data & h_done & h_bad)),
-                s_one.eq(~h_data),
                 s_data.eq(h_data & ~(h_done & h_bad)),
                 s_full.eq(h_done & ~h_bad),
-                need.eq((h.src_lo + Mux(s_first_last, h.nbytes, mps - off) + 3) >> 2),
-                end_dw.eq((h.src_lo + h.nbytes + 3) >> 2),
+                s_whole.eq(~h_data | (h_done & h_bad)),
+                s_avail.eq(h_data & h_done & ~h_bad),
                 a.eq(h.addr), left.eq(h.nbytes),
                 s_last.eq(s_first_last),
                 cap.eq(mps - off), cap2.eq((mps << 1) - off),
