@@ -8,6 +8,8 @@ contiguous transfers of the halo planes (000 section 4, 002 section 3.4).  The s
 are Figure 7's chains with no two descriptors adjacent in host memory.
 """
 
+from peach2.dma.descriptor import BASE_BYTES
+
 from .dma_plan import SCATTER_STRIDE
 from .results import save_plot
 
@@ -20,6 +22,8 @@ GOAL_NEIGHBOUR = 0.97       # of the 3.66 GB/s bound, at 4 KiB and above (the de
 GOAL_LINKS = 0.97           # of the point's own lower bound (start + wire time), issue 32
 LINK_BYTES_PER_NS = 4.0     # Gen2 x8: 5 GT/s x 8 lanes, 8b/10b
 GOAL_HALO = 0.95            # block-stride against contiguous, bursts of 256 B or more
+MPS = 256                   # the run's max payload size: completions and writes
+FETCH_BLOCK = 512           # a descriptor block is one read request (max read request size)
 
 
 def _pts(result, fig, **match):
@@ -46,10 +50,28 @@ def bound_ns(result, p):
     return s["ns"] + max(0, wire) / LINK_BYTES_PER_NS
 
 
+def receive_ns(p):
+    """What PCIe's receive rule (a TLP is used only once whole: its LCRC comes last) adds to
+    :func:`bound_ns` for chain point ``p``, from wire bytes: its first descriptor arrives in a
+    completion of up to one block (``FETCH_BLOCK``, split at ``MPS``), whole before it is used,
+    where the start point's 8-byte chain waits for one descriptor's; and its last write is whole
+    before it goes on from each link it crosses (N for a local chain; E and the far chip's N to
+    the neighbour), where the start point's is an 8-byte one."""
+    first = min(MPS, FETCH_BLOCK, p["count"] * BASE_BYTES) - BASE_BYTES
+    last = min(MPS, p["size"]) - 8
+    links = 2 if p.get("where") == "neighbour" else 1
+    return (max(0, first) + links * max(0, last)) / LINK_BYTES_PER_NS
+
+
 def _of_bound(result, p):
-    """``"| 7.21 us | 98.1% |"`` cells: the point's bound and its time against it."""
+    """``"| 7.21 + 0.12 us | 98.1%, 99.7% |"`` cells: the point's bound and what the receive rule
+    adds (:func:`receive_ns`), its time against the bound without and with it."""
     b = bound_ns(result, p)
-    return "| - | - |" if b is None else f"| {b / 1000:.2f} us | {100 * b / p['ns']:.1f}% |"
+    if b is None:
+        return "| - | - |"
+    r = receive_ns(p)
+    return (f"| {b / 1000:.2f} + {r / 1000:.2f} us | {100 * b / p['ns']:.1f}%, "
+            f"{100 * (b + r) / p['ns']:.1f}% |")
 
 
 def plot_files(img_dir):
@@ -158,7 +180,8 @@ def _links_text(result):
     starts = {p["where"]: p for p in _pts(result, "start")}
     if not starts:
         return ""
-    shares = [(p, bound_ns(result, p) / p["ns"]) for fig in ("chain128", "chain4k")
+    shares = [(p, (bound_ns(result, p) + receive_ns(p)) / p["ns"])
+              for fig in ("chain128", "chain4k")
               for p in _pts(result, fig) if bound_ns(result, p) is not None]
     low = [(p, share) for p, share in shares if share < GOAL_LINKS]
     names = ", ".join(f"{p['count']} x {_size(p['size'])} {p.get('where', 'local')} "
@@ -168,8 +191,11 @@ def _links_text(result):
             f"({starts['local']['ns']:.0f} ns local, {starts['neighbour']['ns']:.0f} ns to the "
             "neighbour: the start and the drain) plus the wire time, at 4 GB/s, of what the "
             "chain sends beyond it on its busiest direction (N's completions after the first "
-            "descriptor block, or the TLPs on the data's link from the first write). "
-            f"Goal: >= {100 * GOAL_LINKS:.0f}% of it. "
+            "descriptor block, or the TLPs on the data's link from the first write); then what "
+            "PCIe's receive rule adds (a TLP is used only once whole: the first descriptor "
+            "block's completion, and the last write on each link it crosses, against the start "
+            "point's; the second percentage). "
+            f"Goal: >= {100 * GOAL_LINKS:.0f}% of the bound with the receive rule. "
             + (f"Met at every point but {names}." if low else "Met at every point."))
 
 
