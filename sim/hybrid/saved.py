@@ -9,6 +9,11 @@ that measured it (``"run"``, an index into the machine's ``"runs"``: the stamps 
 the sizes it measured are replaced, the others kept with their own stamps, so a machine
 measured over several sessions says which rows are how old, and the benchmarks' stale mark
 follows every stamp (:mod:`peach2.sim.bench.staleness`).
+
+A tuning file (``tuning.json``) holds ``{"machines"}`` too, an entry per tuning sweep's machine
+and collective (:func:`peach2.sim.hybrid.sweep.tuning_sweep`), with its stamps in ``"runs"``
+and a ``run`` index on every time and row (an entry saved before, with one ``"run"`` stamp,
+reads as runs of one): :func:`stamp_tuning` puts a sweep's merged entry in.
 """
 
 import fcntl
@@ -16,7 +21,8 @@ import json
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["CURVES_FILE", "updating", "merge_curves", "machine_key"]
+__all__ = ["CURVES_FILE", "updating", "merge_curves", "machine_key", "tuning_key", "tuning_runs",
+           "stamp_tuning"]
 
 #: The hybrid section's saved results.
 CURVES_FILE = Path(__file__).resolve().parents[2] / "docs" / "results" / "hybrid.json"
@@ -72,4 +78,39 @@ def merge_curves(saved, entry, run):
     else:
         machines[machines.index(old)] = merged
     saved.pop("run", None)
+    return saved
+
+
+def tuning_key(entry):
+    """What makes two tuning entries the same: collective, nodes and TCA groups."""
+    return (entry["collective"], int(entry["nodes"]), int(entry["groups"]))
+
+
+def tuning_runs(entry):
+    """The stamps of a tuning entry, indexed by its times' and rows' ``run`` (an entry of one
+    ``"run"`` stamp: that one)."""
+    return list(entry.get("runs") or [entry.get("run")])
+
+
+def stamp_tuning(saved, result, run, kept_runs=()):
+    """Put ``result`` (a :func:`~peach2.sim.hybrid.sweep.tuning_sweep`, whose kept times and rows
+    index ``kept_runs``, the stamps of the entry it was merged with, and whose new ones have no
+    index) measured by ``run`` into ``saved`` (a tuning file's dict, changed in place and
+    returned), in place of the same machine's entry; stamps nothing names any more are
+    dropped."""
+    kept_runs = list(kept_runs)
+    used = {}                           # old index -> new, in order of first use
+    items = result["times"] + result["rows"]
+    for item in items:
+        if item.get("run") is not None:
+            used.setdefault(item["run"], len(used))
+    runs = [kept_runs[i] if i < len(kept_runs) else None for i in used] + [run]
+    entry = {k: v for k, v in result.items() if k not in ("retuned", "run")}
+    for key in ("times", "rows"):
+        entry[key] = [dict(x, run=used[x["run"]] if x.get("run") is not None else len(runs) - 1)
+                      for x in result[key]]
+    entry["runs"] = runs
+    machines = saved.setdefault("machines", [])
+    saved["machines"] = [m for m in machines if tuning_key(m) != tuning_key(entry)] + [entry]
+    saved["run"] = run
     return saved

@@ -17,11 +17,16 @@ paper states for its figures.
 ``--tune`` makes a tuning sweep instead (:func:`tuning_sweep`; issue 31's item 4): every
 network the tuning table chooses among (:data:`~.tuning.CHOICES`) at :data:`SIZES` and
 :data:`CHECK_SIZES`, the table from SIZES, network ``tuned`` run with it at every size, and its
-time against the best fixed network's; the result replaces the machine's entry in
-``docs/results/tuning.json``, whose tables network ``tuned`` reads::
+time against the best fixed network's; the result is merged into the machine's entry in
+``docs/results/tuning.json``, whose tables network ``tuned`` reads: the sizes measured replace
+the entry's, its other sizes stay (with their stamps), the table is built from both, and a kept
+size whose choice that changes is run ``tuned`` again (:func:`merge_tuning`; so a machine whose
+sizes take hours is measured a few sizes at a time)::
 
     python -m peach2.sim.hybrid.sweep --shape 2x4 --subclusters 1 --per-subcluster 2 \
         --collective allgather --tune
+    python -m peach2.sim.hybrid.sweep --shape 2x8 --subclusters 4 --collective allgather \
+        --tune --sizes 65536        # adds 64 KiB blocks to the 64-node table
 
 ``--save`` merges a sweep's rows into the hybrid section's results (``docs/results/hybrid.json``,
 :func:`~.saved.merge_curves`), stamped with the run, in place of the rows of the sizes it
@@ -42,11 +47,11 @@ from .figures import machine_entry, size_text
 from .figures.tuning import table_lines
 from .groups import Groups
 from .launch import gpu_window, run
-from .saved import CURVES_FILE, merge_curves, updating
-from .tuning import CHOICES, TABLE_FILE, build_table
+from .saved import CURVES_FILE, merge_curves, stamp_tuning, tuning_key, tuning_runs, updating
+from .tuning import CHOICES, TABLE_FILE, build_table, choose
 
 __all__ = ["SIZES", "CHECK_SIZES", "PAPER", "sweep", "rows_of", "table", "choices",
-           "tuning_sweep", "tuning_table_text", "main"]
+           "tuning_sweep", "merge_tuning", "tuning_table_text", "main"]
 
 #: PEACH2's GPU read rate: HA-PACS/TCA's Ivy Bridge nodes (the node model's, which the MPI
 #: side's GPUDirect reads use too), not the GPU model's default (002's Sandy Bridge 870 MB/s).
@@ -121,42 +126,79 @@ def choices(groups, collective):
 
 
 def tuning_sweep(shape, subclusters, collective, sizes=None, checks=None, *, per_subcluster=1,
-                 seed=1, gpu_read=GPU_READ):
+                 seed=1, gpu_read=GPU_READ, kept=None):
     """Measure every network of :func:`choices` at ``sizes`` (default :data:`SIZES`) and
-    ``checks`` (default :data:`CHECK_SIZES`), build the tuning table from ``sizes`` alone
-    (:func:`~.tuning.build_table`), then run network ``tuned`` with that table at every size.
-    Returns ``{"nodes", "groups", "table", "times", "rows"}``, a row per size: ``times``
-    (network -> ns), ``best`` (the fastest fixed network) and ``best_ns``, ``tuned`` (the
-    network the table chose) and ``tuned_ns`` (measured in its own run), ``ratio`` =
-    tuned / best, ``check`` (a size the table was not built from)."""
+    ``checks`` (default :data:`CHECK_SIZES`), build the tuning table from the table sizes
+    (``sizes`` and those of ``kept``), then run network ``tuned`` with that table at every size
+    measured here.  Returns ``{"nodes", "groups", "table", "times", "rows", ...}``, a row per
+    size: ``times`` (network -> ns), ``best`` (the fastest fixed network) and ``best_ns``,
+    ``tuned`` (the network the table chose) and ``tuned_ns`` (measured in its own run),
+    ``ratio`` = tuned / best, ``check`` (a size the table was not built from).
+
+    ``kept``: this machine's saved entry, whose times and rows of the sizes not measured here
+    stay (:func:`merge_tuning`), so a machine's sweep can be measured over several runs (a
+    64-node size takes an hour); a kept row whose choice the new table changes is run again
+    (``tuned`` at its size, listed in ``retuned``).  What this run measured has no ``run``
+    index; what was kept keeps its index into ``kept``'s runs (:func:`~.saved.tuning_runs`)."""
     sizes = sorted(sizes or SIZES[collective])
     checks = sorted(set(checks if checks is not None else CHECK_SIZES[collective]) - set(sizes))
     plan = MachinePlan(shape, subclusters)
     groups = Groups(plan, per_subcluster)
     every = sorted(set(sizes) | set(checks))
+    name = f"tune-{shape.replace(':', '')}x{subclusters}x{per_subcluster}-{collective}"
     kw = {"seed": seed, "per_subcluster": per_subcluster, "gpu_read": gpu_read,
-          "gpu_size": gpu_window(collective, plan.n_nodes, max(every)),        # a build folder of its own: sweeps may run side by side
-          "name": f"tune-{shape.replace(':', '')}x{subclusters}x{per_subcluster}-{collective}"}
+          "name": name}     # a build folder of its own: sweeps may run side by side
     nets = choices(groups, collective)
     fixed = run(shape, subclusters, [{"collective": collective, "network": n, "sizes": every}
-                                     for n in nets], **kw)
-    times = [{"collective": collective, "nodes": plan.n_nodes, "groups": groups.count,
+                                     for n in nets],
+                gpu_size=gpu_window(collective, plan.n_nodes, max(every)), **kw)
+    fresh = [{"collective": collective, "nodes": plan.n_nodes, "groups": groups.count,
               "network": r["network"], "size": r["size"], "time_ns": r["time_ns"]}
              for r in fixed["runs"]]
-    tuning = build_table([t for t in times if t["size"] in sizes])
+    times, kept_rows, tuning, retune = merge_tuning(kept, fresh, sizes, checks)
+    again = sorted(set(every) | set(retune))
     tuned = run(shape, subclusters, [{"collective": collective, "network": "tuned",
-                                      "sizes": every}], tuning_table=tuning, **kw)
-    rows = []
+                                      "sizes": again}], tuning_table=tuning,
+                gpu_size=gpu_window(collective, plan.n_nodes, max(again)), **kw)
+    checked = set(checks) | {s for s, r in kept_rows.items() if r["check"]}
+    rows = [r for s, r in kept_rows.items() if s not in retune]
     for r in tuned["runs"]:
         mine = {t["network"]: t["time_ns"] for t in times if t["size"] == r["size"]}
         best = min(mine, key=lambda n: (mine[n], n))
-        rows.append({"size": r["size"], "check": r["size"] in checks, "times": mine,
+        rows.append({"size": r["size"], "check": r["size"] in checked, "times": mine,
                      "best": best, "best_ns": mine[best], "tuned": r["network"],
                      "tuned_ns": r["time_ns"], "ratio": r["time_ns"] / mine[best]})
+    old_nets = kept["networks"] if kept else []
     return {"nodes": plan.n_nodes, "groups": groups.count, "shape": shape,
             "subclusters": subclusters, "per_subcluster": per_subcluster,
             "collective": collective, "preset": fixed["preset"], "gpu_read": gpu_read,
-            "networks": nets, "table": tuning, "times": times, "rows": rows}
+            "networks": old_nets + [n for n in nets if n not in old_nets], "table": tuning,
+            "times": times, "rows": sorted(rows, key=lambda r: r["size"]),
+            "retuned": retune}
+
+
+def merge_tuning(kept, fresh, sizes, checks):
+    """The times of a tuning sweep that measured ``fresh`` (fixed networks' times at ``sizes``
+    and ``checks``) merged with ``kept`` (the machine's saved entry, or None): ``(times, kept
+    rows by size, table, sizes to run tuned at again)``.  Kept times and rows of sizes not
+    measured now stay with their ``run`` index (0 for an entry of one stamp); the table is
+    built from the table sizes of both (not the checks); a kept row whose tuned network the
+    table now chooses differently is to be run again."""
+    measured = set(sizes) | set(checks)
+    kept_times, kept_rows = [], {}
+    if kept is not None:
+        kept_times = [dict(t, run=t.get("run", 0)) for t in kept["times"]
+                      if t["size"] not in measured]
+        kept_rows = {r["size"]: dict(r, run=r.get("run", 0)) for r in kept["rows"]
+                     if r["size"] not in measured}
+    times = kept_times + fresh
+    table_sizes = set(sizes) | {s for s, r in kept_rows.items() if not r["check"]}
+    tuning = build_table([t for t in times if t["size"] in table_sizes])
+    first = fresh[0] if fresh else kept_times[0]
+    retune = sorted(s for s, r in kept_rows.items()
+                    if choose(tuning, first["collective"], first["nodes"], first["groups"], s)
+                    != r["tuned"])
+    return times, kept_rows, tuning, retune
 
 
 def tuning_table_text(result):
@@ -193,9 +235,10 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--tune", action="store_true",
                     help="a tuning sweep (every network of the tuning's choices, the table "
-                         "from SIZES, checked at CHECK_SIZES by network tuned); its result "
-                         "replaces this machine's entry in --out (default "
-                         "docs/results/tuning.json)")
+                         "from SIZES, checked at CHECK_SIZES by network tuned); its sizes "
+                         "replace those of this machine's entry in --out (default "
+                         "docs/results/tuning.json), its other sizes are kept and the table "
+                         "is built from both")
     ap.add_argument("--save", nargs="?", const=str(CURVES_FILE), metavar="JSON",
                     help="merge the rows into the hybrid section's results (default "
                          "docs/results/hybrid.json), stamped with this run, in place of those "
@@ -303,36 +346,54 @@ def _size_list(ap, option, text):
 
 
 def _tune(args, chosen, checks_given):
-    """``--tune``: a tuning sweep per collective, printed and merged into ``args.out``."""
+    """``--tune``: a tuning sweep per collective, printed and merged into ``args.out`` (the
+    machine's times and rows of other sizes kept: :func:`merge_tuning`)."""
     out = Path(args.out)
     results = []
     for collective, values in chosen.items():
         start = started()
         checks = checks_given if args.sizes else [
             v for v in CHECK_SIZES[collective] if args.max_size is None or v <= args.max_size]
+        kept = _kept_entry(out, args, collective)
         r = tuning_sweep(args.shape, args.subclusters, collective, values, checks,
-                         per_subcluster=args.per_subcluster, seed=args.seed)
+                         per_subcluster=args.per_subcluster, seed=args.seed, kept=kept)
         print(f"\n{collective}, {r['nodes']} nodes in {r['groups']} groups ({args.subclusters} x "
               f"{args.shape}), {r['preset']}, us (* = a size the table was not built from):\n")
         print(tuning_table_text(r))
         worst = max(r["rows"], key=lambda x: x["ratio"])
         print(f"\nworst tuned / best: {worst['ratio']:.3f} at {size_text(worst['size'])}")
-        r["run"] = run_info(
+        if kept is not None:
+            print(f"kept from the saved entry: the sizes not measured here; run tuned again at "
+                  f"{', '.join(map(size_text, r['retuned'])) or 'none'} (the table changed "
+                  f"there)")
+        stamp = run_info(
             "python -m peach2.sim.hybrid.sweep " + " ".join(a for a in argv_of(args) if a),
             start, conditions=args.conditions)
-        results.append(r)
+        results.append((r, stamp, tuning_runs(kept) if kept is not None else []))
     try:
         with updating(out) as saved:
-            for r in results:
-                saved["run"] = r["run"]
-                saved["machines"] = [m for m in saved["machines"]
-                                     if (m["collective"], m["nodes"], m["groups"]) !=
-                                     (r["collective"], r["nodes"], r["groups"])] + [r]
+            for r, stamp, kept_runs in results:
+                stamp_tuning(saved, r, stamp, kept_runs)
     except (OSError, ValueError) as e:
         print(f"--out: cannot update {out}: {e}", file=sys.stderr)
         return 4
     print(f"saved {out}", file=sys.stderr)
     return 0
+
+
+def _kept_entry(out, args, collective):
+    """The saved tuning entry of this sweep's machine and ``collective`` in ``out`` (None if
+    there is none, or it was measured with another MPI preset or GPU read rate: then it is
+    replaced whole)."""
+    if not out.exists():
+        return None
+    plan = MachinePlan(args.shape, args.subclusters)
+    key = (collective, plan.n_nodes, Groups(plan, args.per_subcluster).count)
+    with updating(out) as saved:
+        entry = next((m for m in saved["machines"] if tuning_key(m) == key), None)
+    if entry is None or entry.get("gpu_read") != GPU_READ:
+        return None
+    return entry
 
 
 def argv_of(args):

@@ -9,7 +9,8 @@ import pytest
 from peach2.sim.hybrid import Groups, allgather, broadcast
 from peach2.sim.hybrid.algorithms import parse_network
 from peach2.sim.hybrid.launch import parse_run
-from peach2.sim.hybrid.sweep import choices, tuning_table_text
+from peach2.sim.hybrid.saved import stamp_tuning, tuning_runs
+from peach2.sim.hybrid.sweep import choices, merge_tuning, tuning_table_text
 from peach2.sim.hybrid.tuning import build_table, choose, load_table, table_rows
 from peach2.sim.system import MachinePlan
 
@@ -179,3 +180,80 @@ def test_sweep_refuses_bad_options_before_running(argv, why, capsys):
     with pytest.raises(SystemExit) as exit_:
         main(argv)
     assert exit_.value.code == 2 and why in capsys.readouterr().err
+
+
+def _t(size, network, ns, run=None):
+    t = {"collective": "allgather", "nodes": 64, "groups": 4, "network": network, "size": size,
+         "time_ns": ns}
+    return t if run is None else dict(t, run=run)
+
+
+def _row(size, tuned, check=False, run=0):
+    return {"size": size, "check": check, "times": {}, "best": tuned, "best_ns": 1.0,
+            "tuned": tuned, "tuned_ns": 1.0, "ratio": 1.0, "run": run}
+
+
+def _kept():
+    """A 64-node entry of one stamp (the old form): MPI alone best at 512 B and 4 KiB blocks,
+    the hybrid at 16 B; a check at 32 KiB took MPI alone (the table's last range)."""
+    times = [_t(16, "mpi", 30), _t(16, "hybrid", 20), _t(512, "mpi", 50), _t(512, "hybrid", 90),
+             _t(4096, "mpi", 100), _t(4096, "hybrid", 150), _t(32768, "mpi", 900),
+             _t(32768, "hybrid", 800)]
+    return {"collective": "allgather", "nodes": 64, "groups": 4, "networks": ["mpi", "hybrid"],
+            "times": times, "rows": [_row(16, "hybrid"), _row(512, "mpi"), _row(4096, "mpi"),
+                                     _row(32768, "mpi", check=True)],
+            "table": {}, "run": {"commit": "aaaaaaa"}}
+
+
+def test_merge_tuning_keeps_other_sizes_and_runs_changed_choices_again():
+    """A sweep adding 64 KiB blocks keeps the entry's other sizes (with their run index), builds
+    the table from the kept table sizes and the new one (not the check), and runs the kept
+    check at 32 KiB again, whose choice moved from MPI alone to the hybrid."""
+    fresh = [_t(65536, "mpi", 1800), _t(65536, "hybrid", 1600)]
+    times, kept_rows, table, retune = merge_tuning(_kept(), fresh, [65536], [])
+    assert sorted(kept_rows) == [16, 512, 4096, 32768]
+    assert all(t["run"] == 0 for t in times if t["size"] != 65536)
+    assert [t for t in times if t["size"] == 65536] == fresh        # new: no run index yet
+    assert table == {"allgather:64:4": [[90, "hybrid"], [16384, "mpi"], [-1, "hybrid"]]}
+    assert retune == [32768]
+    # Measuring a kept size again replaces it; with nothing kept, only the new sizes count.
+    times, kept_rows, table, retune = merge_tuning(_kept(), [_t(512, "hybrid", 40),
+                                                             _t(512, "mpi", 50)], [512], [])
+    assert 512 not in kept_rows and len([t for t in times if t["size"] == 512]) == 2
+    assert table["allgather:64:4"] == [[1448, "hybrid"], [-1, "mpi"]] and retune == []
+    times, kept_rows, table, retune = merge_tuning(None, fresh, [65536], [])
+    assert (times, kept_rows, retune) == (fresh, {}, [])
+
+
+def test_stamp_tuning_renumbers_the_runs_and_drops_unused_stamps():
+    kept = dict(_kept(), runs=[{"commit": "old"}, {"commit": "mid"}])
+    del kept["run"]
+    for x in kept["times"] + kept["rows"]:
+        x["run"] = 1                       # every item is the second stamp's
+    result = dict(kept, times=kept["times"][2:] + [_t(65536, "mpi", 1800)],
+                  rows=kept["rows"][1:] + [dict(_row(65536, "mpi"), run=None)],
+                  retuned=[])
+    other = {"collective": "broadcast", "nodes": 64, "groups": 4, "runs": [{"commit": "x"}],
+             "times": [], "rows": []}
+    saved = {"machines": [dict(_kept(), runs=[{"commit": "gone"}]), other]}
+    stamp_tuning(saved, result, {"commit": "new"}, tuning_runs(kept))
+    entry = saved["machines"][-1]
+    assert saved["machines"][0] is other and len(saved["machines"]) == 2
+    assert entry["runs"] == [{"commit": "mid"}, {"commit": "new"}]
+    assert {x["run"] for x in entry["times"] if x["size"] != 65536} == {0}
+    assert [x["run"] for x in entry["rows"]] == [0, 0, 0, 1] and "retuned" not in entry
+    assert saved["run"] == {"commit": "new"}
+    assert tuning_runs(_kept()) == [{"commit": "aaaaaaa"}]
+
+
+def test_tuning_stamps_name_each_runs_sizes():
+    from peach2.sim.hybrid.figures.tuning import stamp_lines
+    entry = dict(_kept(), runs=[{"command": "a", "commit": "1111111", "date": "d", "seconds": 1},
+                                {"command": "b", "commit": "2222222", "date": "d", "seconds": 2}])
+    entry["rows"][3]["run"] = 1
+    for t in entry["times"][6:]:
+        t["run"] = 1
+    lines = stamp_lines(entry)
+    assert lines == ["Measured by `a` at 1111111 on d (1 s): 16 B, 512 B, 4 KiB.",
+                     "Measured by `b` at 2222222 on d (2 s): 32 KiB."]
+    assert stamp_lines(_kept()) == ["Measured by `?` at aaaaaaa on ? (? s)."]

@@ -1,5 +1,5 @@
 """The ``tuning`` section of ``docs/benchmarks.md``: issue 31's item 4 from the saved tuning
-sweeps (``docs/results/hybrid_tuning.json``, :func:`peach2.sim.hybrid.sweep.tuning_sweep`):
+sweeps (``docs/results/tuning.json``, :func:`peach2.sim.hybrid.sweep.tuning_sweep`):
 every network choice's time per size on each machine, the choice the table makes, and the
 tuned network's measured time against the best fixed choice, at the sizes the table was built
 from and at sizes between them.
@@ -7,11 +7,12 @@ from and at sizes between them.
 
 from pathlib import Path
 
+from ..saved import tuning_runs
 from ..tuning import table_rows
 from .collectives import save_figure, size_text
 
 __all__ = ["LIMIT", "MACHINES", "NOTES", "PLOT_MACHINES", "plot_name", "plot", "section",
-           "table_lines"]
+           "stamp_lines", "table_lines"]
 
 #: The tuned network may be at most this much slower than the best fixed choice (issue 31).
 LIMIT = 1.05
@@ -22,8 +23,9 @@ LIMIT = 1.05
 #: choice to 512 KiB on 16 nodes is hours of simulation; the Allgather measured densely around
 #: MVAPICH2's 8 KB protocol step, where the best choice changes in a step), two 2x8s (32
 #: nodes, every size in the table: the steps come at other sizes there) and four (64 nodes, the
-#: whole machine, three sizes each: a 64-node hybrid run of 4 KiB blocks takes minutes, and
-#: every choice at the 32-node sizes would be hours).
+#: whole machine, five sizes each, up to the 8-node curves' largest: one choice of 64 KiB
+#: Allgather blocks there takes up to an hour, so these are measured a few sizes a command,
+#: each merged into the entry, :func:`peach2.sim.hybrid.sweep.merge_tuning`).
 MACHINES = (("2x4", 1, 2, "broadcast", ["--max-size", "131072"]),
             ("2x4", 1, 2, "allgather", []),
             ("2x8", 1, 2, "broadcast", ["--max-size", "131072"]),
@@ -31,8 +33,8 @@ MACHINES = (("2x4", 1, 2, "broadcast", ["--max-size", "131072"]),
                                         "--checks", "64,512,1536,3072,8192"]),
             ("2x8", 2, 1, "broadcast", ["--sizes", "8,64,512,1024,2048,4096,8192,16384,32768"]),
             ("2x8", 2, 1, "allgather", ["--sizes", "16,64,128,512,1024,2048,4096"]),
-            ("2x8", 4, 1, "broadcast", ["--sizes", "8,2048,32768"]),
-            ("2x8", 4, 1, "allgather", ["--sizes", "16,512,4096"]))
+            ("2x8", 4, 1, "broadcast", ["--sizes", "8,2048,32768,131072,524288"]),
+            ("2x8", 4, 1, "allgather", ["--sizes", "16,512,4096,16384,65536"]))
 
 #: ``(collective, nodes, groups)`` of :data:`MACHINES`, whose plots the section draws.
 PLOT_MACHINES = (("broadcast", 8, 2), ("allgather", 8, 2), ("broadcast", 16, 2),
@@ -70,6 +72,22 @@ def plot(machine, path):
     save_figure(fig, path)
     plt.close(fig)
     return path
+
+
+def stamp_lines(machine):
+    """A "Measured by" line per run of ``machine``'s tuning entry (each run's commit counts for
+    the section's stale mark: :mod:`peach2.sim.bench.staleness` reads them), naming the sizes
+    it measured when the entry has more than one."""
+    runs = tuning_runs(machine)
+    out = []
+    for i, run in enumerate(runs):
+        run = run or {}
+        sizes = sorted({x["size"] for x in machine.get("times", []) + machine["rows"]
+                        if x.get("run", 0) == i})
+        what = f": {', '.join(map(size_text, sizes))}" if len(runs) > 1 else ""
+        out.append(f"Measured by `{run.get('command', '?')}` at {run.get('commit', '?')} on "
+                   f"{run.get('date', '?')} ({run.get('seconds', '?')} s){what}.")
+    return out
 
 
 def table_lines(machine):
@@ -188,14 +206,10 @@ def section(saved, img, draw=True):
             plot(machine, Path(img) / name)
         bad = max(machine["rows"], key=lambda r: r["ratio"])
         worst.append((bad["ratio"], machine, bad))
-        run = machine.get("run") or {}
         lines += [f"### {machine['collective'].capitalize()}, {machine['nodes']} nodes in "
                   f"{machine['groups']} TCA groups ({machine['subclusters']} x "
                   f"{machine['shape']}{', split' if machine['per_subcluster'] > 1 else ''})",
-                  # "Measured by": each machine's commit counts for the section's stale mark
-                  # (sim.bench.staleness reads the stamps), not only the last sweep's.
-                  "", f"Measured by `{run.get('command', '?')}` at {run.get('commit', '?')} on "
-                  f"{run.get('date', '?')} ({run.get('seconds', '?')} s).",
+                  "", *stamp_lines(machine),
                   "", f"![tuning](img/{name})", "", *table_lines(machine), "",
                   f"Tuned against the best fixed choice: at most {bad['ratio']:.3f} "
                   f"(at {size_text(bad['size'])}).", ""]
