@@ -126,20 +126,24 @@ def choices(groups, collective):
 
 
 def tuning_sweep(shape, subclusters, collective, sizes=None, checks=None, *, per_subcluster=1,
-                 seed=1, gpu_read=GPU_READ, kept=None):
-    """Measure every network of :func:`choices` at ``sizes`` (default :data:`SIZES`) and
-    ``checks`` (default :data:`CHECK_SIZES`), build the tuning table from the table sizes
-    (``sizes`` and those of ``kept``), then run network ``tuned`` with that table at every size
-    measured here.  Returns ``{"nodes", "groups", "table", "times", "rows", ...}``, a row per
-    size: ``times`` (network -> ns), ``best`` (the fastest fixed network) and ``best_ns``,
-    ``tuned`` (the network the table chose) and ``tuned_ns`` (measured in its own run),
-    ``ratio`` = tuned / best, ``check`` (a size the table was not built from).
+                 seed=1, gpu_read=GPU_READ, kept=None, networks=None):
+    """Measure every network of :func:`choices` (or those of ``networks``) at ``sizes``
+    (default :data:`SIZES`) and ``checks`` (default :data:`CHECK_SIZES`), build the tuning
+    table from the table sizes (``sizes`` and those of ``kept``) that have every choice
+    measured, then run network ``tuned`` with that table at each such size measured here.
+    Returns ``{"nodes", "groups", "table", "times", "rows", "checks", ...}``, a row per size
+    with every choice measured: ``times`` (network -> ns), ``best`` (the fastest fixed
+    network) and ``best_ns``, ``tuned`` (the network the table chose) and ``tuned_ns``
+    (measured in its own run), ``ratio`` = tuned / best, ``check`` (a size the table was not
+    built from).
 
-    ``kept``: this machine's saved entry, whose times and rows of the sizes not measured here
-    stay (:func:`merge_tuning`), so a machine's sweep can be measured over several runs (a
-    64-node size takes an hour); a kept row whose choice the new table changes is run again
-    (``tuned`` at its size, listed in ``retuned``).  What this run measured has no ``run``
-    index; what was kept keeps its index into ``kept``'s runs (:func:`~.saved.tuning_runs`)."""
+    ``kept``: this machine's saved entry, whose times of the networks and sizes not measured
+    here and whose rows of other sizes stay (:func:`merge_tuning`), so a machine's sweep can be
+    measured over several runs (one choice of a 64-node size can take an hour); a size whose
+    choices are not all measured yet has times and no row (``pending``), and a kept row whose
+    choice the new table changes is run again (``tuned`` at its size, listed in ``retuned``).
+    What this run measured has no ``run`` index; what was kept keeps its index into
+    ``kept``'s runs (:func:`~.saved.tuning_runs`)."""
     sizes = sorted(sizes or SIZES[collective])
     checks = sorted(set(checks if checks is not None else CHECK_SIZES[collective]) - set(sizes))
     plan = MachinePlan(shape, subclusters)
@@ -149,56 +153,73 @@ def tuning_sweep(shape, subclusters, collective, sizes=None, checks=None, *, per
     kw = {"seed": seed, "per_subcluster": per_subcluster, "gpu_read": gpu_read,
           "name": name}     # a build folder of its own: sweeps may run side by side
     nets = choices(groups, collective)
+    wanted = nets if networks is None else [n for n in nets if n in networks]
+    unknown = sorted(set(networks or ()) - set(nets))
+    if unknown or not wanted:
+        raise ValueError(f"networks {unknown or networks} are not among this machine's "
+                         f"choices: {', '.join(nets)}")
     fixed = run(shape, subclusters, [{"collective": collective, "network": n, "sizes": every}
-                                     for n in nets],
+                                     for n in wanted],
                 gpu_size=gpu_window(collective, plan.n_nodes, max(every)), **kw)
     fresh = [{"collective": collective, "nodes": plan.n_nodes, "groups": groups.count,
               "network": r["network"], "size": r["size"], "time_ns": r["time_ns"]}
              for r in fixed["runs"]]
-    times, kept_rows, tuning, retune = merge_tuning(kept, fresh, sizes, checks)
-    again = sorted(set(every) | set(retune))
-    tuned = run(shape, subclusters, [{"collective": collective, "network": "tuned",
-                                      "sizes": again}], tuning_table=tuning,
-                gpu_size=gpu_window(collective, plan.n_nodes, max(again)), **kw)
-    checked = set(checks) | {s for s, r in kept_rows.items() if r["check"]}
-    rows = [r for s, r in kept_rows.items() if s not in retune]
-    for r in tuned["runs"]:
-        mine = {t["network"]: t["time_ns"] for t in times if t["size"] == r["size"]}
-        best = min(mine, key=lambda n: (mine[n], n))
-        rows.append({"size": r["size"], "check": r["size"] in checked, "times": mine,
-                     "best": best, "best_ns": mine[best], "tuned": r["network"],
-                     "tuned_ns": r["time_ns"], "ratio": r["time_ns"] / mine[best]})
-    old_nets = kept["networks"] if kept else []
+    merged = merge_tuning(kept, fresh, sizes, checks, nets)
+    times, tuning = merged["times"], merged["table"]
+    again = sorted(set(merged["new_rows"]) | set(merged["retune"]))
+    rows = [r for s, r in merged["kept_rows"].items() if s not in merged["retune"]]
+    if again:
+        tuned = run(shape, subclusters, [{"collective": collective, "network": "tuned",
+                                          "sizes": again}], tuning_table=tuning,
+                    gpu_size=gpu_window(collective, plan.n_nodes, max(again)), **kw)
+        for r in tuned["runs"]:
+            mine = {t["network"]: t["time_ns"] for t in times if t["size"] == r["size"]}
+            best = min(mine, key=lambda n: (mine[n], n))
+            rows.append({"size": r["size"], "check": r["size"] in merged["checks"],
+                         "times": mine, "best": best, "best_ns": mine[best],
+                         "tuned": r["network"], "tuned_ns": r["time_ns"],
+                         "ratio": r["time_ns"] / mine[best]})
     return {"nodes": plan.n_nodes, "groups": groups.count, "shape": shape,
             "subclusters": subclusters, "per_subcluster": per_subcluster,
             "collective": collective, "preset": fixed["preset"], "gpu_read": gpu_read,
-            "networks": old_nets + [n for n in nets if n not in old_nets], "table": tuning,
-            "times": times, "rows": sorted(rows, key=lambda r: r["size"]),
-            "retuned": retune}
+            "networks": nets, "table": tuning, "times": times,
+            "rows": sorted(rows, key=lambda r: r["size"]), "checks": merged["checks"],
+            "pending": merged["pending"], "retuned": merged["retune"]}
 
 
-def merge_tuning(kept, fresh, sizes, checks):
+def merge_tuning(kept, fresh, sizes, checks, networks):
     """The times of a tuning sweep that measured ``fresh`` (fixed networks' times at ``sizes``
-    and ``checks``) merged with ``kept`` (the machine's saved entry, or None): ``(times, kept
-    rows by size, table, sizes to run tuned at again)``.  Kept times and rows of sizes not
-    measured now stay with their ``run`` index (0 for an entry of one stamp); the table is
-    built from the table sizes of both (not the checks); a kept row whose tuned network the
-    table now chooses differently is to be run again."""
-    measured = set(sizes) | set(checks)
-    kept_times, kept_rows = [], {}
+    and ``checks``) merged with ``kept`` (the machine's saved entry, or None), for a machine
+    whose choices are ``networks``.  Returns a dict: ``times`` (kept times of the networks and
+    sizes not measured now, with their ``run`` index, 0 for an entry of one stamp, then
+    ``fresh``), ``checks`` (every size the table is not built from), ``table`` (built from the
+    other sizes that have every choice measured), ``pending`` (sizes that have not),
+    ``new_rows`` (sizes measured now that have every choice), ``kept_rows`` (the kept rows of
+    sizes not measured now, by size) and ``retune`` (of those, the sizes whose tuned network
+    the table now chooses differently)."""
+    measured = {(t["network"], t["size"]) for t in fresh}
+    fresh_sizes = {t["size"] for t in fresh}
+    kept_times, kept_rows, kept_checks = [], {}, set()
     if kept is not None:
         kept_times = [dict(t, run=t.get("run", 0)) for t in kept["times"]
-                      if t["size"] not in measured]
+                      if (t["network"], t["size"]) not in measured]
         kept_rows = {r["size"]: dict(r, run=r.get("run", 0)) for r in kept["rows"]
-                     if r["size"] not in measured}
+                     if r["size"] not in fresh_sizes}
+        kept_checks = set(kept.get("checks", [r["size"] for r in kept["rows"] if r["check"]]))
     times = kept_times + fresh
-    table_sizes = set(sizes) | {s for s, r in kept_rows.items() if not r["check"]}
-    tuning = build_table([t for t in times if t["size"] in table_sizes])
-    first = fresh[0] if fresh else kept_times[0]
+    checks = sorted((kept_checks - set(sizes)) | set(checks))
+    have = {}
+    for t in times:
+        have.setdefault(t["size"], set()).add(t["network"])
+    complete = {s for s, nets in have.items() if set(networks) <= nets}
+    tuning = build_table([t for t in times if t["size"] in complete - set(checks)])
+    first = times[0]
     retune = sorted(s for s, r in kept_rows.items()
                     if choose(tuning, first["collective"], first["nodes"], first["groups"], s)
-                    != r["tuned"])
-    return times, kept_rows, tuning, retune
+                    != r["tuned"]) if tuning else []
+    return {"times": times, "checks": checks, "table": tuning,
+            "pending": sorted(set(have) - complete), "new_rows": sorted(fresh_sizes & complete),
+            "kept_rows": kept_rows, "retune": retune}
 
 
 def tuning_table_text(result):
@@ -247,6 +268,9 @@ def main(argv=None):
                     "(saved with the run)")
     ap.add_argument("--checks", help="with --tune and --sizes: comma-separated sizes to check "
                     "the table at (not built from them; default none with --sizes)")
+    ap.add_argument("--networks", help="with --tune: only these of the machine's choices "
+                    "(comma-separated); a size gets its row, and goes into the table, once "
+                    "every choice is measured there, over as many runs as it takes")
     ap.add_argument("--max-size", type=int, metavar="BYTES",
                     help="only sizes up to BYTES (of SIZES, and CHECK_SIZES with --tune)")
     ap.add_argument("--out", help="JSON of the figures")
@@ -276,6 +300,15 @@ def main(argv=None):
         chosen = {c: [v for v in values if v <= args.max_size] for c, values in chosen.items()}
         if not all(chosen.values()):
             ap.error(f"--max-size {args.max_size} leaves no size")
+    if args.networks and not args.tune:
+        ap.error("--networks goes with --tune")
+    groups = Groups(MachinePlan(args.shape, args.subclusters), args.per_subcluster)
+    for collective in (args.collective or SIZES) if args.networks else ():
+        nets = choices(groups, collective)
+        unknown = sorted(set(args.networks.split(",")) - set(nets))
+        if unknown:
+            ap.error(f"--networks: {', '.join(unknown)} not among the {collective}'s choices "
+                     f"here: {', '.join(nets)}")
     checks_given = []
     if args.checks:
         if not (args.tune and args.sizes):
@@ -356,16 +389,21 @@ def _tune(args, chosen, checks_given):
             v for v in CHECK_SIZES[collective] if args.max_size is None or v <= args.max_size]
         kept = _kept_entry(out, args, collective)
         r = tuning_sweep(args.shape, args.subclusters, collective, values, checks,
-                         per_subcluster=args.per_subcluster, seed=args.seed, kept=kept)
+                         per_subcluster=args.per_subcluster, seed=args.seed, kept=kept,
+                         networks=args.networks and args.networks.split(","))
         print(f"\n{collective}, {r['nodes']} nodes in {r['groups']} groups ({args.subclusters} x "
               f"{args.shape}), {r['preset']}, us (* = a size the table was not built from):\n")
         print(tuning_table_text(r))
-        worst = max(r["rows"], key=lambda x: x["ratio"])
-        print(f"\nworst tuned / best: {worst['ratio']:.3f} at {size_text(worst['size'])}")
+        worst = max(r["rows"], key=lambda x: x["ratio"], default=None)
+        if worst is not None:
+            print(f"\nworst tuned / best: {worst['ratio']:.3f} at {size_text(worst['size'])}")
         if kept is not None:
-            print(f"kept from the saved entry: the sizes not measured here; run tuned again at "
+            print(f"kept from the saved entry: what was not measured here; run tuned again at "
                   f"{', '.join(map(size_text, r['retuned'])) or 'none'} (the table changed "
                   f"there)")
+        if r["pending"]:
+            print(f"pending (not every choice measured yet, no row): "
+                  f"{', '.join(map(size_text, r['pending']))}")
         stamp = run_info(
             "python -m peach2.sim.hybrid.sweep " + " ".join(a for a in argv_of(args) if a),
             start, conditions=args.conditions)
@@ -403,6 +441,7 @@ def argv_of(args):
             *(f"--collective {c}" for c in (args.collective or [])),
             f"--sizes {args.sizes}" if args.sizes else "",
             f"--checks {args.checks}" if args.checks else "",
+            f"--networks {args.networks}" if args.networks else "",
             f"--max-size {args.max_size}" if args.max_size else "",
             "--tune" if args.tune else "", "--save" if args.save else ""]
 

@@ -209,20 +209,42 @@ def test_merge_tuning_keeps_other_sizes_and_runs_changed_choices_again():
     """A sweep adding 64 KiB blocks keeps the entry's other sizes (with their run index), builds
     the table from the kept table sizes and the new one (not the check), and runs the kept
     check at 32 KiB again, whose choice moved from MPI alone to the hybrid."""
+    nets = ["mpi", "hybrid"]
     fresh = [_t(65536, "mpi", 1800), _t(65536, "hybrid", 1600)]
-    times, kept_rows, table, retune = merge_tuning(_kept(), fresh, [65536], [])
-    assert sorted(kept_rows) == [16, 512, 4096, 32768]
-    assert all(t["run"] == 0 for t in times if t["size"] != 65536)
-    assert [t for t in times if t["size"] == 65536] == fresh        # new: no run index yet
-    assert table == {"allgather:64:4": [[90, "hybrid"], [16384, "mpi"], [-1, "hybrid"]]}
-    assert retune == [32768]
-    # Measuring a kept size again replaces it; with nothing kept, only the new sizes count.
-    times, kept_rows, table, retune = merge_tuning(_kept(), [_t(512, "hybrid", 40),
-                                                             _t(512, "mpi", 50)], [512], [])
-    assert 512 not in kept_rows and len([t for t in times if t["size"] == 512]) == 2
-    assert table["allgather:64:4"] == [[1448, "hybrid"], [-1, "mpi"]] and retune == []
-    times, kept_rows, table, retune = merge_tuning(None, fresh, [65536], [])
-    assert (times, kept_rows, retune) == (fresh, {}, [])
+    m = merge_tuning(_kept(), fresh, [65536], [], nets)
+    assert sorted(m["kept_rows"]) == [16, 512, 4096, 32768]
+    assert all(t["run"] == 0 for t in m["times"] if t["size"] != 65536)
+    assert [t for t in m["times"] if t["size"] == 65536] == fresh    # new: no run index yet
+    assert m["table"] == {"allgather:64:4": [[90, "hybrid"], [16384, "mpi"], [-1, "hybrid"]]}
+    assert m["checks"] == [32768] and m["retune"] == [32768]
+    assert m["new_rows"] == [65536] and m["pending"] == []
+    # Measuring a kept size again replaces it.
+    m = merge_tuning(_kept(), [_t(512, "hybrid", 40), _t(512, "mpi", 50)], [512], [], nets)
+    assert 512 not in m["kept_rows"] and len([t for t in m["times"] if t["size"] == 512]) == 2
+    assert m["table"]["allgather:64:4"] == [[1448, "hybrid"], [-1, "mpi"]]
+    assert m["retune"] == [] and m["new_rows"] == [512]
+    m = merge_tuning(None, fresh, [65536], [], nets)
+    assert (m["times"], m["kept_rows"], m["retune"]) == (fresh, {}, [])
+
+
+def test_merge_tuning_waits_for_every_choice_of_a_size():
+    """A size measured one network at a time gets no row and stays out of the table until every
+    choice is there; a network measured again replaces only its own times."""
+    nets = ["mpi", "hybrid", "hybrid+staged"]
+    m = merge_tuning(_kept(), [_t(65536, "mpi", 1800)], [65536], [], nets)
+    assert m["pending"] == [16, 512, 4096, 32768, 65536]       # the kept ones lack +staged
+    assert m["table"] == {} and m["new_rows"] == [] and m["retune"] == []
+    kept = dict(_kept(), times=_kept()["times"] + [
+        _t(s, "hybrid+staged", 999) for s in (16, 512, 4096, 32768)] + [_t(65536, "mpi", 1800)])
+    m = merge_tuning(kept, [_t(65536, "hybrid", 1600)], [65536], [], nets)
+    assert m["pending"] == [65536] and m["new_rows"] == []
+    assert m["table"]["allgather:64:4"] == [[90, "hybrid"], [-1, "mpi"]]
+    m = merge_tuning(dict(kept, times=m["times"]), [_t(65536, "hybrid+staged", 1500),
+                                                    _t(65536, "mpi", 1700)], [65536], [], nets)
+    assert m["pending"] == [] and m["new_rows"] == [65536]
+    at = {t["network"]: t["time_ns"] for t in m["times"] if t["size"] == 65536}
+    assert at == {"mpi": 1700, "hybrid": 1600, "hybrid+staged": 1500}
+    assert m["table"]["allgather:64:4"][-1] == [-1, "hybrid+staged"] and m["retune"] == [32768]
 
 
 def test_stamp_tuning_renumbers_the_runs_and_drops_unused_stamps():
@@ -257,3 +279,11 @@ def test_tuning_stamps_name_each_runs_sizes():
     assert lines == ["Measured by `a` at 1111111 on d (1 s): 16 B, 512 B, 4 KiB.",
                      "Measured by `b` at 2222222 on d (2 s): 32 KiB."]
     assert stamp_lines(_kept()) == ["Measured by `?` at aaaaaaa on ? (? s)."]
+
+
+def test_pending_sizes_are_named_with_the_choices_measured():
+    from peach2.sim.hybrid.figures.tuning import pending_lines
+    entry = dict(_kept(), pending=[65536], times=_kept()["times"] + [_t(65536, "mpi", 1800)])
+    assert pending_lines(entry) == [
+        "Pending, not in the table yet: 64 KiB: 1 of 2 choices measured so far (`mpi`).", ""]
+    assert pending_lines(_kept()) == []

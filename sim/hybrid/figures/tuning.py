@@ -12,7 +12,7 @@ from ..tuning import table_rows
 from .collectives import save_figure, size_text
 
 __all__ = ["LIMIT", "MACHINES", "NOTES", "PLOT_MACHINES", "plot_name", "plot", "section",
-           "stamp_lines", "table_lines"]
+           "pending_lines", "stamp_lines", "table_lines"]
 
 #: The tuned network may be at most this much slower than the best fixed choice (issue 31).
 LIMIT = 1.05
@@ -58,7 +58,8 @@ def plot(machine, path):
     sizes = [r["size"] for r in rows]
     for net in machine["networks"]:
         pts = [(r["size"], r["times"][net] / 1000) for r in rows if net in r["times"]]
-        ax.plot(*zip(*pts), marker=".", linewidth=1, label=net)
+        if pts:
+            ax.plot(*zip(*pts), marker=".", linewidth=1, label=net)
     ax.plot(sizes, [r["tuned_ns"] / 1000 for r in rows], "ko", markersize=4, fillstyle="none",
             label="tuned (its own run)")
     ax.set(xscale="log", yscale="log", xlabel="bytes" if machine["collective"] == "broadcast"
@@ -88,6 +89,17 @@ def stamp_lines(machine):
         out.append(f"Measured by `{run.get('command', '?')}` at {run.get('commit', '?')} on "
                    f"{run.get('date', '?')} ({run.get('seconds', '?')} s){what}.")
     return out
+
+
+def pending_lines(machine):
+    """A line naming the sizes of ``machine`` whose choices are not all measured yet (no row,
+    not in the table: :func:`peach2.sim.hybrid.sweep.merge_tuning`), and which are."""
+    out = []
+    for size in machine.get("pending", ()):
+        have = [t["network"] for t in machine["times"] if t["size"] == size]
+        out.append(f"{size_text(size)}: {len(have)} of {len(machine['networks'])} choices "
+                   f"measured so far ({', '.join(f'`{n}`' for n in have)}).")
+    return [f"Pending, not in the table yet: {' '.join(out)}", ""] if out else []
 
 
 def table_lines(machine):
@@ -204,15 +216,17 @@ def section(saved, img, draw=True):
         name = plot_name(machine)
         if draw is True or (draw and name in draw):
             plot(machine, Path(img) / name)
-        bad = max(machine["rows"], key=lambda r: r["ratio"])
-        worst.append((bad["ratio"], machine, bad))
+        bad = max(machine["rows"], key=lambda r: r["ratio"], default=None)
+        if bad is not None:
+            worst.append((bad["ratio"], machine, bad))
         lines += [f"### {machine['collective'].capitalize()}, {machine['nodes']} nodes in "
                   f"{machine['groups']} TCA groups ({machine['subclusters']} x "
                   f"{machine['shape']}{', split' if machine['per_subcluster'] > 1 else ''})",
                   "", *stamp_lines(machine),
                   "", f"![tuning](img/{name})", "", *table_lines(machine), "",
-                  f"Tuned against the best fixed choice: at most {bad['ratio']:.3f} "
-                  f"(at {size_text(bad['size'])}).", ""]
+                  *([f"Tuned against the best fixed choice: at most {bad['ratio']:.3f} "
+                     f"(at {size_text(bad['size'])}).", ""] if bad is not None else []),
+                  *pending_lines(machine)]
     if worst:
         ratio, machine, row = max(worst, key=lambda w: w[0])
         held = "holds" if ratio <= LIMIT else "does not hold"
