@@ -207,17 +207,22 @@ def host_write(model, rng, addr, size):
     return tlp
 
 
+async def timed_setup(dut, pipeline):
+    """The cut-through tests' start: the model with ``tx_pipeline_ns`` = ``pipeline``,
+    enumerated, 64 KiB of host memory above 4 GiB and the :class:`WireTiming` watching."""
+    model, host = await setup(dut, dirty=False, tx_pipeline_ns=pipeline)
+    await host.enumerate()
+    addr, region = host.alloc(1 << 16, above_4g=True)
+    return model, host, random.Random(SEED), addr, region, WireTiming(dut, model, pipeline)
+
+
 @cocotb.test()
 async def cut_through_timing(dut):
     """Each write reaches the host's port ``tx_pipeline_ns`` + its wire time + the link delay
     after its SOP beat was accepted on ``tx_st`` (not after its EOP beat), unless the wire is
     busy with the write before it: then right after that one's wire time."""
-    pipeline = PARAMS.get("tx_pipeline_ns", 0.0)
-    model, host = await setup(dut, dirty=False, tx_pipeline_ns=pipeline)
-    await host.enumerate()
-    rng = random.Random(SEED)
-    addr, _ = host.alloc(1 << 16, above_4g=True)
-    timing = WireTiming(dut, model, pipeline)
+    model, host, rng, addr, _, timing = await timed_setup(
+        dut, PARAMS.get("tx_pipeline_ns", 0.0))
     lone = (4, 64, 128, 256)
     for k, size in enumerate(lone):          # one at a time, far apart
         model.inject(host_write(model, rng, addr + k * 256, size))
@@ -247,12 +252,8 @@ async def cut_through_nullified(dut):
     ``tx_st``: the model counts them and nothing of them reaches the host; the good writes
     around them, one right behind a nullified one, land exact and on the cut-through timing
     (a nullified TLP takes no wire time in the model: see its docstring)."""
-    pipeline = PARAMS.get("tx_pipeline_ns", 156.0)
-    model, host = await setup(dut, dirty=False, tx_pipeline_ns=pipeline)
-    await host.enumerate()
-    rng = random.Random(SEED)
-    addr, region = host.alloc(1 << 16, above_4g=True)
-    timing = WireTiming(dut, model, pipeline)
+    model, host, rng, addr, region, timing = await timed_setup(
+        dut, PARAMS.get("tx_pipeline_ns", 156.0))
     good, victims = [], []
     for k in range(4):
         victim = host_write(model, rng, addr + 0x8000 + k * 256, 256)
