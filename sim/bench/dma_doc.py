@@ -52,15 +52,16 @@ def bound_ns(result, p):
 
 def receive_ns(p):
     """What PCIe's receive rule (a TLP is used only once whole: its LCRC comes last) adds to
-    :func:`bound_ns` for chain point ``p``, from wire bytes: its first descriptor arrives in a
-    completion of up to one block (``FETCH_BLOCK``, split at ``MPS``), whole before it is used,
-    where the start point's 8-byte chain waits for one descriptor's; and its last write is whole
-    before it goes on from each link it crosses (N for a local chain; E and the far chip's N to
-    the neighbour), where the start point's is an 8-byte one."""
+    :func:`bound_ns` for chain point ``p``, from wire bytes, against the start point's 8-byte
+    chain: its first descriptor arrives in a completion of up to one block (``FETCH_BLOCK``,
+    split at ``MPS``), not one descriptor's; its first write waits for a data completion of up
+    to ``MPS`` bytes, not 8; and to the neighbour its last write is whole at the far chip before
+    it goes on that chip's N (the completion and the write of a payload differ by their headers
+    alone, so both count the payload beyond 8 bytes)."""
     first = min(MPS, FETCH_BLOCK, p["count"] * BASE_BYTES) - BASE_BYTES
-    last = min(MPS, p["size"]) - 8
-    links = 2 if p.get("where") == "neighbour" else 1
-    return (max(0, first) + links * max(0, last)) / LINK_BYTES_PER_NS
+    data = min(MPS, p["size"]) - 8
+    waits = 2 if p.get("where") == "neighbour" else 1
+    return (max(0, first) + waits * max(0, data)) / LINK_BYTES_PER_NS
 
 
 def _of_bound(result, p):
@@ -193,8 +194,8 @@ def _links_text(result):
             "chain sends beyond it on its busiest direction (N's completions after the first "
             "descriptor block, or the TLPs on the data's link from the first write); then what "
             "PCIe's receive rule adds (a TLP is used only once whole: the first descriptor "
-            "block's completion, and the last write on each link it crosses, against the start "
-            "point's; the second percentage). "
+            "block's completion and the first data completion, and to the neighbour the last "
+            "write at the far chip, against the start point's; the second percentage). "
             f"Goal: >= {100 * GOAL_LINKS:.0f}% of the bound with the receive rule. "
             + (f"Met at every point but {names}." if low else "Met at every point."))
 
