@@ -65,7 +65,7 @@ NOTES = """
 not their times, so those are what is compared):
 
 - **Small messages gain too much** (Broadcast 8 B: 1.79 against 000's best 1.21; Allgather
-  16 B: 1.71 against 1.46). MPI alone takes about 20 us at 8 B (the two `cudaMemcpy` of
+  16 B: 1.72 against 1.46). MPI alone takes about 20 us at 8 B (the two `cudaMemcpy` of
   the staging, whose launch cost is fitted to the 17 us staged ping-pong, and three host hops);
   the hybrid 11 us: one GPUDirect hop between the leaders (6.5 us) and two TCA steps of about
   2 us. The model's TCA steps run descriptor chains written into host memory before the start
@@ -82,8 +82,8 @@ not their times, so those are what is compared):
   it pays the QPI penalty at every step, and the hybrid was 1.6-2.7x faster there. The
   Allgather's dip ends one size earlier than 000's (1-2 KiB, not 1-4 KB): the hybrid's last step
   exchanges four blocks, so from 4 KiB blocks it sends 16 KiB, above the 8 KB GPUDirect limit,
-  through the host pipeline, and the hybrid is ahead again (1.11); 16-32 KiB are close to even
-  (0.95, 0.89) where 000 has the hybrid ahead up to 32 KB.
+  through the host pipeline, and the hybrid is ahead again (1.13); 16-32 KiB are close to even
+  (0.96, 0.90) where 000 has the hybrid ahead up to 32 KB.
 - **No recovery above 1 for medium and large Broadcasts** (000: faster again from 16 KB up to
   512 KB). Staged, MPI alone moves 32-128 KiB host to host at InfiniBand's full rate plus two
   copies (66-173 us); the hybrid's MPI step goes GPU to host to the remote GPU through
@@ -96,15 +96,15 @@ not their times, so those are what is compared):
   found) may have been smaller.
 - **Two real sub-clusters of 4 (2 x 2x2) behave as the 2x4 split in two**: the same MPI alone
   (it never touches the chips: the staged times agree to 0.1 us) and Broadcast times 0-4%
-  shorter; from 4 KiB blocks the 2 x 2x2's Allgather pulls ahead (6-13% shorter: 1.18 against
-  1.11 at 4 KiB, 0.99 against 0.86 at 64 KiB): each of its groups is a whole 2x2, where the
+  shorter; from 4 KiB blocks the 2 x 2x2's Allgather pulls ahead (6-13% shorter: 1.19 against
+  1.13 at 4 KiB, 0.99 against 0.87 at 64 KiB): each of its groups is a whole 2x2, where the
   recursive doubling's second step crosses one cable, while a group of the split 2x4 is one
   ring of 4, where that step goes two hops round the ring. (Its rows were measured before at 002's
   870 MB/s GPU reads, which doubled the hybrid's times above a few KiB: Broadcast 128 KiB 402
-  against 195 us now.)
+  against 194 us now.)
 - **16 nodes follow 000's trends**: the Broadcast's gain shrinks from 8 to 16 nodes (1.79 to
   1.46 at 8 B; 000: 21% to 14%) for 000's reason, one more TCA step, two hops away (the
-  hybrid's 8 B goes from 11.2 to 14.8 us); the Allgather's best is 1.40 at 16 B, 000's 40%,
+  hybrid's 8 B goes from 11.2 to 14.7 us); the Allgather's best is 1.41 at 16 B, 000's 40%,
   and its dip sits at 512 B-1 KiB, where 000 puts it (the last step's 8-16 blocks make 4-16 KiB
   messages, GPUDirect across QPI up to 8 KB). Unlike 000 the hybrid Allgather stays behind at
   16 KiB (0.68; 000: ahead up to 16 KB): its TCA recursive doubling among 8 nodes of a 2x8 has
@@ -113,7 +113,7 @@ not their times, so those are what is compared):
 - **32 and 64 nodes, the real machine 000 could not use** (2 and 4 sub-clusters of 2x8,
   InfiniBand only between them): the hybrid's gain shrinks with the machine and turns into a
   loss. Broadcast 8 B: 1.46 on 16 nodes (groups of 8), 1.25 on 32, 0.93 on 64; Allgather 16 B:
-  1.40, 1.28, 0.94. On 32 nodes the curves keep the 16-node shape a notch lower: the Broadcast
+  1.41, 1.28, 0.94. On 32 nodes the curves keep the 16-node shape a notch lower: the Broadcast
   wins up to 512 B (1.05 there), dips at 2-8 KiB (0.82, 0.57: MVAPICH2's protocol switch, as on
   8 and 16 nodes), is even at 32 KiB (1.01) and 10-12% behind from 128 KiB to 512 KiB; the
   Allgather wins at 16 B and 1 KiB (1.07), dips at 128-512 B (0.89, 0.53: the last step's 16

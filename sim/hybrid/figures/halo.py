@@ -43,9 +43,9 @@ times here are of the exchange alone, so the ratios are larger than the paper's)
   (2, 8, 1), whose `jk` planes are 4 KiB (16 nodes: 1.56x).
 - **(2, 8, 1), the paper's Figure 9 point: for Small, TCA alone is the fastest and the hybrid
   beats MV2GDR**, the paper's order (it states TCA 70 % and the hybrid up to 40 % faster than
-  MV2GDR; here 3.5x and 1.56x for the exchange alone). For Middle the hybrid is the fastest of
+  MV2GDR; here 3.6x and 1.56x for the exchange alone). For Middle the hybrid is the fastest of
   the three here; the paper has it ahead of MV2GDR at (2, 8, 1) and of both only at (2, 4, 1).
-- **(4, 4, 1): TCA alone loses its lead at Middle** (92.6 us against MV2GDR's 89.6). Ranks sit
+- **(4, 4, 1): TCA alone loses its lead at Middle** (92.3 us against MV2GDR's 89.6). Ranks sit
   on the nodes in order, so an `i` neighbour is 4 ring hops away (rank 0 to rank 4) or across
   an S link and the ring, and those planes share ring links; the paper chose partitions and
   mappings in which every exchange is one hop. The hybrid sends those planes over InfiniBand

@@ -123,7 +123,7 @@ NOTES = """
 
 - **`+ring` is the hybrid Allgather's best TCA part wherever the hybrid wins with more than a
   few bytes**: 8 nodes, 16 B to 32 KiB blocks, up to 1.14x faster than recursive doubling (32
-  KiB: 136.2 against 155.0 us); 16 nodes, 2-8 KiB, up to 1.35x (8 KiB: 88.8 against 119.6),
+  KiB: 135.8 against 154.2 us); 16 nodes, 2-8 KiB, up to 1.35x (8 KiB: 88.8 against 119.6),
   where recursive doubling puts up to four flows on a ring cable. It moves the size from which
   MPI alone is faster from 16 KiB to 64 KiB on 8 nodes (000: "slower from 64 KB") and from
   512 B (never ahead again without it) to 16 KiB on 16 nodes (000: from 32 KB). Below that the
@@ -131,8 +131,8 @@ NOTES = """
 - **`+staged` removes MVAPICH2's protocol-switch dips**: the hybrid's own MPI step, sent from
   GPU0 by GPUDirect RDMA across QPI up to 8 KB, is what makes the hybrid slower than MPI alone
   at 512 B-2 KiB (Allgather, 8 nodes) and 2-8 KiB (Broadcast); staged through host memory, as
-  MPI alone is, it is even with or ahead of MPI alone there (Allgather 2 KiB: 36.3 against
-  37.2 us with `+ring+staged`; Broadcast 8 KiB: 38.4 against 42.8 on 8 nodes, 45.7 against
+  MPI alone is, it is even with or ahead of MPI alone there (Allgather 2 KiB: 36.0 against
+  37.2 us with `+ring+staged`; Broadcast 8 KiB: 37.9 against 42.8 on 8 nodes, 45.7 against
   50.8 on 16). Below those sizes the two `cudaMemcpy` (7.8 us each) cost more than GPUDirect
   saves, so the tables keep the plain hybrid.
 - **`+hopsH`, the per-step choice by hop count, pays only with staging and only for the
