@@ -112,12 +112,12 @@ not their times, so those are what is compared):
   part takes longer than one flow per step would; the model has no algorithm that avoids it.
 - **32 and 64 nodes, the real machine 000 could not use** (2 and 4 sub-clusters of 2x8,
   InfiniBand only between them): the hybrid's gain shrinks with the machine and turns into a
-  loss. Broadcast 8 B: 1.46 on 16 nodes (groups of 8), 1.25 on 32, 0.93 on 64; Allgather 16 B:
-  1.41, 1.28, 0.94. On 32 nodes the curves keep the 16-node shape a notch lower: the Broadcast
+  loss. Broadcast 8 B: 1.46 on 16 nodes (groups of 8), 1.25 on 32, 0.94 on 64; Allgather 16 B:
+  1.41, 1.29, 0.95. On 32 nodes the curves keep the 16-node shape a notch lower: the Broadcast
   wins up to 512 B (1.05 there), dips at 2-8 KiB (0.82, 0.57: MVAPICH2's protocol switch, as on
   8 and 16 nodes), is even at 32 KiB (1.01) and 10-12% behind from 128 KiB to 512 KiB; the
-  Allgather wins at 16 B and 1 KiB (1.07), dips at 128-512 B (0.89, 0.53: the last step's 16
-  blocks make 2-8 KiB messages, GPUDirect across QPI) and falls behind from 4 KiB (0.90; 0.75 at
+  Allgather wins at 16 B and 1 KiB (1.09), dips at 128-512 B (0.91, 0.53: the last step's 16
+  blocks make 2-8 KiB messages, GPUDirect across QPI) and falls behind from 4 KiB (0.91; 0.75 at
   16 KiB, where the TCA part's recursive doubling shares the 2x8's cables). On 64 nodes the
   hybrid wins only at the largest Allgather: Broadcast 0.43-0.54 at 2-8 KiB, 0.84 at 32 KiB,
   0.76 and 0.71 at 128 and 512 KiB (391 against 299 us, 1239 against 878 us); Allgather
@@ -138,7 +138,7 @@ not their times, so those are what is compared):
 - **Smaller TCA groups do not help** (000 section 6.2's idea, the first measurement of the
   issue's item 4: multi-hop TCA steps sent over InfiniBand instead). On 32 nodes with groups of
   8 and 4 (each 2x8 split in 2 and 4), Broadcast 8 B falls from 1.25 to 1.01 and 0.89,
-  Allgather 16 B from 1.28 to 1.03 and 0.90, Allgather 512 B from 0.53 to 0.38 and 0.33: every
+  Allgather 16 B from 1.29 to 1.03 and 0.91, Allgather 512 B from 0.53 to 0.38 and 0.33: every
   step moved off TCA becomes a GPUDirect step across QPI, dearer than the TCA step it replaces,
   however many hops that took. What the hybrid lacks on this machine is a cheaper MPI path for
   its own steps (staging through host memory as MPI alone does, or GPUs on the HCA's socket),

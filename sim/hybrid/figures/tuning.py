@@ -132,17 +132,17 @@ NOTES = """
   GPU0 by GPUDirect RDMA across QPI up to 8 KB, is what makes the hybrid slower than MPI alone
   at 512 B-2 KiB (Allgather, 8 nodes) and 2-8 KiB (Broadcast); staged through host memory, as
   MPI alone is, it is even with or ahead of MPI alone there (Allgather 2 KiB: 36.0 against
-  37.2 us with `+ring+staged`; Broadcast 8 KiB: 37.9 against 42.8 on 8 nodes, 45.7 against
+  37.2 us with `+ring+staged`; Broadcast 8 KiB: 37.9 against 42.8 on 8 nodes, 44.9 against
   50.8 on 16). Below those sizes the two `cudaMemcpy` (7.8 us each) cost more than GPUDirect
   saves, so the tables keep the plain hybrid.
 - **`+hopsH`, the per-step choice by hop count, pays only with staging and only for the
   Broadcast on 16 nodes**: `+hops1+staged` or `+hops2+staged` is the best Broadcast at 2-4 KiB
-  and 32-64 KiB there (32 KiB: 80.3 against the plain hybrid's 83.2 and MPI alone's 84.5; 64
-  KiB: 127.8 against 137.5 and 129.3): its
+  and 32-64 KiB there (32 KiB: 80.1 against the plain hybrid's 82.3 and MPI alone's 84.5; 64
+  KiB: 127.6 against 136.6 and 129.3): its
   leaders' staged step carries the data to more nodes at InfiniBand's rate, and the TCA tree
   that is left is shorter. Alone it never wins: a TCA hop costs 0.4 us, an MPI step several.
 - **MPI alone is best for large messages** (Broadcast from 32 KiB on 8 nodes and at 128 KiB on
-  16, 218.9 against 222.9 us for `+hops1+staged`; Allgather 64 KiB blocks on 8 and 16 KiB on
+  16, 218.9 against 222.7 us for `+hops1+staged`; Allgather 64 KiB blocks on 8 and 16 KiB on
   16): staged through host memory it runs the InfiniBand link at full rate, where the hybrid's
   TCA part is bound by PEACH2's 2.8 GB/s GPU reads.
 - **The tuned network stays within 5 % of the best fixed choice on every machine**, at the sizes
