@@ -114,8 +114,8 @@ not their times, so those are what is compared):
   InfiniBand only between them): the hybrid's gain shrinks with the machine and turns into a
   loss. Broadcast 8 B: 1.46 on 16 nodes (groups of 8), 1.25 on 32, 0.94 on 64; Allgather 16 B:
   1.41, 1.29, 0.95. On 32 nodes the curves keep the 16-node shape a notch lower: the Broadcast
-  wins up to 512 B (1.05 there), dips at 2-8 KiB (0.82, 0.57: MVAPICH2's protocol switch, as on
-  8 and 16 nodes), is even at 32 KiB (1.01) and 10-12% behind from 128 KiB to 512 KiB; the
+  wins up to 512 B (1.10 there), dips at 2-8 KiB (0.85, 0.57: MVAPICH2's protocol switch, as on
+  8 and 16 nodes), is even at 32 KiB (1.02) and 10-12% behind from 128 KiB to 512 KiB; the
   Allgather wins at 16 B and 1 KiB (1.09), dips at 128-512 B (0.91, 0.53: the last step's 16
   blocks make 2-8 KiB messages, GPUDirect across QPI) and falls behind from 4 KiB (0.91; 0.75 at
   16 KiB, where the TCA part's recursive doubling shares the 2x8's cables). On 64 nodes the
