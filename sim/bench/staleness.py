@@ -45,7 +45,7 @@ DEPENDS = {
     "collectives": (*GATEWARE, *_LINKS, "sim/hdl", "sim/driver", "sim/harness",
                     "sim/collectives", "tb/collectives"),
     "calibration": (*GATEWARE, *_LINKS, "sim/hdl", "sim/driver", "sim/harness", "sim/infiniband",
-                    "sim/verbs", "sim/node", "sim/mpi", "tb/calibration"),
+                    "sim/verbs", "sim/node", "sim/mpi", "tb/calibration", "tb/put/gpu_put_tb.py"),
     "machine": (*GATEWARE, "sim", *_DRAWING, *_DOC_TOOLS),
     "hybrid": (*GATEWARE, *_LINKS, "sim/hdl", "sim/driver", "sim/harness", "sim/collectives",
                "sim/infiniband", "sim/verbs", "sim/node", "sim/mpi", "sim/machine",

@@ -7,7 +7,9 @@ data as JSON), adds the MPI side (:mod:`peach2.sim.mpi.pingpong`) and saves the 
 section's text is :mod:`peach2.sim.bench.calibration_doc`'s.  One simulation of ``pingpong_tb``
 on the HDL sub-cluster ``line:2`` (default cable credits, calibrated hard-IP pipeline) measures
 the PIO and DMA 8-byte rows and the GPU-to-GPU curve of 000 Figure 4 for each GPU read rate of
-:data:`~peach2.sim.bench.calibration_doc.GPU_READS`.
+:data:`~peach2.sim.bench.calibration_doc.GPU_READS`.  A second simulation of the same build,
+``tb/put/gpu_put_tb.py``, measures the 8-byte put a GPU kernel starts itself, directly and
+through GMPI's host daemon (``gpu_put`` in the data).
 """
 
 import argparse
@@ -24,23 +26,27 @@ from peach2.sim.pcie import HARDIP_PIPELINE_NS, pipeline_cycles
 from peach2.sim.run import BUILD, pick_simulator, run_cocotb
 
 HERE = Path(__file__).resolve().parent
+#: Timed puts of each path from a GPU kernel (after a warm-up); the median is the figure.
+GPU_PUT_ITERS = 5
 
 
 def simulate(name, curves, topology=TOPOLOGY, cable=None, iters=1, seed=81, progress_file=None,
-             **params):
+             test=("pingpong_tb", "pingpong", HERE), **params):
     """Run ``pingpong_tb`` once on Verilator; return its JSON result.
 
     ``curves``: ``[(name, GPU read bytes per second, sizes)]``, one GPU-to-GPU curve each
     (:func:`~peach2.sim.bench.calibration_doc.tca_sizes`); ``cable``: extra cable parameters
-    (None: the cable model's default credits, as the other benchmarks)."""
+    (None: the cable model's default credits, as the other benchmarks); ``test``: the cocotb
+    module, test and folder to run on that build instead."""
+    module, testcase, folder = test
     cycles = pipeline_cycles(HARDIP_PIPELINE_NS)
     topo = Topology(1, {}) if topology == "single" else Topology.parse(topology)
     top = ClusterTop(topo.n_nodes, cable_plan(topo),
                      cable={"tx_pipeline": cycles, "rx_pipeline": cycles, **(cable or {})})
     with tempfile.TemporaryDirectory() as tmp:
         result_file = Path(tmp) / "pingpong.json"
-        run_cocotb(component=top, toplevel="cluster", test_module="pingpong_tb", name=name,
-                   test_dir=HERE, testcase="pingpong", seed=seed,
+        run_cocotb(component=top, toplevel="cluster", test_module=module, name=name,
+                   test_dir=folder, testcase=testcase, seed=seed,
                    simulator=pick_simulator("verilator"),
                    params={"topology": topology, "pipeline_ns": HARDIP_PIPELINE_NS,
                            "curves": [[n, rate, list(s)] for n, rate, s in curves],
@@ -61,6 +67,10 @@ def measure(quick):
                   progress_file=str(progress), path_sizes=PATH_SIZES)
     if not data.get("complete"):
         raise RuntimeError("the ping-pong simulation did not complete")
+    print(f"calibration: {GPU_PUT_ITERS} 8-byte puts from a GPU kernel on {TOPOLOGY}, directly "
+          "and through GMPI's host daemon", flush=True)
+    data["gpu_put"] = simulate("bench-calibration-gpu-put", [], iters=GPU_PUT_ITERS, seed=43,
+                               test=("gpu_put_tb", "gpu_puts", HERE.parent / "put"))
     return data
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from peach2.routes import Topology, cable_plan
+from peach2.sim.bench.calibration_doc import GPU_PUT_GOAL_NS
 from peach2.sim.driver.device import GMPI_CALL_NS
 from peach2.sim.hdl import ClusterTop
 from peach2.sim.pcie import HARDIP_PIPELINE_NS, pipeline_cycles
@@ -15,8 +16,6 @@ from peach2.sim.run import SIM_BUILD, pick_simulator, run_cocotb
 from peach2.top import PEACH2
 
 HERE = Path(__file__).parent
-#: Goal for an 8-byte put from a GPU kernel to the neighbour's GPU memory, to the flag there.
-GPU_PUT_GOAL_NS = 1500
 
 
 @pytest.mark.parametrize("testcase", ["puts_against_model", "first_request_after_reset_is_a_put"])
