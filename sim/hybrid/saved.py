@@ -14,18 +14,31 @@ A tuning file (``tuning.json``) holds ``{"machines"}`` too, an entry per tuning 
 and collective (:func:`peach2.sim.hybrid.sweep.tuning_sweep`), with its stamps in ``"runs"``
 and a ``run`` index on every time and row (an entry saved before, with one ``"run"`` stamp,
 reads as runs of one): :func:`stamp_tuning` puts a sweep's merged entry in.
+
+A tuning sweep runs ``mpi`` and ``hybrid`` too, on the same machine and in the same way as a
+curves sweep (``--save``), so on the 64-node machine, where one size of one network takes up
+to an hour, its times need not be measured twice: :func:`take_tuning` copies them into the
+curves as rows stamped with the tuning run that measured them::
+
+    python -m peach2.sim.hybrid.saved --shape 2x8 --subclusters 4 --collective allgather \
+        --sizes 16384,65536
 """
 
+import argparse
 import fcntl
 import json
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["CURVES_FILE", "updating", "merge_curves", "machine_key", "tuning_key", "tuning_runs",
-           "stamp_tuning"]
+from peach2.sim.mpi.collective import select_bcast
 
-#: The hybrid section's saved results.
+__all__ = ["CURVES_FILE", "TUNING_FILE", "updating", "merge_curves", "machine_key", "tuning_key",
+           "tuning_runs", "stamp_tuning", "take_tuning", "main"]
+
+#: The hybrid section's saved results, and the tuning section's.
 CURVES_FILE = Path(__file__).resolve().parents[2] / "docs" / "results" / "hybrid.json"
+TUNING_FILE = CURVES_FILE.with_name("tuning.json")
 
 
 @contextmanager
@@ -114,3 +127,88 @@ def stamp_tuning(saved, result, run, kept_runs=()):
     saved["machines"] = [m for m in machines if tuning_key(m) != tuning_key(entry)] + [entry]
     saved["run"] = run
     return saved
+
+
+def take_tuning(curves, tuning, collective, sizes):
+    """Copy the ``mpi`` and ``hybrid`` times at ``sizes`` of a tuning entry (``tuning``, of
+    ``collective``) into the curves file's dict ``curves`` (changed in place and returned) as
+    rows of the same machine, each stamped with the tuning run that measured both (its stamp
+    marked ``"from_tuning"``), in place of the rows of those sizes.  ``ValueError`` when the
+    curves have no such machine, or a size lacks either time or has them from two runs."""
+    machine = next((m for m in curves.get("machines", ())
+                    if machine_key(m) == machine_key(tuning)), None)
+    if machine is None:
+        raise ValueError(f"the curves have no machine {machine_key(tuning)}: measure it with "
+                         "`python -m peach2.sim.hybrid.sweep ... --save` first")
+    runs = tuning_runs(tuning)
+    times = {(t["network"], t["size"]): t for t in tuning["times"]}
+    by_run = {}
+    for size in sizes:
+        mpi, hybrid = times.get(("mpi", size)), times.get(("hybrid", size))
+        if mpi is None or hybrid is None:
+            raise ValueError(f"{collective} {size}: the tuning sweep has not measured "
+                             f"{'mpi' if mpi is None else 'hybrid'} there")
+        run = mpi.get("run", 0)
+        if hybrid.get("run", 0) != run:
+            raise ValueError(f"{collective} {size}: mpi and hybrid measured by two runs")
+        algorithm = (select_bcast(tuning["nodes"], size)
+                     if collective == "broadcast" else None)
+        by_run.setdefault(run, []).append(
+            {"size": size, "mpi_ns": mpi["time_ns"], "hybrid_ns": hybrid["time_ns"],
+             "ratio": mpi["time_ns"] / hybrid["time_ns"], "mpi_algorithm": algorithm})
+    base = {k: v for k, v in machine.items() if k not in ("rows", "runs")}
+    for run, rows in by_run.items():
+        merge_curves(curves, dict(base, rows={collective: rows}),
+                     dict(runs[run], from_tuning=True))
+    return curves
+
+
+def main(argv=None):
+    """``python -m peach2.sim.hybrid.saved``: :func:`take_tuning` from the command line; exit
+    status 1 when the files do not have what is asked (nothing written), 4 when one cannot be
+    read or written."""
+    ap = argparse.ArgumentParser(
+        prog="python -m peach2.sim.hybrid.saved",
+        description="Copy a tuning sweep's mpi and hybrid times into the hybrid section's "
+                    "curves (docs/results/hybrid.json), stamped with the tuning run")
+    ap.add_argument("--shape", required=True, help="sub-cluster shape, e.g. 2x8")
+    ap.add_argument("--subclusters", type=int, required=True)
+    ap.add_argument("--per-subcluster", type=int, default=1)
+    ap.add_argument("--collective", choices=("broadcast", "allgather"), required=True)
+    ap.add_argument("--sizes", required=True, help="comma-separated bytes (Allgather: blocks)")
+    ap.add_argument("--tuning", type=Path, default=TUNING_FILE, help="tuning results to read")
+    ap.add_argument("--curves", type=Path, default=CURVES_FILE, help="curves to update")
+    args = ap.parse_args(argv)
+    try:
+        sizes = [int(x) for x in args.sizes.split(",")]
+    except ValueError:
+        ap.error(f"--sizes: not a list of integers: {args.sizes!r}")
+    try:
+        tuning = json.loads(args.tuning.read_text())
+    except (OSError, ValueError) as e:
+        print(f"--tuning: cannot read {args.tuning}: {e}", file=sys.stderr)
+        return 4
+    entry = next((m for m in tuning.get("machines", ())
+                  if m["collective"] == args.collective and m["shape"] == args.shape
+                  and int(m["subclusters"]) == args.subclusters
+                  and int(m["per_subcluster"]) == args.per_subcluster), None)
+    if entry is None:
+        print(f"{args.tuning}: no {args.collective} tuning entry for {args.subclusters} x "
+              f"{args.shape}, {args.per_subcluster} group(s) each", file=sys.stderr)
+        return 1
+    try:
+        with updating(args.curves) as curves:
+            take_tuning(curves, entry, args.collective, sizes)
+    except ValueError as e:
+        print(f"{args.curves}: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(f"--curves: cannot update {args.curves}: {e}", file=sys.stderr)
+        return 4
+    print(f"{args.curves}: {args.collective} at {args.sizes} from the tuning sweep",
+          file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

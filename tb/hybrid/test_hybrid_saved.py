@@ -117,3 +117,58 @@ def test_sweep_save_refuses_bad_options(argv, why, capsys):
     with pytest.raises(SystemExit) as exit_:
         sweep_module.main(argv)
     assert exit_.value.code == 2 and why in capsys.readouterr().err
+
+
+def _tuning_entry():
+    """A 2x4-split tuning entry of two runs: 8 B's mpi and hybrid by the first, 512 B's mpi by
+    the first and hybrid by the second, 2 KiB's hybrid only."""
+    t = [("mpi", 8, 100.0, 0), ("hybrid", 8, 80.0, 0), ("mpi", 512, 300.0, 0),
+         ("hybrid", 512, 250.0, 1), ("hybrid", 2048, 900.0, 1)]
+    return {"nodes": 8, "groups": 2, "shape": "2x4", "subclusters": 1, "per_subcluster": 2,
+            "collective": "broadcast", "gpu_read": 2.8e9,
+            "times": [{"network": n, "size": s, "time_ns": ns, "run": r} for n, s, ns, r in t],
+            "rows": [], "runs": [_stamp("1111111", "tune a"), _stamp("2222222", "tune b")]}
+
+
+def test_take_tuning_copies_mpi_and_hybrid_with_the_tuning_stamp(tmp_path):
+    from peach2.sim.hybrid.saved import take_tuning
+    saved = {"machines": []}
+    merge_curves(saved, _entry({"broadcast": _rows(8, 64), "allgather": _rows(16)}),
+                 _stamp("aaaaaaa"))
+    take_tuning(saved, _tuning_entry(), "broadcast", [8])
+    m = saved["machines"][0]
+    bcast = {r["size"]: r for r in m["rows"]["broadcast"]}
+    assert (bcast[8]["mpi_ns"], bcast[8]["hybrid_ns"], bcast[8]["ratio"]) == (100.0, 80.0, 1.25)
+    assert bcast[8]["mpi_algorithm"].startswith("MPIR_") and bcast[64]["mpi_ns"] == 1000.0
+    assert m["runs"][bcast[8]["run"]] == dict(_stamp("1111111", "tune a"), from_tuning=True)
+    assert m["label"].startswith("one 2x4") and m["rows"]["allgather"][0]["size"] == 16
+    _, body = section(saved, tmp_path, draw=False)
+    assert ("Measured by `tune a` at 1111111 on 2026-11-29 (10 s, test): Broadcast 8 B (the "
+            "tuning sweep's `mpi` and `hybrid` times") in body
+    for sizes, why in (([512], "mpi and hybrid measured by two runs"),
+                       ([2048], "has not measured mpi there"),
+                       ([4096], "has not measured mpi there")):
+        with pytest.raises(ValueError, match=why):
+            take_tuning(saved, _tuning_entry(), "broadcast", sizes)
+    with pytest.raises(ValueError, match="the curves have no machine"):
+        take_tuning({"machines": []}, _tuning_entry(), "broadcast", [8])
+
+
+def test_take_tuning_from_the_command_line(tmp_path, capsys):
+    from peach2.sim.hybrid.saved import main
+    curves, tuning = tmp_path / "hybrid.json", tmp_path / "tuning.json"
+    saved = {"machines": []}
+    merge_curves(saved, _entry({"broadcast": _rows(8)}), _stamp("aaaaaaa"))
+    curves.write_text(json.dumps(saved))
+    tuning.write_text(json.dumps({"machines": [_tuning_entry()]}))
+    base = ["--shape", "2x4", "--subclusters", "1", "--per-subcluster", "2", "--collective",
+            "broadcast", "--tuning", str(tuning), "--curves", str(curves), "--sizes"]
+    assert main(base + ["512"]) == 1 and "two runs" in capsys.readouterr().err
+    assert json.loads(curves.read_text()) == saved                  # nothing written
+    assert main(base[:3] + ["3"] + base[4:] + ["8"]) == 1          # no such tuning entry
+    assert main(base + ["8"]) == 0
+    assert json.loads(curves.read_text())["machines"][0]["rows"]["broadcast"][0]["ratio"] == 1.25
+    tuning.write_text("not json")
+    assert main(base + ["8"]) == 4 and "--tuning: cannot read" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(base + ["8,x"])

@@ -307,8 +307,11 @@ def stamp_lines(machine):
         where = [f"{run['seconds']} s" if run.get("seconds") is not None else None,
                  run.get("conditions")]
         where = ", ".join(w for w in where if w)
+        taken = (" (the tuning sweep's `mpi` and `hybrid` times, taken into these curves by "
+                 "`python -m peach2.sim.hybrid.saved`)" if run.get("from_tuning") else "")
         out.append(f"Measured by `{run.get('command', '?')}` at {run.get('commit', '?')} on "
-                   f"{run.get('date', '?')}" + (f" ({where})" if where else "") + f": {what}.")
+                   f"{run.get('date', '?')}" + (f" ({where})" if where else "") + f": {what}"
+                   f"{taken}.")
     return out
 
 
