@@ -41,12 +41,17 @@ def bound_ns(result, p):
     pipelines, the cable and the drain, almost no wire time) plus the wire time of what the
     chain sends beyond it on its busiest direction of a link: the completions received on N
     after the first descriptor block, or the TLPs sent on the data's link from the first write
-    on.  None when the run has no ``start`` point."""
+    on, each with the DLLPs (ACKs, flow-control updates) that direction carried meanwhile (a
+    run saved before they were metered: without).  None when the run has no ``start``
+    point."""
     start = _pts(result, "start", where=p.get("where", "local"))
     if not start or "rx_wire_after" not in p:
         return None
     s = start[0]
-    wire = max(p["rx_wire_after"] - s["rx_wire_after"], p["tx_wire_after"] - s["tx_wire_after"])
+
+    def on(x, way):
+        return x[f"{way}_wire_after"] + x.get(f"{way}_dllp_after", 0)
+    wire = max(on(p, "rx") - on(s, "rx"), on(p, "tx") - on(s, "tx"))
     return s["ns"] + max(0, wire) / LINK_BYTES_PER_NS
 
 

@@ -35,6 +35,7 @@ import time
 import cocotb
 from cocotb.triggers import ClockCycles
 from cocotb.utils import get_sim_time
+from cocotbext.pcie.core.dllp import Dllp
 from cocotbext.pcie.core.tlp import TlpType
 
 from peach2.sim.bench.dma_plan import SCATTER_STRIDE, label, plan
@@ -51,13 +52,39 @@ _CPLD = (TlpType.CPL_DATA,)
 PAPER_BOUND = 4.0 * 256 / (256 + 16 + 2 + 4 + 1 + 1)     # 002 section 4.1: 3.66 GB/s
 def _wire_after(records, skip=0, writes=False):
     """Wire bytes of the metered TLPs ``(t0, t1, payload, wire)`` after the first ``skip``
-    payload bytes (the descriptor block fetched first), or from the first write on."""
-    total, seen, on = 0, 0, False
-    for _, _, payload, wire in sorted(records):
+    payload bytes (the descriptor block fetched first), or from the first write on, and the
+    time (ns) the first of them took the wire (None if none)."""
+    total, seen, on, since = 0, 0, False, None
+    for t0, _, payload, wire in sorted(records):
         on = on or (payload > 0 if writes else seen >= skip)
         seen += payload
-        total += wire if on else 0
-    return total
+        if on:
+            total += wire
+            since = t0 * 1e9 if since is None else since
+    return total, since
+
+
+class DllpLog:
+    """The data link layer's own packets (ACKs, flow-control updates) one ``SimPort`` sends
+    while :attr:`on`: ``records``, ``(ns they took the wire, wire bytes)``.  They share the
+    wire with the TLPs, so the bound counts them (docs/dma.md, "What the links allow")."""
+
+    def __init__(self, port):
+        self.on, self.records = False, []
+        inner = port.handle_tx
+
+        async def handle_tx(pkt):
+            if self.on and isinstance(pkt, Dllp):
+                self.records.append((get_sim_time("ns"), pkt.get_wire_size()))
+            await inner(pkt)
+        port.handle_tx = handle_tx  # instance attribute, as ThroughputMeter's
+
+    def start(self):
+        self.on, self.records = True, []
+
+    def after(self, since):
+        """Wire bytes of the DLLPs sent from ``since`` (ns) on (none when it is None)."""
+        return 0 if since is None else sum(w for t, w in self.records if t >= since)
 
 
 class Measure:
@@ -81,6 +108,8 @@ class Measure:
                                        select=lambda t: t.fmt_type in _MWR)}
         self.rx = ThroughputMeter.rx_of(chip.models["n"], enabled=False, keep_records=True,
                                         select=lambda t: t.fmt_type in _CPLD)
+        self.dllps = {"rx": DllpLog(chip.models["n"].upstream_port.other),
+                      **{p: DllpLog(m.port) for p, m in self.meters.items()}}
 
     async def __call__(self, job, port):
         harness = self.harness
@@ -92,6 +121,8 @@ class Measure:
         self.reads.clear()
         for m in {meter, self.meters["N"], self.rx}:
             m.start()
+        for log in self.dllps.values():
+            log.start()
         drv = harness.drivers[0]
         if job.reg:
             n = await drv.dma_reg_set(job.channel, job.transfers)
@@ -111,6 +142,8 @@ class Measure:
         await harness.cluster.quiet(20)
         for m in {meter, self.meters["N"], self.rx}:
             m.stop()
+        for log in self.dllps.values():
+            log.on = False
         window = harness.window[dst_node][0]
         lo = min(harness.where(t.dst)[1] for t in job.transfers) + window
         hi = max(harness.where(t.dst_span()[1] - 1)[1] for t in job.transfers) + window + 1
@@ -120,12 +153,15 @@ class Measure:
         t1 = max(t for t, _ in landed)
         harness.apply(job.outcome.writes)
         rep = meter.report()
+        rx_wire, rx_since = _wire_after(self.rx.records,
+                                        0 if job.reg or not self.reads else self.reads[0])
+        tx_wire, tx_since = _wire_after(meter.records, writes=True)
         return {"bytes": nbytes, "ns": t1 - t0, "gbps": nbytes / (t1 - t0),
                 "port": port, "port_bound_gbps": rep.bound_gbps, "port_gbps": rep.gbps,
                 "tlps": rep.tlps,
-                "rx_wire_after": _wire_after(self.rx.records,
-                                             0 if job.reg or not self.reads else self.reads[0]),
-                "tx_wire_after": _wire_after(meter.records, writes=True),
+                "rx_wire_after": rx_wire, "tx_wire_after": tx_wire,
+                "rx_dllp_after": self.dllps["rx"].after(rx_since),
+                "tx_dllp_after": self.dllps[port].after(tx_since),
                 "desc_done": job.status["desc_done"]}
 
 
