@@ -56,7 +56,8 @@ the same as `python tb/bench/benchmarks.py`, which runs `tb/cluster/bench_cluste
 `python -m peach2.sim.hybrid.halo_bench` and `python -m peach2.sim.hybrid.sweep --tune` for
 theirs) measures only the sections it names, saves
 their files and rebuilds this document from all saved files; `peach2 bench --doc-only` only
-rebuilds it ([bench](sim/bench.md)). A section without a saved file keeps its text as committed
+rebuilds it, drawing only missing plots (`--redraw SECTION,...`: those sections' plots too;
+[bench](sim/bench.md)). A section without a saved file keeps its text as committed
 and names its own run. A run's stamp gives the command as it was run then.
 Started under `mpiexec`, a run sends its independent points (the DMA figures' simulations, the
 collectives' simulations, the adapters' and the router's runs) to MPI's worker ranks and saves

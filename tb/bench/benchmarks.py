@@ -6,6 +6,7 @@ Usage (from the repository root, after the README's test install; ``peach2 bench
     python tb/bench/benchmarks.py adapters router   # only these; the others keep their saved results
     python tb/bench/benchmarks.py dma --quick       # fewer, shorter points (printed: what is shortened)
     python tb/bench/benchmarks.py --doc-only        # rebuild the document from the saved results
+    python tb/bench/benchmarks.py --doc-only --redraw hybrid   # ... and redraw hybrid's plots
     mpiexec -n 5 python tb/bench/benchmarks.py dma  # the points on 4 MPI worker ranks, rank 0 saves
 
 Sections: ``adapters`` (hard-IP adapters' loopback write stream, 10 points), ``router`` (latency
@@ -443,7 +444,8 @@ def _epilog():
     return ("one command per study (from the repository's root; the scripts take --help):\n"
             + studies + "\n\n" + textwrap.fill(
                 "A run saves only the sections it measured and redraws only their plots "
-                "(docs/img/); --doc-only rebuilds the document and draws only missing plots.",
+                "(docs/img/); --doc-only rebuilds the document and draws only missing plots "
+                "(--redraw: those of the sections it names as well).",
                 78))
 
 
@@ -458,6 +460,9 @@ def parser(prog="python tb/bench/benchmarks.py"):
                    help="fewer and shorter points (what is shortened is printed and saved)")
     p.add_argument("--doc-only", action="store_true",
                    help="measure nothing: rebuild docs/benchmarks.md from docs/results/")
+    p.add_argument("--redraw", metavar="SECTION,...",
+                   help="with --doc-only: redraw these sections' plots too (or 'all'; by "
+                        "default only missing plots are drawn)")
     p.add_argument("--conditions", default=None,
                    help="what else ran on the machine, saved with the run")
     g = p.add_argument_group("dma section")
@@ -515,6 +520,15 @@ def main(argv=None, prog="python tb/bench/benchmarks.py"):
                 f"({', '.join(map(str, run_sizes))})")
     if args.doc_only and args.sections:
         p.error("--doc-only measures nothing: name no section")
+    if args.redraw is not None:
+        if not args.doc_only:
+            p.error("--redraw goes with --doc-only (a measured section's plots are redrawn)")
+        named = [x for x in args.redraw.split(",") if x]
+        bad = [x for x in named if x not in (*SECTIONS, "all")]
+        if bad or not named:
+            p.error(f"--redraw: sections are {', '.join(SECTIONS)} or all, not "
+                    f"{', '.join(bad) or repr(args.redraw)}")
+        args.redraw = list(SECTIONS) if "all" in named else named
     if args.jobs is not None and (ranks := mpi_size()) > 1:
         p.error(f"--jobs: under mpiexec the {ranks - 1} worker ranks are the simulations run at "
                 f"a time (rank 0 hands out the points); for {args.jobs} at a time start "
@@ -531,7 +545,7 @@ def main(argv=None, prog="python tb/bench/benchmarks.py"):
 def _run(args, argv, prog, sections, subset):
     """Measure (or with ``--doc-only`` only rebuild) as ``args`` say."""
     if args.doc_only:
-        rebuild()
+        rebuild(measured=args.redraw or ())
         return
     command = " ".join([prog, *argv])
     if subset:

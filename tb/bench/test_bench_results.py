@@ -145,6 +145,9 @@ def test_follow_prints_what_the_job_appends(tmp_path, capsys):
     (["bench", "dma", "--quick", "--sizes", "16"], "--sizes: 16 not among this run's sizes "
                                                    "(8, 32, 128, 512, 2048, 4096, 8192,"),
     (["bench", "router", "--doc-only"], "--doc-only measures nothing"),
+    (["bench", "--redraw", "dma"], "--redraw goes with --doc-only"),
+    (["bench", "--doc-only", "--redraw", "dma,plots"], "--redraw: sections are adapters,"),
+    (["bench", "--doc-only", "--redraw", ","], "--redraw: sections are adapters,"),
 ])
 def test_bench_bad_input_is_one_line(argv, message, capsys):
     with pytest.raises(SystemExit) as exit_:
@@ -440,6 +443,12 @@ def test_benchmarks_rebuild_names_the_sections_measured(monkeypatch, capsys):
     benchmarks.main(["cluster", "--quick"], prog="peach2 bench")
     assert calls[-1] == ("rebuild", {"measured": ["cluster"]})
     assert calls[0][0] == "cluster" and calls[0][1][2] == "peach2 bench cluster --quick"
+    calls.clear()
+    benchmarks.main(["--doc-only"], prog="peach2 bench")
+    benchmarks.main(["--doc-only", "--redraw", "hybrid,dma"], prog="peach2 bench")
+    benchmarks.main(["--doc-only", "--redraw", "all"], prog="peach2 bench")
+    assert calls == [("rebuild", {"measured": ()}), ("rebuild", {"measured": ["hybrid", "dma"]}),
+                     ("rebuild", {"measured": list(benchmarks.SECTIONS)})]
 
 
 # -- tb/collectives/bench_collectives.py: --part with --quick, what it prints as measured ------

@@ -357,7 +357,7 @@ def section(saved, img, draw=True, notes=""):
         "row measured again replaces the old one). Re-simulate the 8- and 16-node machines: "
         "`peach2 bench hybrid` (`python -m peach2.sim.hybrid.sweep ... --save` per machine); "
         "the others: the commands of their stamps; redraw from the saved results: "
-        "`peach2 bench --doc-only`.",
+        "`peach2 bench --doc-only --redraw hybrid`.",
         "",
         "Which links each step uses and when the network switches, one picture per collective "
         "(every cable's and InfiniBand port's utilisation over time, 8 nodes; "

@@ -273,7 +273,7 @@ def section(saved, img, draw=True, notes=NOTES):
         "```",
         "python -m peach2.sim.hybrid.halo_bench              # 8 nodes (Figures 9-10), Figure 6",
         "python -m peach2.sim.hybrid.halo_bench --nodes 16   # 16 nodes: (2, 8, 1), (4, 4, 1)",
-        "peach2 bench --doc-only                             # redraw from the saved rows",
+        "peach2 bench --doc-only --redraw halo              # redraw from the saved rows",
         "```",
         "",
         "Each run saves its rows in `docs/results/halo.json` in place of those of the same "
