@@ -18,7 +18,11 @@ reads as runs of one): :func:`stamp_tuning` puts a sweep's merged entry in.
 A tuning sweep runs ``mpi`` and ``hybrid`` too, on the same machine and in the same way as a
 curves sweep (``--save``), so on the 64-node machine, where one size of one network takes up
 to an hour, its times need not be measured twice: :func:`take_tuning` copies them into the
-curves as rows stamped with the tuning run that measured them::
+curves as rows stamped with the tuning run that measured them.  A run's time depends a little
+on the runs before it in the same simulation (a sweep's runs follow each other from one
+machine state, not from reset): of the 44 times both kinds of sweep measured at 2439574, 40 are
+the same, two differ by 1 ns and two by 0.56 us (the 16-node hybrid Broadcast of 2 and 8 KiB,
+1.7% and 0.7%)::
 
     python -m peach2.sim.hybrid.saved --shape 2x8 --subclusters 4 --collective allgather \
         --sizes 16384,65536
