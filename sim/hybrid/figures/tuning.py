@@ -123,11 +123,11 @@ NOTES = """
 
 - **`+ring` is the hybrid Allgather's best TCA part wherever the hybrid wins with more than a
   few bytes**: 8 nodes, 16 B to 32 KiB blocks, up to 1.14x faster than recursive doubling (32
-  KiB: 135.8 against 154.2 us); 16 nodes, 2-8 KiB, up to 1.35x (8 KiB: 88.8 against 119.6),
+  KiB: 135.8 against 154.2 us); 16 nodes, 2-8 KiB, up to 1.35x (8 KiB: 88.0 against 119.0),
   where recursive doubling puts up to four flows on a ring cable. It moves the size from which
   MPI alone is faster from 16 KiB to 64 KiB on 8 nodes (000: "slower from 64 KB") and from
   512 B (never ahead again without it) to 16 KiB on 16 nodes (000: from 32 KB). Below that the
-  ring's extra step costs more than it saves on 16 nodes (16 B: 17.1 against 16.4 us).
+  ring's extra step costs more than it saves on 16 nodes (16 B: 17.1 against 16.3 us).
 - **`+staged` removes MVAPICH2's protocol-switch dips**: the hybrid's own MPI step, sent from
   GPU0 by GPUDirect RDMA across QPI up to 8 KB, is what makes the hybrid slower than MPI alone
   at 512 B-2 KiB (Allgather, 8 nodes) and 2-8 KiB (Broadcast); staged through host memory, as
@@ -148,11 +148,13 @@ NOTES = """
 - **The tuned network stays within 5 % of the best fixed choice on every machine**, at the sizes
   the table was built from and those between them (not above them: on 64 nodes, below). The
   16-node Allgather needed the sizes around MVAPICH2's 8 KB protocol step measured densely:
-  between 1 KiB blocks (MPI alone best: the hybrid's 8 KiB message still goes GPUDirect across
-  QPI) and 4 KiB (`+ring` best) the choice changes in a step, not gradually, and a table from 1
-  KiB and 4 KiB alone took MPI alone at 2 KiB, 10 % slower than `+ring` (1.103); with 2 KiB in
-  the table and 1.5 and 3 KiB checked, it takes the best choice at every size (1.000). The
-  8-node Broadcast's worst is 1.044 (16 KiB, between 8 and 32 KiB).
+  between 1 KiB blocks (MPI alone best when first measured: the hybrid's 8 KiB message still
+  goes GPUDirect across QPI) and 4 KiB (`+ring` best) the choice changes in a step, not
+  gradually, and a table from 1 KiB and 4 KiB alone took MPI alone at 2 KiB, 10 % slower than
+  `+ring` (1.103); with 2 KiB in the table and 1.5 and 3 KiB checked, it takes the best choice
+  at every size but the 512 B check (1.007: `+hops2+staged`, the 1 KiB choice since the
+  cut-through transmitters, 40.2 against MPI alone's 40.4 us, where `+hops1+staged` is 0.2 us
+  faster). The 8-node Broadcast's worst is 1.044 (16 KiB, between 8 and 32 KiB).
 - **A table does not carry to a machine twice the size**: 2 sub-clusters of 2x8 (32 nodes, 2
   groups) have no row of their own, so `tuned` takes the 16-node rows there. Measured later at
   09402a2 (`python -m peach2.sim.hybrid.launch --shape 2x8 --subclusters 2 --gpu-read 2.8e9
