@@ -176,7 +176,8 @@ NOTES = """
   pipeline), so its time jumps between two sizes and a table that has not seen the size in
   between cannot know. Built from every size measured, the table takes the best choice at each
   (1.000 everywhere): on 32 nodes the plain hybrid up to 512 B and at 16 KiB, MPI alone at
-  1-8 KiB, `+hops2+staged` at 32 KiB (95.3 against MPI alone's 98.9 us); the Allgather's
+  1-4 KiB, `+staged` at 8 KiB (50.4 against MPI alone's 51.1 us), `+hops2+staged` at 32 KiB
+  (94.9 against 98.9); the Allgather's
   hybrid at 16-64 B and 1 KiB blocks, MPI alone at 128-512 B, `+ring` at 2-4 KiB.
 - **64 nodes, the whole machine** (4 x 2x8, four groups; three sizes per collective: a 64-node
   run of one choice at 32 KiB takes minutes): the hybrid wins nowhere. MPI alone is the best
