@@ -174,11 +174,12 @@ NOTES = """
   meets MVAPICH2's protocol steps (a 16-block Allgather step of 512 B blocks is an 8 KiB
   message, GPUDirect across QPI; a Broadcast's 8 KiB goes that way, 16 KiB through the host
   pipeline), so its time jumps between two sizes and a table that has not seen the size in
-  between cannot know. Built from every size measured, the table takes the best choice at each
-  (1.000 everywhere): on 32 nodes the plain hybrid up to 512 B and at 16 KiB, MPI alone at
-  1-4 KiB, `+staged` at 8 KiB (50.4 against MPI alone's 51.1 us), `+hops2+staged` at 32 KiB
-  (94.9 against 98.9); the Allgather's
-  hybrid at 16-64 B and 1 KiB blocks, MPI alone at 128-512 B, `+ring` at 2-4 KiB.
+  between cannot know. Built from every size measured, the table takes the best choice at each:
+  on 32 nodes the plain hybrid up to 512 B and at 16 KiB, MPI alone at 1-4 KiB, `+staged` at
+  8 KiB (50.4 against MPI alone's 51.1 us), `+hops2+staged` at 32 KiB (94.9 against 98.9); the
+  Allgather's hybrid at 16-64 B and 1 KiB blocks, MPI alone at 128 B, `+hops1+staged` at 512 B
+  (level with MPI alone, 43.3 us), `+ring` at 2-4 KiB. Its worst, 1.006 at 16 B blocks, is the
+  best choice itself run again (`tuned` runs in a simulation of its own, after other runs).
 - **64 nodes, the whole machine** (4 x 2x8, four groups; three sizes per collective: a 64-node
   run of one choice at 32 KiB takes minutes): the hybrid wins nowhere. MPI alone is the best
   choice for the 8 B and 2 KiB Broadcast (22.1 and 31.7 us; the plain hybrid 23.7 and 59.0)
