@@ -182,14 +182,14 @@ NOTES = """
   best choice itself run again (`tuned` runs in a simulation of its own, after other runs).
 - **64 nodes, the whole machine** (4 x 2x8, four groups; three sizes per collective: a 64-node
   run of one choice at 32 KiB takes minutes): the hybrid wins nowhere. MPI alone is the best
-  choice for the 8 B and 2 KiB Broadcast (22.1 and 31.7 us; the plain hybrid 23.7 and 59.0)
+  choice for the 8 B and 2 KiB Broadcast (22.1 and 31.7 us; the plain hybrid 23.6 and 58.0)
   and for 16 B Allgather blocks (28.7 us; 30.2); from 512 B blocks (Allgather) and 32 KiB
   (Broadcast) the staged hybrid is level with it (`+hops1+staged` 55.3 against 55.3 us at 512
-  B, 155.8 against 156.8 at 4 KiB; `+staged` 112.9 against 113.3). `tuned` takes the best at
+  B, 155.8 against 156.8 at 4 KiB; `+staged` 111.8 against 113.3). `tuned` takes the best at
   each measured size (at most 1.003). Between them the table is not checked, and on 32 nodes a table
   from too few sizes missed MVAPICH2's protocol steps by up to 1.9x, so sizes between these
   three may be far from the best. Unstaged, the farther TCA steps sent over MPI cost most here:
-  `+hops1` takes 830 us for the 32 KiB Broadcast (`+hops2` 683; 669 on 32 nodes), MPI alone 113.
+  `+hops1` takes 830 us for the 32 KiB Broadcast (`+hops2` 682; 669 on 32 nodes), MPI alone 113.
   Above the table's sizes it goes wrong: at 64 KiB Allgather blocks the plain hybrid is best
   of those measured (1674 us against MPI alone's 1802, the hybrid section), but the table keeps
   its 4 KiB choice, `+hops1+staged`, 1818 us there (measured at d959a80 with `python -m
