@@ -180,23 +180,25 @@ NOTES = """
   Allgather's hybrid at 16-64 B and 1 KiB blocks, MPI alone at 128 B, `+hops1+staged` at 512 B
   (level with MPI alone, 43.3 us), `+ring` at 2-4 KiB. Its worst, 1.006 at 16 B blocks, is the
   best choice itself run again (`tuned` runs in a simulation of its own, after other runs).
-- **64 nodes, the whole machine** (4 x 2x8, four groups; three sizes per collective: a 64-node
-  run of one choice at 32 KiB takes minutes): the hybrid wins nowhere. MPI alone is the best
-  choice for the 8 B and 2 KiB Broadcast (22.1 and 31.7 us; the plain hybrid 23.6 and 58.0)
-  and for 16 B Allgather blocks (28.7 us; 30.2); from 512 B blocks (Allgather) and 32 KiB
-  (Broadcast) the staged hybrid is level with it (`+hops1+staged` 55.3 against 55.3 us at 512
-  B, 155.8 against 156.8 at 4 KiB; `+staged` 111.8 against 113.3). `tuned` takes the best at
-  each measured size (at most 1.003). Between them the table is not checked, and on 32 nodes a table
-  from too few sizes missed MVAPICH2's protocol steps by up to 1.9x, so sizes between these
-  three may be far from the best. Unstaged, the farther TCA steps sent over MPI cost most here:
-  `+hops1` takes 830 us for the 32 KiB Broadcast (`+hops2` 682; 669 on 32 nodes), MPI alone 113.
-  Above the table's sizes it goes wrong: at 64 KiB Allgather blocks the plain hybrid is best
-  of those measured (1674 us against MPI alone's 1802, the hybrid section), but the table keeps
-  its 4 KiB choice, `+hops1+staged`, 1818 us there (measured at d959a80 with `python -m
-  peach2.sim.hybrid.launch --shape 2x8 --subclusters 4 --run
-  allgather:hybrid+hops1+staged:65536 --gpu-read 2.8e9 --gpu-size 8388608`): 1.086. The
-  64-node sweeps need the large sizes (64 KiB blocks; 128 and 512 KiB Broadcasts, where
-  `+staged` is not measured) before the table can be trusted there.
+- **64 nodes, the whole machine** (4 x 2x8, four groups; Allgather blocks of 16 B-16 KiB,
+  Broadcasts of 8 B, 2 KiB and 32 KiB: a 64-node run of one choice at 16 KiB blocks takes
+  minutes): the hybrid wins nowhere. MPI alone is the best choice for the 8 B and 2 KiB
+  Broadcast (22.1 and 31.7 us; the plain hybrid 23.6 and 58.0) and for 16 B and 16 KiB
+  Allgather blocks (28.7 and 485.3 us; 30.2 and 585.1); at 512 B and 4 KiB blocks and the 32
+  KiB Broadcast the staged hybrid is level with it (`+hops1+staged` 55.3 against 55.3 us and
+  155.8 against 156.8, 487.2 against 485.3 at 16 KiB; `+staged` 111.8 against 113.3). `tuned`
+  takes the best at each measured size (at most 1.003). Between them the table is not checked,
+  and on 32 nodes a table from too few sizes missed MVAPICH2's protocol steps by up to 1.9x, so
+  sizes between these may be far from the best. Unstaged, the farther TCA steps sent over MPI
+  cost most here: `+hops1` takes 830 us for the 32 KiB Broadcast (`+hops2` 682; 669 on 32
+  nodes), MPI alone 113. Above the table's sizes it goes wrong: at 64 KiB Allgather blocks the
+  plain hybrid is best of those measured (1674 us against MPI alone's 1802, the hybrid
+  section, at d959a80), but the table keeps its 16 KiB choice there, MPI alone: 1.077 (with
+  the table built up to 4 KiB it kept `+hops1+staged`, 1818 us, measured at d959a80 with
+  `python -m peach2.sim.hybrid.launch --shape 2x8 --subclusters 4 --run
+  allgather:hybrid+hops1+staged:65536 --gpu-read 2.8e9 --gpu-size 8388608`: 1.086). The
+  64-node sweeps need the large sizes (64 KiB blocks; 128 and 512 KiB Broadcasts) before the
+  table can be trusted there.
 """
 
 
