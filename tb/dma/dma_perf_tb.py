@@ -82,9 +82,10 @@ class DllpLog:
     def start(self):
         self.on, self.records = True, []
 
-    def after(self, since):
-        """Wire bytes of the DLLPs sent from ``since`` (ns) on (none when it is None)."""
-        return 0 if since is None else sum(w for t, w in self.records if t >= since)
+    def between(self, since, until):
+        """Wire bytes of the DLLPs sent from ``since`` (ns) until ``until`` (none when
+        ``since`` is None)."""
+        return 0 if since is None else sum(w for t, w in self.records if since <= t <= until)
 
 
 class Measure:
@@ -160,8 +161,8 @@ class Measure:
                 "port": port, "port_bound_gbps": rep.bound_gbps, "port_gbps": rep.gbps,
                 "tlps": rep.tlps,
                 "rx_wire_after": rx_wire, "tx_wire_after": tx_wire,
-                "rx_dllp_after": self.dllps["rx"].after(rx_since),
-                "tx_dllp_after": self.dllps[port].after(tx_since),
+                "rx_dllp_after": self.dllps["rx"].between(rx_since, t1),
+                "tx_dllp_after": self.dllps[port].between(tx_since, t1),
                 "desc_done": job.status["desc_done"]}
 
 
