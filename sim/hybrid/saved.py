@@ -192,10 +192,10 @@ def main(argv=None):
     except (OSError, ValueError) as e:
         print(f"--tuning: cannot read {args.tuning}: {e}", file=sys.stderr)
         return 4
+    machine = (args.shape, args.subclusters, args.per_subcluster)
     entry = next((m for m in tuning.get("machines", ())
-                  if m["collective"] == args.collective and m["shape"] == args.shape
-                  and int(m["subclusters"]) == args.subclusters
-                  and int(m["per_subcluster"]) == args.per_subcluster), None)
+                  if m["collective"] == args.collective and machine_key(m)[:3] == machine),
+                 None)
     if entry is None:
         print(f"{args.tuning}: no {args.collective} tuning entry for {args.subclusters} x "
               f"{args.shape}, {args.per_subcluster} group(s) each", file=sys.stderr)
