@@ -343,6 +343,9 @@ def test_time_bound_is_the_start_plus_the_wire_time_beyond_it():
     assert bound_ns({"points": [start, local]}, local) is None
     assert bound_ns({"points": [start, {**start, "where": "local"}]}, {**local, "figure":
                                                                         "chain4k"}) == 6800
+    # the DLLPs each direction carried count beside the TLPs, beyond the start point's
+    dllps = {**chain, "rx_dllp_after": 8 * 100, "tx_dllp_after": 8 * 50}
+    assert bound_ns({"points": [{**start, "tx_dllp_after": 16}, dllps]}, dllps) == 1800 + 5096
 
 
 def test_a_failed_job_fails_the_run(fake_dma, monkeypatch):
