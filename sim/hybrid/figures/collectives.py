@@ -131,11 +131,9 @@ not their times, so those are what is compared):
   staging limit, runs all six recursive-doubling steps host to host on the 4 MiB result and
   copies it back into the GPU, while the hybrid gathers each group's 1 MiB over TCA and leaves
   MPI the last two steps. The tuning section's 64-node table, built from 16 B-16 KiB blocks,
-  does not know it: it keeps its 16 KiB choice, MPI alone, 7.7% slower than the plain hybrid
-  there (built up to 4 KiB it kept `+hops1+staged`, 1818 us at 64 KiB blocks, measured at
-  d959a80: `python -m peach2.sim.hybrid.launch --shape 2x8 --subclusters 4 --run
-  allgather:hybrid+hops1+staged:65536 --gpu-read 2.8e9 --gpu-size 8388608`, 890 s: 8.6%);
-  the table needs the large sizes in its sweep.
+  does not know it: it keeps its 16 KiB choice, MPI alone, 7.5% slower than the plain hybrid
+  there (built up to 4 KiB it kept `+hops1+staged`, 1817.7 us at 64 KiB blocks in the
+  tuning sweep at 384c621: 8.4%); the table needs the large sizes in its sweep.
 - **Smaller TCA groups do not help** (000 section 6.2's idea, the first measurement of the
   issue's item 4: multi-hop TCA steps sent over InfiniBand instead). On 32 nodes with groups of
   8 and 4 (each 2x8 split in 2 and 4), Broadcast 8 B falls from 1.25 to 1.01 and 0.89,

@@ -194,9 +194,8 @@ NOTES = """
   nodes), MPI alone 113. Above the table's sizes it goes wrong: at 64 KiB Allgather blocks the
   plain hybrid is best of those measured (1676 us against MPI alone's 1802, both at 384c621,
   pending above), but the table keeps its 16 KiB choice there, MPI alone: 1.075 (with
-  the table built up to 4 KiB it kept `+hops1+staged`, 1818 us, measured at d959a80 with
-  `python -m peach2.sim.hybrid.launch --shape 2x8 --subclusters 4 --run
-  allgather:hybrid+hops1+staged:65536 --gpu-read 2.8e9 --gpu-size 8388608`: 1.086). The
+  the table built up to 4 KiB it kept `+hops1+staged`, 1817.7 us there, also pending above:
+  1.084). The
   64-node sweeps need the large sizes (64 KiB blocks; 128 and 512 KiB Broadcasts) before the
   table can be trusted there.
 """
