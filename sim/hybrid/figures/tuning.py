@@ -195,9 +195,10 @@ NOTES = """
   plain hybrid is best of those measured (1676 us against MPI alone's 1802, both at 384c621,
   pending above), but the table keeps its 16 KiB choice there, MPI alone: 1.075 (with
   the table built up to 4 KiB it kept `+hops1+staged`, 1817.7 us there, also pending above:
-  1.084). The
-  64-node sweeps need the large sizes (64 KiB blocks; 128 and 512 KiB Broadcasts) before the
-  table can be trusted there.
+  1.084). The 128 KiB Broadcast is complete: MPI alone is best (299.1 us; `+hops1+staged`
+  308.6, the plain hybrid 389.9, unstaged `+hops1` 2820.9), and the table picks it (1.000).
+  The 64-node sweeps still need the 64 KiB blocks and the 512 KiB Broadcast before the table
+  can be trusted there.
 """
 
 
