@@ -12,7 +12,7 @@ from types import SimpleNamespace
 from amaranth.hdl import Array, Cat, Mux, Signal
 
 from ..params import N_DMA_CHANNELS, N_DMA_SLOTS, DmaError
-from .common import CH_CTRL, CH_STATUS, Chan, bits, field, per_channel
+from .common import CH_CTRL, CH_STATUS, Chan, field, per_channel
 from .descriptor import Descriptor
 from .fetch import fetch_start
 
@@ -40,13 +40,15 @@ def channel_registers(nxt, nxt_valid):
         bbig=per_chan("bbig", 1),           # brem_m1 >= 4096 (kept with it: no wide OR in CALC)
         lbig=per_chan("lbig", 1),           # the descriptor's length - 1 >= 4096
         # Whether the current descriptor is the chain's last (the end bit, or the last
-        # register-mode slot), registered: it is looked at by a mark, two cycles or more after
-        # the load or the start that changed it.
+        # register-mode slot), set by the load: the read closing the descriptor looks at it in
+        # its CALC, from the cycle after the load's ACT.
         last_pre=per_chan("last_pre", 1),
+        # Whether the register-mode slot is the last, registered (a load looks at it two
+        # cycles or more after the close or the start that moved the slot).
+        slot_last=per_chan("slot_last", 1),
         sgap1=per_chan("sgap1", 33),        # the source and destination gaps, plus 1
         dgap1=per_chan("dgap1", 33),
         bleft=per_chan("bleft", 32),        # bursts left, the current one included
-        blnz=per_chan("blnz", 1),           # bleft != 0 (kept with it: no wide OR in CALC)
         nxt=Array([nxt[c] for c in range(NC)]),
         nxt_valid=Array([nxt_valid[c] for c in range(NC)]),
         nxt_clear=Signal(NC),   # the staged descriptor was loaded
@@ -118,8 +120,7 @@ def control(m, pl, ch):
 
     # Control writes: start, register-mode start, abort.
     for c in range(NC):
-        m.d.sync += ch.last_pre[c].eq(Mux(ch.regmode[c], ch.slot[c] + 1 >= ch.nslots[c],
-                                          bits(ch.cur[c].control, "end")))
+        m.d.sync += ch.slot_last[c].eq(ch.slot[c] + 1 >= ch.nslots[c])
     ctrl = pl.ch_ctrl_data
     # What a control write does to ``abort`` (set: an abort of a busy channel, a register-mode
     # start with a bad slot count; clear: any other accepted start), for :func:`reports`.

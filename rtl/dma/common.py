@@ -64,8 +64,7 @@ class Act(enum.Enum, shape=3):
     NONE  = 0   # nothing (IDLE or DRAIN)
     LOAD  = 2   # load the next descriptor (WAIT)
     PF    = 3   # fetch announced descriptors into the ring (WAIT, RUN)
-    DATA  = 4   # issue the next read of the current burst (RUN)
-    MARK  = 5   # close the descriptor (RUN)
+    DATA  = 4   # issue the next read of the current burst (RUN); the last closes the descriptor
 
 
 class Item(enum.Enum, shape=2):

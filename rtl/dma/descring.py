@@ -146,7 +146,8 @@ class DescRing(wiring.Component):
         m.d.sync += started.eq(~ring.run)
         for c in range(NC):
             m.d.sync += head_ok[c].eq(valid[c].bit_select(rpos[c], 1))
-            m.d.comb += [cand[c].eq(head_ok[c] & ~nxt_valid[c] & ~stg1[c] & ~stg2[c]
+            m.d.comb += [cand[c].eq(head_ok[c] & ~(nxt_valid[c] & ~ring.nxt_clear[c])
+                                    & ~stg1[c] & ~stg2[c]
                                     & ring.run[c] & ~started[c]),
                          picked[c].eq(cand[c] & ~(cand & ((1 << c) - 1)).any())]
         pick = Signal(2)

@@ -66,9 +66,9 @@ def load_checks(m, slots, ch, sel):
     describe its contents); a slot is checked a cycle after the register write that changed
     it, and the host's start write comes later than that.
 
-    A channel can be picked in its MARK action, while still in RUN, and reach CALC in WAIT
-    with its prefetch still arriving: the buffer then holds part of the old descriptor, and
-    becomes valid only after CALC.  ACT loads only what CALC saw valid (``ok``; the channel is
+    A channel can be picked in its closing read's action, while still in RUN, and reach CALC in
+    WAIT with its prefetch still arriving: the buffer then holds part of the old descriptor,
+    and becomes valid only after CALC.  ACT loads only what CALC saw valid (``ok``; the channel is
     picked again otherwise).  Once valid, neither the buffer nor the slot number change until
     that channel's next action."""
     n_slots = N_DMA_CHANNELS * N_DMA_SLOTS
@@ -181,7 +181,7 @@ def load(m, ch, sel, ld, push, room):
             ch.brem_m1[sel].eq(d.length - 1),
             ch.bbig[sel].eq(ld.big), ch.lbig[sel].eq(ld.big),
             ch.bleft[sel].eq(Mux(ext, d.count, 1)),
-            ch.blnz[sel].eq(1),            # a count of 0 is malformed
+            ch.last_pre[sel].eq(Mux(regm, ch.slot_last[sel], bits(d.control, "end"))),
         ]
         consume(m, ch, sel)
 

@@ -59,8 +59,9 @@ def fits(need, room):
 class Planner(wiring.Component):
     """Round robin over the channels; per action (two cycles, CALC then ACT): fetch a
     descriptor, load the next descriptor (from the prefetch buffer, or from the register-mode
-    slots) and check it, cut the next read off the current burst, or close a descriptor (a
-    *mark*: completion write, MSI, counters).
+    slots) and check it, or cut the next read off the current burst.  The read that ends a
+    descriptor's last burst also closes the descriptor: its *mark* (completion write, MSI,
+    counters) enters the queue in the cycle after the read's entry, where no action pushes.
 
     CALC works out the action (from each channel's own registers, then the selected one's), the
     chunk (the least of four candidates, as a 2-bit index from six carry-chain compares), its
@@ -68,8 +69,8 @@ class Planner(wiring.Component):
     (``k_*``); ACT only adds and enables: the read's and the entry's fields are written whatever
     the room checks say, which decide only whether they count.  Every read needs room for its
     tag, rows and credits (:class:`~peach2.dma.booking.Booking`'s counters) and every action
-    pushes one entry into the in-order queue.  Faults stop a channel at once and are recorded a
-    cycle later.  The channels' registers, control writes and status are in
+    pushes one entry into the in-order queue (a closing read two).  Faults stop a channel at
+    once and are recorded a cycle later.  The channels' registers, control writes and status are in
     :mod:`peach2.dma.channels`, the descriptor load in :mod:`peach2.dma.load`.
 
     Parameters
@@ -195,6 +196,7 @@ class Planner(wiring.Component):
                 self._act(m, ch, k)
         with m.If(k.do[Act.LOAD]):
             follow_chain(m, ch, k.sel, k.ld)
+        self._mark(m, ch, k)
         reports(m, self, ch)
         return m
 
@@ -204,7 +206,9 @@ class Planner(wiring.Component):
         NC = N_DMA_CHANNELS
         RB = ceil_log2(self.rows)
         k = SimpleNamespace(sel=Signal(range(NC), name="sel"),
-                            last_sel=Signal(range(NC), name="last_sel"))
+                            last_sel=Signal(range(NC), name="last_sel"),
+                            mark_en=Signal(name="mark_en"),
+                            mark_chan=Signal(range(NC), name="mark_chan"))
         sel, room = k.sel, self.room
         c_src, c_dst, c_brem_m1 = ch.cur_src[sel], ch.cur_dst[sel], ch.brem_m1[sel]
         # Chunk of the current burst (CALC): at most MRRS, within the source 4 KiB page, ending
@@ -259,8 +263,11 @@ class Planner(wiring.Component):
         # by then does its action anyway: what it issues or pushes is dropped in the writer).
         k.do = {a: Signal(name=f"k_do_{a.name.lower()}") for a in Act if a != Act.NONE}
         m.d.sync += [v.eq(0) for v in k.do.values()]
-        # Room in the queue for the entries of the next two actions, registered (the level
-        # rises by at most one a cycle, so a cycle old it is one entry more conservative).
+        # A closed descriptor's mark, to push in the next cycle (``_mark``).
+        m.d.sync += k.mark_en.eq(0)
+        # Room in the queue for the entries of the next two actions (two each at most: a
+        # closing read and its mark), registered (the level rises by at most one a cycle, so
+        # a cycle old it is one entry more conservative): 7 free entries cover them.
         k.q_room = Signal(name="q_room")
         m.d.sync += k.q_room.eq(self.queue_level < 2 * self.n_tags - 6)
         m.d.sync += k.st_en.eq(0)
@@ -303,10 +310,8 @@ class Planner(wiring.Component):
                     with m.Elif(ch.fwait[c]):
                         # The next descriptor's fetch first (fetch.py, ``fwait``).
                         m.d.comb += act_c.eq(Act.NONE)
-                    with m.Elif(ch.blnz[c]):
-                        m.d.comb += act_c.eq(Act.DATA)
                     with m.Else():
-                        m.d.comb += act_c.eq(Act.MARK)
+                        m.d.comb += act_c.eq(Act.DATA)
                 with m.Default():
                     m.d.comb += act_c.eq(Act.NONE)
             act_g = Signal(Act, name=f"ch{c}_act_go", attrs={"keep": 1})
@@ -363,15 +368,13 @@ class Planner(wiring.Component):
             k.room_dat.eq(room_dat_now),
         ]
         # The channel's next state, if ACT does its action: a load (of a whole descriptor)
-        # runs it, or stops it at a malformed one (with room to report it); a mark closes the
-        # descriptor; a head fetch waits for the descriptor.
-        with m.Switch(act):         # (a stopped channel's act is NONE)
-            with m.Case(Act.LOAD):
-                m.d.sync += k.st_en.eq(k.ld.ok_now & (~k.ld.bad_now | k.q_room))
-            with m.Case(Act.MARK):
-                m.d.sync += k.st_en.eq(k.q_room)
-        # The state it would change to, from the state alone (WAIT: the load, RUN: the mark;
-        # st_en says whether it changes).
+        # runs it, or stops it at a malformed one (with room to report it); the read that
+        # closes the descriptor (ACT's ``close``) ends the run; a head fetch waits for the
+        # descriptor.
+        with m.If(act == Act.LOAD):     # (a stopped channel's act is NONE)
+            m.d.sync += k.st_en.eq(k.ld.ok_now & (~k.ld.bad_now | k.q_room))
+        # The state it would change to, from the state alone (WAIT: the load, RUN: the
+        # closing read; st_en or close says whether it changes).
         c_st = ch.st[sel]
         m.d.sync += k.st_new.eq(
             Mux(c_st == Chan.WAIT, Mux(k.ld.bad_now, Chan.DRAIN, Chan.RUN),
@@ -385,7 +388,7 @@ class Planner(wiring.Component):
         writer does not look at them (and the issue's credits change only in ACT, so the
         credits CALC takes off for an unbooked issue are still that issue's)."""
         sel, d, pq = k.sel, self.issue, self.o_entry.payload
-        c_cur, c_src, c_dst = ch.cur[sel], ch.cur_src[sel], ch.cur_dst[sel]
+        c_src, c_dst = ch.cur_src[sel], ch.cur_dst[sel]
         go_read, go_fetch = k.go_read, k.go_fetch
 
         def push(kind, when, **fields):
@@ -408,7 +411,11 @@ class Planner(wiring.Component):
             push(kind, when, rows=rows, src_lo=raddr[:2], nbytes=nbytes_[:10], chdr=hdrs,
                  cdat=dats, **extra)
 
-        with m.If(k.st_en):
+        # The read that ends the descriptor's last burst closes it (issued only with room for
+        # both entries: ``q_room``).
+        close = Signal(name="close")
+        m.d.comb += close.eq(k.do[Act.DATA] & go_read & k.end & k.bl_one)
+        with m.If(k.st_en | close):
             m.d.sync += ch.st[sel].eq(k.st_new)
         with m.If(k.do[Act.LOAD]):
             load(m, ch, sel, k.ld, push, k.qroom)
@@ -430,11 +437,20 @@ class Planner(wiring.Component):
                     ch.brem_m1[sel].eq(Mux(k.end, k.len_m1, k.brem_next)),
                     ch.bbig[sel].eq(Mux(k.end, k.bbig, k.brem_next[12:].any())),
                     ch.bleft[sel].eq(ch.bleft[sel] - k.end),
-                    ch.blnz[sel].eq(~(k.end & k.bl_one)),
                 ]
-        with m.If(k.do[Act.MARK]):
-            ctl = c_cur.control
-            push(Kind.MARK, k.qroom, addr=c_cur.seq_addr, value=c_cur.seq_value,
-                 seq=bits(ctl, "seq"), irq=bits(ctl, "irq"))
-        with m.If(k.do[Act.MARK] & k.qroom):
-            m.d.sync += ch.slot[sel].eq(ch.slot[sel] + 1)
+        with m.If(close):
+            m.d.sync += [k.mark_en.eq(1), k.mark_chan.eq(sel),
+                         ch.slot[sel].eq(ch.slot[sel] + 1)]
+
+    def _mark(self, m, ch, k):
+        """The closed descriptor's mark enters the queue a cycle after its last read's entry
+        (decided in the cycle after ACT, a CALC or SEL, where no action pushes; the channel's
+        ``cur`` changes at its next ACT at the earliest)."""
+        pq, mc = self.o_entry.payload, k.mark_chan
+        c_cur = ch.cur[mc]
+        ctl = c_cur.control
+        with m.If(k.mark_en):
+            m.d.sync += [pq.kind.eq(Kind.MARK), pq.chan.eq(mc), pq.desc.eq(ch.cur_addr[mc]),
+                         pq.addr.eq(c_cur.seq_addr), pq.value.eq(c_cur.seq_value),
+                         pq.seq.eq(bits(ctl, "seq")), pq.irq.eq(bits(ctl, "irq")),
+                         ch.pq_en.eq(1)]
