@@ -131,8 +131,8 @@ class DescRing(wiring.Component):
         # cycle after (``nxt <= nxt_b``).  A running channel's slot at its read position is
         # picked when the two registers and the slots on their way hold one descriptor at
         # most after this cycle (a load, ``nxt_clear``, frees one now).  Whether that slot is
-        # complete is registered (``head_ok``): a cycle stale after a pick, and after the
-        # channel starts, while ``started`` holds it off.  A channel that is not running keeps
+        # complete is registered (``head_ok``): a cycle stale after a pick, while ``stg1``
+        # holds the next pick off, and after the channel starts, while ``started`` does.  A channel that is not running keeps
         # its ring empty (a fetch of a stopped chain may still land there) and both registers
         # invalid, so a start finds them so.  A pick is registered (``stg1``, one-hot, with
         # the slot's address): the banks are read from registers a cycle later (``stg2``) and
@@ -156,7 +156,8 @@ class DescRing(wiring.Component):
             one_at_most = Signal(name=f"ring{c}_room")
             m.d.comb += one_at_most.eq(~(held & (held - 1)).any())
             m.d.sync += head_ok[c].eq(valid[c].bit_select(rpos[c], 1))
-            m.d.comb += [cand[c].eq(head_ok[c] & one_at_most & ring.run[c] & ~started[c]),
+            m.d.comb += [cand[c].eq(head_ok[c] & ~stg1[c] & one_at_most & ring.run[c]
+                                    & ~started[c]),
                          picked[c].eq(cand[c] & ~(cand & ((1 << c) - 1)).any())]
         pick = Signal(2)
         for c in reversed(range(NC)):
