@@ -141,14 +141,20 @@ def load_checks(m, slots, ch, sel):
                             for n in ("end", "grow", "new", "go", "empty")})
     ld.bad_now = Mux(regm, select(slot_bad, idx), select(nxt_bad, sel))
     ld.ok_now = regm | (nxt_valid[sel] & select(nxt_seen2, sel))
-    # Which case the load is (see _follow_chain), from the staged descriptor's end bit and
-    # the per-channel compares.
-    c_end = bits(select([nxt[c].control for c in range(N_DMA_CHANNELS)], sel), "end")
-    c_gt, c_bnz = adj_gt[sel], select(b_nz, sel)
-    good = ~regm & ld.ok_now & ~ld.bad_now
-    m.d.sync += [ld.case_end.eq(good & c_end), ld.case_grow.eq(good & ~c_end & c_gt),
-                 ld.case_new.eq(good & ~c_end & ~c_gt & ~c_bnz), ld.case_go.eq(good & ~c_end),
-                 ld.case_empty.eq(good & ~c_end & ~c_bnz),
+    # Which case the load is (see follow_chain), from the staged descriptor's end bit and
+    # the per-channel compares: each case per channel first (a good staged descriptor, not
+    # register mode: the slots' checks stay out of these), then the selected channel's.
+    cases = {n: [] for n in ("end", "grow", "new", "go", "empty")}
+    for c in range(N_DMA_CHANNELS):
+        good = Signal(name=f"ch{c}_ld_good", attrs={"keep": 1})
+        m.d.comb += good.eq(~ch.regmode[c] & nxt_valid[c] & nxt_seen2[c] & ~nxt_bad[c])
+        end, gt, bnz = bits(nxt[c].control, "end"), adj_gt[c], b_nz[c]
+        for n, v in (("end", end), ("grow", ~end & gt), ("new", ~end & ~gt & ~bnz),
+                     ("go", ~end), ("empty", ~end & ~bnz)):
+            case = Signal(name=f"ch{c}_ld_{n}")
+            m.d.comb += case.eq(good & v)
+            cases[n].append(case)
+    m.d.sync += [*(getattr(ld, f"case_{n}").eq(select(v, sel)) for n, v in cases.items()),
                  ld.lptr.eq(select(n_lptr, sel)), ld.lfollow.eq(select(n_lfollow, sel)),
                  ld.ahead.eq(select(n_ahead, sel)),
                  ld.gt1.eq(select(n_gt1, sel))]
