@@ -136,7 +136,7 @@ class DmaHarness(Harness):
         d_iss = pli("d_iss_q")
         self.lemma(m, ~iss.en | (state != ACT))
         self.lemma(m, ~(iss.en & d_iss))
-        does = Cat(*(pli(f"k_do_{a}") for a in ("load", "pf", "data", "mark")))
+        does = Cat(*(pli(f"k_do_{a}") for a in ("load", "pf", "data")))
         self.lemma(m, (does & (does - 1)) == 0)
         # The accumulator holds one release, two after a booking cycle.
         self.lemma(m, (acc_hdr <= Mux(d_iss, 62, 31)) & (acc_dat <= Mux(d_iss, 254, 127)))
