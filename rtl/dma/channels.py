@@ -146,17 +146,20 @@ def control(m, pl, ch):
                 m.d.sync += ch.ignored[c].eq(1)
             with m.Elif(start | rstart):
                 head = Cat(pl.ch_head_lo[c], pl.ch_head_hi[c])
+                # Announced after the head: the most of CH_CTRL.adj and CH_HEAD[4:1].
+                ann = Mux(field(ctrl, "adj", CH_CTRL) > head[1:5], field(ctrl, "adj", CH_CTRL),
+                          head[1:5])
                 m.d.sync += [
                     ch.ignored[c].eq(0), ch_err[c].eq(0),
                     ch.unroutable[c].eq(0), ch.desc_done[c].eq(0), ch.nbytes[c].eq(0),
                     ch.regmode[c].eq(~start), ch.slot[c].eq(0), ch.nslots[c].eq(n),
                     cur_addr[c].eq(head & ~0x1f),
                     ch.lptr[c].eq(head & ~0x1e),
-                    # As if the one before the head had announced CH_HEAD[4:1] + 1.
-                    ch.ahead[c].eq(head[1:5] + 1), ch.ahead_gt1[c].eq(head[1:5] != 0),
+                    # As if the one before the head had announced one more.
+                    ch.ahead[c].eq(ann + 1), ch.ahead_gt1[c].eq(ann != 0),
                 ]
-                # The head and the descriptors CH_HEAD[4:1] announces after it.
-                fetch_start(m, ch, c, head, start)
+                # The head and the descriptors announced after it.
+                fetch_start(m, ch, c, head, ann, start)
                 with m.If(start & head[0] & head[5]):
                     # A 64-byte head descriptor that is not 64-byte aligned.
                     m.d.sync += [st[c].eq(Chan.DRAIN), ch_err[c].eq(DmaError.DESC_MALFORMED),

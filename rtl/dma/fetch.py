@@ -119,11 +119,11 @@ def fetch_act(m, f, sel, go):
                 fetch_changed(m, f, c)
 
 
-def fetch_start(m, f, c, head, chained):
+def fetch_start(m, f, c, head, ann, chained):
     """A start of channel ``c`` at pointer ``head`` (``chained``: not register mode): the head
-    and the descriptors ``head[4:1]`` announces after it are to be fetched."""
+    and the ``ann`` descriptors announced after it (up to 63) are to be fetched."""
     m.d.sync += [f.fptr[c].eq(Cat(Const(0, 5), head[5:])),
-                 f.fleft[c].eq(Mux(chained, head[1:5] + 1, 0)), f.fbig[c].eq(head[0]),
+                 f.fleft[c].eq(Mux(chained, ann + 1, 0)), f.fbig[c].eq(head[0]),
                  f.wpos[c].eq(0), f.rfree[c].eq(RING_SLOTS), f.fgrow_en[c].eq(0),
                  f.fnew_en[c].eq(0), f.fstop_en[c].eq(0), f.ftake[c].eq(0),
                  f.fwait[c].eq(0)]

@@ -25,6 +25,7 @@ another's (another node's array through the TCA window, or a packed buffer).
 from dataclasses import dataclass, replace
 
 from peach2.dma import descriptor
+from peach2.dma.common import MAX_ANNOUNCED
 
 __all__ = ["Transfer", "Chain", "memcpy", "PLANES", "halo_plane", "halo_transfer",
            "contiguous"]
@@ -224,6 +225,15 @@ class Chain:
         if not self.transfers:
             raise ValueError("the chain is empty")
         return self.pointer(0) | min(15, self.adjacency()[0]) << 1
+
+    @property
+    def announced(self):
+        """Descriptors that follow the head immediately in memory, up to
+        :data:`~peach2.dma.common.MAX_ANNOUNCED`: ``CH_CTRL.adj`` of the start, so the engine
+        fetches them all with the head (``CH_HEAD[4:1]`` says 15 at most)."""
+        if not self.transfers:
+            raise ValueError("the chain is empty")
+        return min(MAX_ANNOUNCED, self.adjacency()[0])
 
     def pointer(self, i):
         """Return the pointer to descriptor ``i``."""
