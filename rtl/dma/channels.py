@@ -14,7 +14,7 @@ from amaranth.hdl import Array, Cat, Mux, Signal
 from ..params import N_DMA_CHANNELS, N_DMA_SLOTS, DmaError
 from .common import CH_CTRL, CH_STATUS, Chan, field, per_channel
 from .descriptor import Descriptor
-from .fetch import fetch_start
+from .fetch import fetch_announced, fetch_start
 
 __all__ = ["channel_registers", "control", "reports"]
 
@@ -57,6 +57,11 @@ def channel_registers(nxt, nxt_valid):
         # descriptors are known to follow the last one loaded (``ahead_gt1``: 2 or more, so
         # some are known to follow the next one).
         lptr=per_chan("lptr", 64),
+        # What a chained start announces after the head (the most of CH_CTRL.adj and
+        # CH_HEAD[4:1]), registered from the control write's data every cycle, and taken the
+        # cycle after the start (``start_d``), out of the start's own decision paths.
+        ann=per_chan("ann", 6),
+        start_d=per_chan("start_d", 1),
         ahead=per_chan("ahead", 8),
         ahead_gt1=per_chan("ahead_gt1", 1),
         regmode=per_chan("regmode", 1),
@@ -136,6 +141,12 @@ def control(m, pl, ch):
                             | accept & start & lo[0] & lo[5])
         ch.abort_clear.append(accept)
     for c in range(NC):
+        adj, in_head = field(ctrl, "adj", CH_CTRL), pl.ch_head_lo[c][1:5]
+        m.d.sync += [ch.ann[c].eq(Mux(adj > in_head, adj, in_head)), ch.start_d[c].eq(0)]
+        with m.If(ch.start_d[c]):
+            # As if the one before the head had announced one more.
+            m.d.sync += [ch.ahead[c].eq(ch.ann[c] + 1), ch.ahead_gt1[c].eq(ch.ann[c] != 0)]
+            fetch_announced(m, ch, c, ch.ann[c])
         with m.If(pl.ch_ctrl_stb[c]):
             start = field(ctrl, "start", CH_CTRL)
             rstart = field(ctrl, "reg_start", CH_CTRL)
@@ -146,20 +157,15 @@ def control(m, pl, ch):
                 m.d.sync += ch.ignored[c].eq(1)
             with m.Elif(start | rstart):
                 head = Cat(pl.ch_head_lo[c], pl.ch_head_hi[c])
-                # Announced after the head: the most of CH_CTRL.adj and CH_HEAD[4:1].
-                ann = Mux(field(ctrl, "adj", CH_CTRL) > head[1:5], field(ctrl, "adj", CH_CTRL),
-                          head[1:5])
                 m.d.sync += [
                     ch.ignored[c].eq(0), ch_err[c].eq(0),
                     ch.unroutable[c].eq(0), ch.desc_done[c].eq(0), ch.nbytes[c].eq(0),
                     ch.regmode[c].eq(~start), ch.slot[c].eq(0), ch.nslots[c].eq(n),
                     cur_addr[c].eq(head & ~0x1f),
-                    ch.lptr[c].eq(head & ~0x1e),
-                    # As if the one before the head had announced one more.
-                    ch.ahead[c].eq(ann + 1), ch.ahead_gt1[c].eq(ann != 0),
+                    ch.lptr[c].eq(head & ~0x1e), ch.start_d[c].eq(start),
                 ]
-                # The head and the descriptors announced after it.
-                fetch_start(m, ch, c, head, ann, start)
+                # The head (and, a cycle later, the descriptors announced after it).
+                fetch_start(m, ch, c, head)
                 with m.If(start & head[0] & head[5]):
                     # A 64-byte head descriptor that is not 64-byte aligned.
                     m.d.sync += [st[c].eq(Chan.DRAIN), ch_err[c].eq(DmaError.DESC_MALFORMED),
