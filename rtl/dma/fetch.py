@@ -132,6 +132,6 @@ def fetch_start(m, f, c, head):
 
 def fetch_announced(m, f, c, ann):
     """The cycle after a chained start of channel ``c``: the head and the ``ann`` descriptors
-    announced after it (up to 63) are to be fetched."""
+    announced after it (up to 63) are to be fetched.  The start's ``fhold`` covers it: the
+    plan's three steps from ``fleft`` are registered a cycle before ``fhold`` runs out."""
     m.d.sync += f.fleft[c].eq(ann + 1)
-    fetch_changed(m, f, c)
