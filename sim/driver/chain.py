@@ -222,9 +222,7 @@ class Chain:
     def head(self):
         """Pointer to the first descriptor for ``CH_HEAD``, announcing in bits [4:1] the
         descriptors that follow it (up to 15), so the first fetch reads them with it."""
-        if not self.transfers:
-            raise ValueError("the chain is empty")
-        return self.pointer(0) | min(15, self.adjacency()[0]) << 1
+        return self.pointer(0) | min(15, self.announced) << 1
 
     @property
     def announced(self):

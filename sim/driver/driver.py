@@ -56,7 +56,6 @@ Example
 """
 
 from peach2.csr.regmap import REGMAP, VERSION_MAJOR, Access
-from peach2.dma.common import MAX_ANNOUNCED
 from peach2.params import N_DMA_CHANNELS, N_DMA_SLOTS, PUT_WINDOW, DmaError, PutError
 from peach2.put.descriptor import PUT_BYTES
 from peach2.put.descriptor import pack as pack_put
@@ -466,14 +465,13 @@ class Driver:
     async def dma_start(self, channel, adj=None):
         """Start ``channel`` on the chain at ``CH_HEAD`` (``tcaStartDMADesc``, one write).
 
-        ``adj`` (``CH_CTRL.adj``, 0 .. :data:`~peach2.dma.common.MAX_ANNOUNCED`): descriptors
-        of the head's size that follow it immediately in memory, fetched with it; default
-        what :meth:`dma_desc_set` wrote (0 after :meth:`dma_set_head`)."""
+        ``adj`` (``CH_CTRL.adj``, 0 .. :data:`~peach2.dma.common.MAX_ANNOUNCED`, refused by
+        the register map's field check beyond): descriptors of the head's size that follow it
+        immediately in memory, fetched with it; default what :meth:`dma_desc_set` wrote (0
+        after :meth:`dma_set_head`)."""
         channel = self._channel(channel)
         if adj is None:
             adj = self._announced.get(channel, 0)
-        if not 0 <= adj <= MAX_ANNOUNCED:
-            raise ValueError(f"adj must be 0..{MAX_ANNOUNCED}, not {adj}")
         await self.write_reg("CH_CTRL", index=channel, start=1, adj=adj)
 
     async def dma_reg_set(self, channel, transfers):
