@@ -52,7 +52,7 @@ class DmaHarness(Harness):
         TB = (NT - 1).bit_length()
         bk = self.add_block(m, "booking", Booking(n_tags=NT, rows=ROWS), platform)
         pl = self.add_block(m, "planner", Planner(n_tags=NT, rows=ROWS), platform)
-        for name in ("free_rows", "room_hdr", "room_dat", "hdr_free", "dat_free", "rd_busy"):
+        for name in ("free_less", "room_hdr", "room_dat", "hdr_free", "dat_free", "rd_busy"):
             m.d.comb += getattr(pl.room, name).eq(getattr(bk.room, name))
         seen = bk.room.outstanding
         if self.mutant == "blind_tag":
@@ -105,7 +105,8 @@ class DmaHarness(Harness):
         def pli(name):
             return self.internal(name, block="planner")
 
-        outstanding, free_rows = bki("outstanding"), bki("free_rows")
+        outstanding = bki("outstanding")
+        free_rows = bki("free_less") + ROWS
         used_hdr, used_dat = bki("used_hdr"), bki("used_dat")
         acc_hdr, acc_dat, acc_rows = bki("acc_hdr"), bki("acc_dat"), bki("acc_rows")
         self.claim(m, "tags", ~iss.en | (~held.bit_select(new, 1) & (count < limit)))
