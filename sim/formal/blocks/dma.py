@@ -7,6 +7,7 @@ from amaranth.lib import wiring
 
 from peach2.dma.booking import Booking
 from peach2.dma.planner import FETCH_CREDITS, Planner
+from peach2.params import N_DMA_CHANNELS
 
 from ..harness import Harness
 
@@ -139,6 +140,16 @@ class DmaHarness(Harness):
         self.lemma(m, ~(iss.en & d_iss))
         does = Cat(*(pli(f"k_do_{a}") for a in ("load", "pf", "data")))
         self.lemma(m, (does & (does - 1)) == 0)
+        # The actions are held for ACT only (the issue is decided outside the state machine
+        # from them), and ACT's data read one-hot by channel is the selected channel's.
+        sel = pli("sel")
+        # In ACT, a read's rows and the same less the buffer's (the top bit flipped), both
+        # from CALC.
+        self.lemma(m, (state != ACT)
+                   | (pli("k_rows_less").as_unsigned() == (pli("k_rows") ^ ROWS)))
+        self.lemma(m, (does == 0) | (state == ACT))
+        for c in range(N_DMA_CHANNELS):
+            self.lemma(m, ~pli(f"k_reading{c}") | (pli("k_do_data") & (sel == c)))
         # The accumulator holds one release, two after a booking cycle.
         self.lemma(m, (acc_hdr <= Mux(d_iss, 62, 31)) & (acc_dat <= Mux(d_iss, 254, 127)))
         late_hdr = Mux(d_iss, iss.hdr, 0)
