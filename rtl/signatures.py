@@ -47,6 +47,8 @@ CH_CTRL_FIELDS = (
     ("reg_start", 1, 1, "run register-mode slots 0 .. slots-1"),
     ("abort", 2, 1, "stop the chain (error ABORTED)"),
     ("slots", 8, 3, "register mode: number of slots, 1..4"),
+    ("adj", 16, 6, "with start: descriptors of the head's size that follow it immediately in "
+                   "memory, fetched with it, up to 63 (the most of this and CH_HEAD[4:1])"),
 )
 
 #: CH_STATUS[c] (``ch_status``).

@@ -290,8 +290,9 @@ def _channel_registers():
     ch = dict(dims=(N_DMA_CHANNELS,), stride=0x40, index_args=("c",), group="CH")
     return [
         Register("CH_HEAD_LO", 0x300, Access.RW, "channel c: head pointer, bits [31:0]",
-                 **ch, notes="Bit 0: the head descriptor is 64 bytes (`ext`).  Bits [4:1] are "
-                             "ignored (descriptors are 32-byte aligned)."),
+                 **ch, notes="Bit 0: the head descriptor is 64 bytes (`ext`).  Bits [4:1]: "
+                             "descriptors that follow the head immediately in memory, up to "
+                             "15 (`CH_CTRL.adj` announces up to 63)."),
         Register("CH_HEAD_HI", 0x304, Access.RW, "channel c: head pointer, bits [63:32]", **ch),
         Register("CH_CTRL", 0x308, Access.ACTION, "channel c: start or abort",
                  fields=_fields(CH_CTRL_FIELDS), **ch),

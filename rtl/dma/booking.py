@@ -38,8 +38,10 @@ class RoomSignature(wiring.Signature):
     -------
     outstanding : Out(range(n_tags + 1))
         Reads outstanding.
-    free_rows : Out(log2 rows + 1)
-        Buffer rows not held by a read.
+    free_less : Out(signed(log2 rows + 1))
+        Buffer rows not held by a read, less ``rows`` (0 when every row is free): a register
+        reset to 0 (the ALM flow keeps one reset to another value inverted, with a NOT in front
+        of the planner's carry-chain compare, a LUT level).
     room_hdr : Out(signed(10)) ; room_dat : Out(signed(14))
         The completion credits left, registered (they lag the counters by a cycle).
     hdr_free, dat_free : Out(1)
@@ -51,7 +53,7 @@ class RoomSignature(wiring.Signature):
     def __init__(self, *, n_tags, rows):
         super().__init__({
             "outstanding": Out(range(n_tags + 1)),
-            "free_rows":   Out(ceil_log2(rows) + 1),
+            "free_less":   Out(signed(ceil_log2(rows) + 1)),
             "room_hdr":    Out(signed(10)),
             "room_dat":    Out(signed(14)),
             "hdr_free":    Out(1),
@@ -125,7 +127,7 @@ class Booking(wiring.Component):
         issue_seq = Signal(16)          # reads issued
         head_seq = Signal(16)           # reads released (in issue order)
         tail_row = Signal(RB)           # next free row
-        free_rows = Signal(RB + 1, init=ROWS)
+        free_less = Signal(signed(RB + 1))     # free rows - ROWS (RoomSignature)
         outstanding = Signal(range(NT + 1))     # issue_seq - head_seq, kept as a register
         # The hard IP's completion buffer: credits held by outstanding reads.
         used_hdr = Signal(9)
@@ -135,7 +137,7 @@ class Booking(wiring.Component):
         m.d.sync += [lim_hdr.eq(self.cpl_space[:8]), lim_dat.eq(self.cpl_space[8:20])]
         m.d.comb += [self.next_tag.eq(issue_seq[:TB]), self.next_row.eq(tail_row),
                      self.head_seq.eq(head_seq), self.room.outstanding.eq(outstanding),
-                     self.room.free_rows.eq(free_rows)]
+                     self.room.free_less.eq(free_less)]
 
         # Per tag: static facts written at issue, read by the receiver.
         m.submodules.taginfo = taginfo = Memory(shape=tag_info_layout(RB), depth=NT, init=[])
@@ -150,12 +152,12 @@ class Booking(wiring.Component):
         with m.If(iss.en):
             m.d.sync += [
                 issue_seq.eq(issue_seq + 1), tail_row.eq(tail_row + iss.rows),
-                free_rows.eq(free_rows - iss.rows), used_hdr.eq(used_hdr + iss.hdr),
+                free_less.eq(free_less - iss.rows), used_hdr.eq(used_hdr + iss.hdr),
                 used_dat.eq(used_dat + iss.dat),
             ]
             m.d.sync += [acc.eq(acc + v) for acc, v in zip((acc_rows, acc_hdr, acc_dat), rel_now)]
         with m.Else():
-            m.d.sync += [free_rows.eq(free_rows + acc_rows), used_hdr.eq(used_hdr - acc_hdr),
+            m.d.sync += [free_less.eq(free_less + acc_rows), used_hdr.eq(used_hdr - acc_hdr),
                          used_dat.eq(used_dat - acc_dat)]
             m.d.sync += [acc.eq(v) for acc, v in zip((acc_rows, acc_hdr, acc_dat), rel_now)]
         with m.If(rel.en):

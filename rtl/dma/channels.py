@@ -12,9 +12,9 @@ from types import SimpleNamespace
 from amaranth.hdl import Array, Cat, Mux, Signal
 
 from ..params import N_DMA_CHANNELS, N_DMA_SLOTS, DmaError
-from .common import CH_CTRL, CH_STATUS, Chan, bits, field, per_channel
+from .common import CH_CTRL, CH_STATUS, Chan, field, per_channel
 from .descriptor import Descriptor
-from .fetch import fetch_start
+from .fetch import fetch_announced, fetch_start
 
 __all__ = ["channel_registers", "control", "reports"]
 
@@ -40,13 +40,15 @@ def channel_registers(nxt, nxt_valid):
         bbig=per_chan("bbig", 1),           # brem_m1 >= 4096 (kept with it: no wide OR in CALC)
         lbig=per_chan("lbig", 1),           # the descriptor's length - 1 >= 4096
         # Whether the current descriptor is the chain's last (the end bit, or the last
-        # register-mode slot), registered: it is looked at by a mark, two cycles or more after
-        # the load or the start that changed it.
+        # register-mode slot), set by the load: the read closing the descriptor looks at it in
+        # its CALC, from the cycle after the load's ACT.
         last_pre=per_chan("last_pre", 1),
+        # Whether the register-mode slot is the last, registered (a load looks at it two
+        # cycles or more after the close or the start that moved the slot).
+        slot_last=per_chan("slot_last", 1),
         sgap1=per_chan("sgap1", 33),        # the source and destination gaps, plus 1
         dgap1=per_chan("dgap1", 33),
         bleft=per_chan("bleft", 32),        # bursts left, the current one included
-        blnz=per_chan("blnz", 1),           # bleft != 0 (kept with it: no wide OR in CALC)
         nxt=Array([nxt[c] for c in range(NC)]),
         nxt_valid=Array([nxt_valid[c] for c in range(NC)]),
         nxt_clear=Signal(NC),   # the staged descriptor was loaded
@@ -55,6 +57,11 @@ def channel_registers(nxt, nxt_valid):
         # descriptors are known to follow the last one loaded (``ahead_gt1``: 2 or more, so
         # some are known to follow the next one).
         lptr=per_chan("lptr", 64),
+        # What a chained start announces after the head (the most of CH_CTRL.adj and
+        # CH_HEAD[4:1]), registered from the control write's data every cycle, and taken the
+        # cycle after the start (``start_d``), out of the start's own decision paths.
+        ann=per_chan("ann", 6),
+        start_d=per_chan("start_d", 1),
         ahead=per_chan("ahead", 8),
         ahead_gt1=per_chan("ahead_gt1", 1),
         regmode=per_chan("regmode", 1),
@@ -118,8 +125,7 @@ def control(m, pl, ch):
 
     # Control writes: start, register-mode start, abort.
     for c in range(NC):
-        m.d.sync += ch.last_pre[c].eq(Mux(ch.regmode[c], ch.slot[c] + 1 >= ch.nslots[c],
-                                          bits(ch.cur[c].control, "end")))
+        m.d.sync += ch.slot_last[c].eq(ch.slot[c] + 1 >= ch.nslots[c])
     ctrl = pl.ch_ctrl_data
     # What a control write does to ``abort`` (set: an abort of a busy channel, a register-mode
     # start with a bad slot count; clear: any other accepted start), for :func:`reports`.
@@ -135,6 +141,12 @@ def control(m, pl, ch):
                             | accept & start & lo[0] & lo[5])
         ch.abort_clear.append(accept)
     for c in range(NC):
+        adj, in_head = field(ctrl, "adj", CH_CTRL), pl.ch_head_lo[c][1:5]
+        m.d.sync += [ch.ann[c].eq(Mux(adj > in_head, adj, in_head)), ch.start_d[c].eq(0)]
+        with m.If(ch.start_d[c]):
+            # As if the one before the head had announced one more.
+            m.d.sync += [ch.ahead[c].eq(ch.ann[c] + 1), ch.ahead_gt1[c].eq(ch.ann[c] != 0)]
+            fetch_announced(m, ch, c, ch.ann[c])
         with m.If(pl.ch_ctrl_stb[c]):
             start = field(ctrl, "start", CH_CTRL)
             rstart = field(ctrl, "reg_start", CH_CTRL)
@@ -150,12 +162,10 @@ def control(m, pl, ch):
                     ch.unroutable[c].eq(0), ch.desc_done[c].eq(0), ch.nbytes[c].eq(0),
                     ch.regmode[c].eq(~start), ch.slot[c].eq(0), ch.nslots[c].eq(n),
                     cur_addr[c].eq(head & ~0x1f),
-                    ch.lptr[c].eq(head & ~0x1e),
-                    # As if the one before the head had announced CH_HEAD[4:1] + 1.
-                    ch.ahead[c].eq(head[1:5] + 1), ch.ahead_gt1[c].eq(head[1:5] != 0),
+                    ch.lptr[c].eq(head & ~0x1e), ch.start_d[c].eq(start),
                 ]
-                # The head and the descriptors CH_HEAD[4:1] announces after it.
-                fetch_start(m, ch, c, head, start)
+                # The head (and, a cycle later, the descriptors announced after it).
+                fetch_start(m, ch, c, head)
                 with m.If(start & head[0] & head[5]):
                     # A 64-byte head descriptor that is not 64-byte aligned.
                     m.d.sync += [st[c].eq(Chan.DRAIN), ch_err[c].eq(DmaError.DESC_MALFORMED),

@@ -12,11 +12,12 @@ from amaranth.lib import data, enum
 from ..params import N_DMA_CHANNELS
 from ..signatures import CH_CTRL_FIELDS, CH_STATUS_FIELDS, DMA_CONFIG_FIELDS
 from ..tlp.layouts import Type
-from .descring import SLOT_BITS
+from .descring import RING_SLOTS, SLOT_BITS
 from .descriptor import CONTROL_BITS
 
 __all__ = ["Chan", "Kind", "Act", "Item", "bits", "field", "end_mask", "mem_header", "select",
-           "per_channel", "ceil_log2", "base_bits", "tag_info_layout", "entry_layout", "CH_CTRL", "DMA_CONFIG", "CH_STATUS"]
+           "per_channel", "ceil_log2", "base_bits", "tag_info_layout", "entry_layout", "CH_CTRL", "DMA_CONFIG", "CH_STATUS",
+           "MAX_ANNOUNCED"]
 
 
 def _positions(rows):
@@ -29,6 +30,10 @@ _CTRL = _positions(CONTROL_BITS)
 CH_CTRL = _positions(CH_CTRL_FIELDS)
 DMA_CONFIG = _positions(DMA_CONFIG_FIELDS)
 CH_STATUS = _positions(CH_STATUS_FIELDS)
+#: The most descriptors a start announces after the head (``CH_CTRL.adj``): with the head, as
+#: many as the channel's descriptor ring holds, so all of them are fetched at the start.
+MAX_ANNOUNCED = (1 << CH_CTRL["adj"][1]) - 1
+assert MAX_ANNOUNCED + 1 <= RING_SLOTS
 
 
 def bits(value, name):
@@ -64,8 +69,7 @@ class Act(enum.Enum, shape=3):
     NONE  = 0   # nothing (IDLE or DRAIN)
     LOAD  = 2   # load the next descriptor (WAIT)
     PF    = 3   # fetch announced descriptors into the ring (WAIT, RUN)
-    DATA  = 4   # issue the next read of the current burst (RUN)
-    MARK  = 5   # close the descriptor (RUN)
+    DATA  = 4   # issue the next read of the current burst (RUN); the last closes the descriptor
 
 
 class Item(enum.Enum, shape=2):

@@ -5,7 +5,8 @@ transfers ran at one host read round trip per descriptor.  Here a chain announce
 runs (``control.adj``, :mod:`peach2.dma.descriptor`) and the planner fetches up to
 ``min(MRRS, 512)`` bytes of descriptors with one read; the receiver writes them into the
 fetching channel's ring, and the ring hands them one at a time to the channel's staging
-register (the ``nxt`` the planner loads from, checked a cycle ahead as before).
+register (the ``nxt`` the planner loads from, checked ahead as before), with one more waiting
+behind it.
 """
 
 from amaranth.hdl import Array, Cat, Module, Signal
@@ -68,13 +69,13 @@ class RingSignature(wiring.Signature):
 
 class DescRing(wiring.Component):
     """Four rings of :data:`RING_SLOTS` descriptor slots (64 bytes each, one per descriptor of
-    either size), in sixteen 32-bit banks, and the four staging registers behind them.
+    either size), in sixteen 32-bit banks, and the four pairs of staging registers behind them.
 
     The receiver writes a fetch's DWs (slot ``base + k // dpd``, bank ``k % dpd`` for DW ``k``
     of the fetch, ``dpd`` 8 or 16 DWs a descriptor) and marks a slot complete with its last DW.
-    A channel's slots are loaded in ring order: when its staging register is empty and the slot
-    at its read position is complete, the slot is read (one channel a cycle, the lowest first)
-    and lands in the staging register two cycles later; the slot is free again (``pop``).  The
+    A channel's slots are loaded in ring order: when its two staging registers have room and
+    the slot at its read position is complete, the slot is read (one channel a cycle, the
+    lowest first) and lands two cycles later; the slot is free again (``pop``).  The
     planner reserves slots when it issues a fetch (it counts the free ones from ``pop``), so a
     fetch always has room.
 
@@ -125,17 +126,19 @@ class DescRing(wiring.Component):
                 with m.If(done.chan == c):
                     m.d.sync += valid[c].bit_select(done.slot, 1).eq(1)
 
-        # Staging: one slot a cycle into an empty staging register (not one being filled), of
-        # a running channel.  Whether the slot at the read position is complete is registered
-        # (``head_ok``): a cycle stale after a pick, while the staging register is being
-        # filled (``stg1``, ``stg2``), and after the channel starts, while ``started`` holds
-        # it off.  A channel
-        # that is not running keeps its ring empty (a fetch of a stopped chain may still land
-        # there) and its staging register invalid, so a start finds both empty.
-        # A pick is registered (``stg1``, one-hot, with the slot's address): the banks are
-        # read from registers a cycle later (``stg2``) and the slot lands in the staging
-        # register the cycle after.  The slot's valid bit is cleared with the read (the slot is
-        # not fetched into again before the planner sees it free, from ``pop``, later still).
+        # Staging: one slot a cycle toward a channel's staging register ``nxt``, behind which
+        # a second register ``nxt_b`` waits, so a load finds the next descriptor staged the
+        # cycle after (``nxt <= nxt_b``).  A running channel's slot at its read position is
+        # picked when the two registers and the slots on their way hold one descriptor at
+        # most after this cycle (a load, ``nxt_clear``, frees one now).  Whether that slot is
+        # complete is registered (``head_ok``): a cycle stale after a pick, while ``stg1``
+        # holds the next pick off, and after the channel starts, while ``started`` does.  A channel that is not running keeps
+        # its ring empty (a fetch of a stopped chain may still land there) and both registers
+        # invalid, so a start finds them so.  A pick is registered (``stg1``, one-hot, with
+        # the slot's address): the banks are read from registers a cycle later (``stg2``) and
+        # the slot lands in ``nxt`` (or ``nxt_b`` if that stays full) the cycle after.  The
+        # slot's valid bit is cleared with the read (the slot is not fetched into again before
+        # the planner sees it free, from ``pop``, later still).
         stg1 = Signal(NC)
         stg2 = Signal(NC)
         stg_slot = Signal(SLOT_BITS)
@@ -143,11 +146,18 @@ class DescRing(wiring.Component):
         picked = Signal(NC)
         head_ok = Signal(NC)
         started = Signal(NC)
+        nxt_b = [Signal(Descriptor, name=f"ch{c}_nxt_b") for c in range(NC)]
+        b_valid = Signal(NC)
         m.d.sync += started.eq(~ring.run)
         for c in range(NC):
+            kept = nxt_valid[c] & ~ring.nxt_clear[c]
+            # At most one of the four is held after this cycle: room for one more.
+            held = Cat(kept, b_valid[c], stg1[c], stg2[c])
+            one_at_most = Signal(name=f"ring{c}_room")
+            m.d.comb += one_at_most.eq(~(held & (held - 1)).any())
             m.d.sync += head_ok[c].eq(valid[c].bit_select(rpos[c], 1))
-            m.d.comb += [cand[c].eq(head_ok[c] & ~nxt_valid[c] & ~stg1[c] & ~stg2[c]
-                                    & ring.run[c] & ~started[c]),
+            m.d.comb += [cand[c].eq(head_ok[c] & ~stg1[c] & one_at_most & ring.run[c]
+                                    & ~started[c]),
                          picked[c].eq(cand[c] & ~(cand & ((1 << c) - 1)).any())]
         pick = Signal(2)
         for c in reversed(range(NC)):
@@ -160,10 +170,19 @@ class DescRing(wiring.Component):
                 m.d.sync += rpos[c].eq(rpos[c] + 1)
             with m.If(stg1[c]):
                 m.d.sync += valid[c].bit_select(stg_slot, 1).eq(0)
+            # nxt after this cycle: nxt_b's if a load takes nxt, else the landing slot if nxt
+            # is empty or taken (nxt_b is then empty); the landing slot goes to nxt_b if nxt
+            # stays full.
+            nxt_free = ~nxt_valid[c] | ring.nxt_clear[c]
             with m.If(ring.nxt_clear[c]):
-                m.d.sync += nxt_valid[c].eq(0)
+                m.d.sync += [nxt[c].eq(nxt_b[c]), nxt_valid[c].eq(b_valid[c]),
+                             b_valid[c].eq(0)]
             with m.If(stg2[c]):
-                m.d.sync += [nxt[c].eq(Cat(*rdata)), nxt_valid[c].eq(1)]
+                with m.If(nxt_free & ~b_valid[c]):
+                    m.d.sync += [nxt[c].eq(Cat(*rdata)), nxt_valid[c].eq(1)]
+                with m.Else():
+                    m.d.sync += [nxt_b[c].eq(Cat(*rdata)), b_valid[c].eq(1)]
             with m.If(~ring.run[c]):
-                m.d.sync += [valid[c].eq(0), rpos[c].eq(0), nxt_valid[c].eq(0)]
+                m.d.sync += [valid[c].eq(0), rpos[c].eq(0), nxt_valid[c].eq(0),
+                             b_valid[c].eq(0)]
         return m

@@ -17,15 +17,16 @@ A pointer to a descriptor (``CH_HEAD`` and the ``next`` field) is its 32-byte al
 with bit 0 set when the descriptor it points to is 64 bytes (``ext``).  The engine fetches
 exactly 32 or 64 bytes; a descriptor whose ``ext`` bit disagrees with the pointer's bit 0 is
 malformed.  Bits [4:1] of ``next`` must be 0 (the descriptor is malformed otherwise); in
-``CH_HEAD`` they announce up to 15 descriptors right after the head (see below).  A 64-byte descriptor is 64-byte aligned (so that no fetch of it
-crosses a read-request or 4 KiB boundary): a pointer with bit 0 and bit 5 set is malformed.
+``CH_HEAD`` they announce up to 15 descriptors right after the head (see below).  A 64-byte
+descriptor is 64-byte aligned (so that no fetch of it crosses a read-request or 4 KiB
+boundary): a pointer with bit 0 and bit 5 set is malformed.
 
 Adjacent runs (block fetch)
 ---------------------------
 ``control.adj`` says how many descriptors of the chain follow this one immediately in memory,
 each the same size as it and each ``next`` pointing to the one after it (as Xilinx XDMA's
-``Nxt_adj``, but counting from this descriptor; ``CH_HEAD`` bits [4:1] do the same for the
-head, up to 15).  When the engine loads a descriptor, the descriptors known to follow it are the
+``Nxt_adj``, but counting from this descriptor; for the head the start does it: the most of
+``CH_HEAD`` bits [4:1], up to 15, and ``CH_CTRL.adj``, up to 63).  When the engine loads a descriptor, the descriptors known to follow it are the
 most of those known to follow the one before it, less one, and its ``adj``; those not fetched yet
 are fetched in blocks of up to ``min(MRRS, 512)`` bytes (ending on such a boundary) into the
 channel's descriptor ring, without waiting for each to be loaded.  ``adj = 0`` is a scattered chain: ``next`` is followed, one

@@ -20,7 +20,7 @@ from .common import per_channel
 from .descring import RING_SLOTS, SLOT_BITS
 
 __all__ = ["fetch_registers", "fetch_plan", "fetch_changed", "fetch_act", "fetch_start",
-           "FETCH_BLOCK_SLOTS"]
+           "fetch_announced", "FETCH_BLOCK_SLOTS"]
 
 #: Descriptors of the largest fetch (512 bytes of 32-byte descriptors): a fetch waits for as
 #: many free ring slots.
@@ -119,12 +119,19 @@ def fetch_act(m, f, sel, go):
                 fetch_changed(m, f, c)
 
 
-def fetch_start(m, f, c, head, chained):
-    """A start of channel ``c`` at pointer ``head`` (``chained``: not register mode): the head
-    and the descriptors ``head[4:1]`` announces after it are to be fetched."""
+def fetch_start(m, f, c, head):
+    """A start of channel ``c`` at pointer ``head``: nothing to fetch yet (register mode: nothing
+    at all; a chained start: :func:`fetch_announced` the cycle after)."""
     m.d.sync += [f.fptr[c].eq(Cat(Const(0, 5), head[5:])),
-                 f.fleft[c].eq(Mux(chained, head[1:5] + 1, 0)), f.fbig[c].eq(head[0]),
+                 f.fleft[c].eq(0), f.fbig[c].eq(head[0]),
                  f.wpos[c].eq(0), f.rfree[c].eq(RING_SLOTS), f.fgrow_en[c].eq(0),
                  f.fnew_en[c].eq(0), f.fstop_en[c].eq(0), f.ftake[c].eq(0),
                  f.fwait[c].eq(0)]
     fetch_changed(m, f, c)
+
+
+def fetch_announced(m, f, c, ann):
+    """The cycle after a chained start of channel ``c``: the head and the ``ann`` descriptors
+    announced after it (up to 63) are to be fetched.  The start's ``fhold`` covers it: the
+    plan's three steps from ``fleft`` are registered a cycle before ``fhold`` runs out."""
+    m.d.sync += f.fleft[c].eq(ann + 1)

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 from amaranth.hdl import Array, Cat, Const, Mux, Signal
 
 from ..params import N_DMA_CHANNELS, N_DMA_SLOTS, DmaError
+from ..util import not_below
 from .common import Kind, bits, select
 from .descriptor import CONTROL_RESERVED, MAGIC, Descriptor
 from .fetch import fetch_changed
@@ -66,9 +67,9 @@ def load_checks(m, slots, ch, sel):
     describe its contents); a slot is checked a cycle after the register write that changed
     it, and the host's start write comes later than that.
 
-    A channel can be picked in its MARK action, while still in RUN, and reach CALC in WAIT
-    with its prefetch still arriving: the buffer then holds part of the old descriptor, and
-    becomes valid only after CALC.  ACT loads only what CALC saw valid (``ok``; the channel is
+    A channel can be picked in its closing read's action, while still in RUN, and reach CALC in
+    WAIT with its prefetch still arriving: the buffer then holds part of the old descriptor,
+    and becomes valid only after CALC.  ACT loads only what CALC saw valid (``ok``; the channel is
     picked again otherwise).  Once valid, neither the buffer nor the slot number change until
     that channel's next action."""
     n_slots = N_DMA_CHANNELS * N_DMA_SLOTS
@@ -82,10 +83,16 @@ def load_checks(m, slots, ch, sel):
     for i in range(n_slots):
         m.d.sync += [slot_bad[i].eq(_malformed(slots[i], regm=True)),
                      slot_big[i].eq(_big(slots[i]))]
-    # Per channel, a cycle ahead: the pointer right after the staged descriptor, and what is
-    # known to follow it: ``b`` from the ones before, or its adj if more (then ``grow`` more
-    # to fetch).  Its lptr and ahead change only in its loads, four cycles or more apart.
-    lfollow = [Signal(64, name=f"ch{c}_lfollow") for c in range(N_DMA_CHANNELS)]
+    # Per channel, ahead: the pointer right after the staged descriptor, and what is known
+    # to follow it: ``b`` from the ones before, or its adj if more (then ``grow`` more to
+    # fetch).  Its lptr, lfollow and ahead change only in its loads, four cycles or more
+    # apart, and the staged descriptor changes with them (the one behind it moves up): each
+    # of these is registered within two cycles of the load (lfollow is set by the load
+    # itself), so a CALC three cycles after the load's ACT sees them all.
+    lfollow = Array([Signal(64, name=f"ch{c}_lfollow") for c in range(N_DMA_CHANNELS)])
+    n_lfollow = [Signal(64, name=f"ch{c}_n_lfollow") for c in range(N_DMA_CHANNELS)]
+    f_next = [Signal(64, name=f"ch{c}_f_next") for c in range(N_DMA_CHANNELS)]
+    f_lf = [Signal(64, name=f"ch{c}_f_lf") for c in range(N_DMA_CHANNELS)]
     b = [Signal(8, name=f"ch{c}_known_b") for c in range(N_DMA_CHANNELS)]
     b_nz = [Signal(name=f"ch{c}_known_b_nz") for c in range(N_DMA_CHANNELS)]
     b_gt1 = [Signal(name=f"ch{c}_known_b_gt1") for c in range(N_DMA_CHANNELS)]
@@ -99,44 +106,57 @@ def load_checks(m, slots, ch, sel):
     n_gt1 = [Signal(name=f"ch{c}_n_gt1") for c in range(N_DMA_CHANNELS)]
     for c in range(N_DMA_CHANNELS):
         ahead, adj = ch.ahead[c], bits(nxt[c].control, "adj")
+        # (adj > b, from ahead itself: adj >= ahead, and adj > 0 when ahead is 0.)
         m.d.sync += [lfollow[c].eq(follow(lptr[c])),
                      b[c].eq(Mux(ahead == 0, 0, ahead - 1)), b_nz[c].eq(ahead[1:].any()),
                      b_gt1[c].eq(ahead > 2), adj_gt1[c].eq(adj[1:].any()),
-                     grow[c].eq(adj - b[c]), adj_gt[c].eq(adj > b[c]),
+                     grow[c].eq(adj - b[c]), adj_gt[c].eq(not_below(adj, ahead) & adj.any()),
+                     f_next[c].eq(follow(nxt[c].next)), f_lf[c].eq(follow(lfollow[c])),
                      next_eq_lo[c].eq(nxt[c].next[:32] == lfollow[c][:32]),
                      next_eq_hi[c].eq(nxt[c].next[32:] == lfollow[c][32:])]
         # Then where the load leaves the channel: the next descriptor's pointer and what is
         # known to follow it (see follow_chain), from the compares above.
         new_run = ~adj_gt[c] & ~b_nz[c]
         m.d.sync += [n_lptr[c].eq(Mux(new_run, nxt[c].next, lfollow[c])),
+                     n_lfollow[c].eq(Mux(new_run, f_next[c], f_lf[c])),
                      n_ahead[c].eq(Mux(adj_gt[c], adj, Mux(b_nz[c], b[c], 0))),
                      n_gt1[c].eq(Mux(adj_gt[c], adj_gt1[c], b_nz[c] & b_gt1[c]))]
     for c in range(N_DMA_CHANNELS):
         m.d.sync += [nxt_bad[c].eq(_malformed(nxt[c], regm=False, ptr=lptr[c],
                                               follows=next_eq_lo[c] & next_eq_hi[c],
                                               known=ch.ahead_gt1[c])),
-                     nxt_big[c].eq(_big(nxt[c])), nxt_seen[c].eq(nxt_valid[c]),
-                     nxt_seen2[c].eq(nxt_valid[c] & nxt_seen[c])]
+                     nxt_big[c].eq(_big(nxt[c])),
+                     # (a load moves the next one up: seen afresh)
+                     nxt_seen[c].eq(nxt_valid[c] & ~ch.nxt_clear[c]),
+                     nxt_seen2[c].eq(nxt_valid[c] & nxt_seen[c] & ~ch.nxt_clear[c])]
 
     regm = ch.regmode[sel]
     idx = Cat(ch.slot[sel][:2], sel)           # 4 * c + s
     ld = SimpleNamespace(desc=Signal(Descriptor, name="ld_desc"), bad=Signal(name="ld_bad"),
                          ok=Signal(name="ld_ok"), big=Signal(name="ld_big"),
                          lptr=Signal(64, name="ld_lptr"), ahead=Signal(8, name="ld_ahead"),
+                         lfollow=Signal(64, name="ld_lfollow"), lfollow_of=lfollow,
                          gt1=Signal(name="ld_gt1"), grow=Signal(8, name="ld_grow"),
                          **{f"case_{n}": Signal(name=f"ld_case_{n}")
                             for n in ("end", "grow", "new", "go", "empty")})
     ld.bad_now = Mux(regm, select(slot_bad, idx), select(nxt_bad, sel))
     ld.ok_now = regm | (nxt_valid[sel] & select(nxt_seen2, sel))
-    # Which case the load is (see _follow_chain), from the staged descriptor's end bit and
-    # the per-channel compares.
-    c_end = bits(select([nxt[c].control for c in range(N_DMA_CHANNELS)], sel), "end")
-    c_gt, c_bnz = adj_gt[sel], select(b_nz, sel)
-    good = ~regm & ld.ok_now & ~ld.bad_now
-    m.d.sync += [ld.case_end.eq(good & c_end), ld.case_grow.eq(good & ~c_end & c_gt),
-                 ld.case_new.eq(good & ~c_end & ~c_gt & ~c_bnz), ld.case_go.eq(good & ~c_end),
-                 ld.case_empty.eq(good & ~c_end & ~c_bnz),
-                 ld.lptr.eq(select(n_lptr, sel)), ld.ahead.eq(select(n_ahead, sel)),
+    # Which case the load is (see follow_chain), from the staged descriptor's end bit and
+    # the per-channel compares: each case per channel first (a good staged descriptor, not
+    # register mode: the slots' checks stay out of these), then the selected channel's.
+    cases = {n: [] for n in ("end", "grow", "new", "go", "empty")}
+    for c in range(N_DMA_CHANNELS):
+        good = Signal(name=f"ch{c}_ld_good", attrs={"keep": 1})
+        m.d.comb += good.eq(~ch.regmode[c] & nxt_valid[c] & nxt_seen2[c] & ~nxt_bad[c])
+        end, gt, bnz = bits(nxt[c].control, "end"), adj_gt[c], b_nz[c]
+        for n, v in (("end", end), ("grow", ~end & gt), ("new", ~end & ~gt & ~bnz),
+                     ("go", ~end), ("empty", ~end & ~bnz)):
+            case = Signal(name=f"ch{c}_ld_{n}")
+            m.d.comb += case.eq(good & v)
+            cases[n].append(case)
+    m.d.sync += [*(getattr(ld, f"case_{n}").eq(select(v, sel)) for n, v in cases.items()),
+                 ld.lptr.eq(select(n_lptr, sel)), ld.lfollow.eq(select(n_lfollow, sel)),
+                 ld.ahead.eq(select(n_ahead, sel)),
                  ld.gt1.eq(select(n_gt1, sel))]
     m.d.sync += [
         ld.big.eq(Mux(regm, select(slot_big, idx), select(nxt_big, sel))),
@@ -181,7 +201,7 @@ def load(m, ch, sel, ld, push, room):
             ch.brem_m1[sel].eq(d.length - 1),
             ch.bbig[sel].eq(ld.big), ch.lbig[sel].eq(ld.big),
             ch.bleft[sel].eq(Mux(ext, d.count, 1)),
-            ch.blnz[sel].eq(1),            # a count of 0 is malformed
+            ch.last_pre[sel].eq(Mux(regm, ch.slot_last[sel], bits(d.control, "end"))),
         ]
         consume(m, ch, sel)
 
@@ -197,8 +217,8 @@ def follow_chain(m, ch, sel, ld):
     does not do: incomplete, malformed, register mode).  Called for a LOAD's ACT, outside the
     state machine (``k.do`` is only set for ACT)."""
     with m.If(ld.case_go):
-        m.d.sync += [ch.lptr[sel].eq(ld.lptr), ch.ahead[sel].eq(ld.ahead),
-                     ch.ahead_gt1[sel].eq(ld.gt1)]
+        m.d.sync += [ch.lptr[sel].eq(ld.lptr), ld.lfollow_of[sel].eq(ld.lfollow),
+                     ch.ahead[sel].eq(ld.ahead), ch.ahead_gt1[sel].eq(ld.gt1)]
     m.d.sync += [ch.fgrow[sel].eq(ld.grow), ch.fnew[sel].eq(ld.desc.next)]
     for c in range(N_DMA_CHANNELS):
         with m.If(sel == c):

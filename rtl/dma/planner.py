@@ -59,8 +59,9 @@ def fits(need, room):
 class Planner(wiring.Component):
     """Round robin over the channels; per action (two cycles, CALC then ACT): fetch a
     descriptor, load the next descriptor (from the prefetch buffer, or from the register-mode
-    slots) and check it, cut the next read off the current burst, or close a descriptor (a
-    *mark*: completion write, MSI, counters).
+    slots) and check it, or cut the next read off the current burst.  The read that ends a
+    descriptor's last burst also closes the descriptor: its *mark* (completion write, MSI,
+    counters) enters the queue in the cycle after the read's entry, where no action pushes.
 
     CALC works out the action (from each channel's own registers, then the selected one's), the
     chunk (the least of four candidates, as a 2-bit index from six carry-chain compares), its
@@ -68,8 +69,8 @@ class Planner(wiring.Component):
     (``k_*``); ACT only adds and enables: the read's and the entry's fields are written whatever
     the room checks say, which decide only whether they count.  Every read needs room for its
     tag, rows and credits (:class:`~peach2.dma.booking.Booking`'s counters) and every action
-    pushes one entry into the in-order queue.  Faults stop a channel at once and are recorded a
-    cycle later.  The channels' registers, control writes and status are in
+    pushes one entry into the in-order queue (a closing read two).  Faults stop a channel at
+    once and are recorded a cycle later.  The channels' registers, control writes and status are in
     :mod:`peach2.dma.channels`, the descriptor load in :mod:`peach2.dma.load`.
 
     Parameters
@@ -195,6 +196,9 @@ class Planner(wiring.Component):
                 self._act(m, ch, k)
         with m.If(k.do[Act.LOAD]):
             follow_chain(m, ch, k.sel, k.ld)
+        self._issue(m, ch, k)
+        self._close(m, ch, k)
+        self._mark(m, ch, k)
         reports(m, self, ch)
         return m
 
@@ -204,7 +208,9 @@ class Planner(wiring.Component):
         NC = N_DMA_CHANNELS
         RB = ceil_log2(self.rows)
         k = SimpleNamespace(sel=Signal(range(NC), name="sel"),
-                            last_sel=Signal(range(NC), name="last_sel"))
+                            last_sel=Signal(range(NC), name="last_sel"),
+                            mark_en=Signal(name="mark_en"),
+                            mark_chan=Signal(range(NC), name="mark_chan"))
         sel, room = k.sel, self.room
         c_src, c_dst, c_brem_m1 = ch.cur_src[sel], ch.cur_dst[sel], ch.brem_m1[sel]
         # Chunk of the current burst (CALC): at most MRRS, within the source 4 KiB page, ending
@@ -250,8 +256,9 @@ class Planner(wiring.Component):
         # skid), the channel's next state (``st_en``: ACT changes it, if its fetch is issued
         # when ``st_go``), the room for a queue entry and a tag, the credits left.
         for name, shape in (("chunk", 13), ("end", 1), ("src_step", 33), ("dst_step", 33),
-                            ("rows", RB + 1), ("hdr", 5), ("dat", 7), ("len_m1", 32),
-                            ("brem_next", 32), ("bbig", 1), ("bl_one", 1), ("fetch_ok", 1),
+                            ("rows", RB + 1), ("rows_less", signed(RB + 1)), ("hdr", 5),
+                            ("dat", 7), ("len_m1", 32), ("brem_next", 32), ("bbig", 1),
+                            ("bl_one", 1), ("fetch_ok", 1),
                             ("st_en", 1), ("st_new", Chan), ("qroom", 1),
                             ("tags", 1), ("room_hdr", signed(11)), ("room_dat", signed(15))):
             setattr(k, name, reg(name, shape))
@@ -259,8 +266,14 @@ class Planner(wiring.Component):
         # by then does its action anyway: what it issues or pushes is dropped in the writer).
         k.do = {a: Signal(name=f"k_do_{a.name.lower()}") for a in Act if a != Act.NONE}
         m.d.sync += [v.eq(0) for v in k.do.values()]
-        # Room in the queue for the entries of the next two actions, registered (the level
-        # rises by at most one a cycle, so a cycle old it is one entry more conservative).
+        # Per channel, whether ACT does a data read (``k_do_data``, one-hot by channel, for
+        # ``_close``); and a closed descriptor's mark, to push in the next cycle (``_mark``).
+        k.reading = [Signal(name=f"k_reading{c}") for c in range(NC)]
+        m.d.sync += [v.eq(0) for v in k.reading]
+        m.d.sync += k.mark_en.eq(0)
+        # Room in the queue for the entries of the next two actions (two each at most: a
+        # closing read and its mark), registered (the level rises by at most one a cycle, so
+        # a cycle old it is one entry more conservative): 7 free entries cover them.
         k.q_room = Signal(name="q_room")
         m.d.sync += k.q_room.eq(self.queue_level < 2 * self.n_tags - 6)
         m.d.sync += k.st_en.eq(0)
@@ -272,9 +285,12 @@ class Planner(wiring.Component):
         k.unbooked = self.issue.en | d_iss_q
         # ACT issues a read only with room for it everywhere: queue, tag, read-request skid,
         # buffer rows, completion credits (the last three from this cycle's counters).
-        k.go_read = (k.qroom & k.tags & ~room.rd_busy & not_below(room.free_rows, k.rows)
-                     & (room.hdr_free | fits(k.hdr, k.room_hdr))
-                     & (room.dat_free | fits(k.dat, k.room_dat)))
+        # (A net of its own: the mapping otherwise spreads it over the registers it enables.)
+        k.go_read = Signal(name="go_read", attrs={"keep": 1})
+        m.d.comb += k.go_read.eq(k.qroom & k.tags & ~room.rd_busy
+                                 & ~(room.free_less - k.rows_less)[-1]
+                                 & (room.hdr_free | fits(k.hdr, k.room_hdr))
+                                 & (room.dat_free | fits(k.dat, k.room_dat)))
         # A descriptor fetch: its credits checked in CALC (FETCH_CREDITS), no rows.
         k.go_fetch = k.fetch_ok & ~room.rd_busy
         return k
@@ -303,15 +319,14 @@ class Planner(wiring.Component):
                     with m.Elif(ch.fwait[c]):
                         # The next descriptor's fetch first (fetch.py, ``fwait``).
                         m.d.comb += act_c.eq(Act.NONE)
-                    with m.Elif(ch.blnz[c]):
-                        m.d.comb += act_c.eq(Act.DATA)
                     with m.Else():
-                        m.d.comb += act_c.eq(Act.MARK)
+                        m.d.comb += act_c.eq(Act.DATA)
                 with m.Default():
                     m.d.comb += act_c.eq(Act.NONE)
             act_g = Signal(Act, name=f"ch{c}_act_go", attrs={"keep": 1})
             m.d.comb += act_g.eq(Mux(ch.abort[c], Act.NONE, act_c))
             acts.append(act_g)
+        k.acts = acts
         k.act = act = Signal(Act, name="act")
         m.d.comb += act.eq(select(acts, sel))
         k.room_hdr_now = room_hdr_now = Signal(signed(11), name="room_hdr_now")
@@ -331,12 +346,17 @@ class Planner(wiring.Component):
             return select(values, k.w_idx)
         d_hdrs, d_dats = zip(*[cpl_credits(c_src, v) for v in cand])
         m.d.sync += [v.eq(act == a) for a, v in k.do.items()]
+        # ACT's data read, one-hot by channel (from each channel's own action, not through
+        # the channel multiplexer).
+        m.d.sync += [v.eq((k.acts[c] == Act.DATA) & (sel == c)) for c, v in enumerate(k.reading)]
         last_now = ch.last_pre[sel]
         tag_limit = Mux(self.ext_tags, self.n_tags, min(self.n_tags, 32))
         tags_now = Mux(iss.en, room.outstanding + 1 < tag_limit, room.outstanding < tag_limit)
         # Every candidate's sums are made at once and picked with the winner's index: no
         # adder after the compares.
         cand1 = [v + 1 for v in cand]
+        rows = Signal(len(k.rows), name="c_rows")
+        m.d.comb += rows.eq(pick_of([rows_for(c_src[:2], v) for v in cand]))
         m.d.sync += [
             k.chunk.eq(pick_of(cand1)), k.end.eq(k.win_r),
             k.len_m1.eq(c_cur.length - 1),
@@ -350,7 +370,10 @@ class Planner(wiring.Component):
             k.src_step.eq(pick_of(cand1[:3] + [c_brem_m1 + ch.sgap1[sel]])),
             k.dst_step.eq(pick_of(cand1[:3] + [c_brem_m1 + ch.dgap1[sel]])),
             # A data read's rows and credits (a fetch has constants of its own).
-            k.rows.eq(pick_of([rows_for(c_src[:2], v) for v in cand])),
+            k.rows.eq(rows),
+            # Less the buffer's rows (a power of two, above any read's rows less one: its top
+            # bit flipped), for ACT's compare with the booking's ``free_less``.
+            k.rows_less.eq(Cat(rows[:-1], ~rows[-1])),
             k.hdr.eq(pick_of(d_hdrs)),
             k.dat.eq(pick_of(d_dats)),
             k.qroom.eq(k.q_room),
@@ -363,15 +386,13 @@ class Planner(wiring.Component):
             k.room_dat.eq(room_dat_now),
         ]
         # The channel's next state, if ACT does its action: a load (of a whole descriptor)
-        # runs it, or stops it at a malformed one (with room to report it); a mark closes the
-        # descriptor; a head fetch waits for the descriptor.
-        with m.Switch(act):         # (a stopped channel's act is NONE)
-            with m.Case(Act.LOAD):
-                m.d.sync += k.st_en.eq(k.ld.ok_now & (~k.ld.bad_now | k.q_room))
-            with m.Case(Act.MARK):
-                m.d.sync += k.st_en.eq(k.q_room)
-        # The state it would change to, from the state alone (WAIT: the load, RUN: the mark;
-        # st_en says whether it changes).
+        # runs it, or stops it at a malformed one (with room to report it); the read that
+        # closes the descriptor (``_close``) ends the run; a head fetch waits for the
+        # descriptor.
+        with m.If(act == Act.LOAD):     # (a stopped channel's act is NONE)
+            m.d.sync += k.st_en.eq(k.ld.ok_now & (~k.ld.bad_now | k.q_room))
+        # The state it would change to, from the state alone (WAIT: the load, RUN: the
+        # closing read; st_en or ``_close`` says whether it changes).
         c_st = ch.st[sel]
         m.d.sync += k.st_new.eq(
             Mux(c_st == Chan.WAIT, Mux(k.ld.bad_now, Chan.DRAIN, Chan.RUN),
@@ -385,31 +406,30 @@ class Planner(wiring.Component):
         writer does not look at them (and the issue's credits change only in ACT, so the
         credits CALC takes off for an unbooked issue are still that issue's)."""
         sel, d, pq = k.sel, self.issue, self.o_entry.payload
-        c_cur, c_src, c_dst = ch.cur[sel], ch.cur_src[sel], ch.cur_dst[sel]
+        c_src, c_dst = ch.cur_src[sel], ch.cur_dst[sel]
         go_read, go_fetch = k.go_read, k.go_fetch
 
         def push(kind, when, **fields):
-            """Decide a queue entry of channel ``sel`` (it enters the queue next cycle)."""
+            """Decide a queue entry of channel ``sel`` (it enters the queue next cycle, if
+            ``when``; a read's entry when the read is issued: ``_issue``)."""
             fields.setdefault("desc", ch.cur_addr[sel])
             m.d.sync += [pq.kind.eq(kind), pq.chan.eq(sel)]
             for name, v in fields.items():
                 m.d.sync += getattr(pq, name).eq(v)
-            with m.If(when):
-                m.d.sync += ch.pq_en.eq(1)
+            if when is not None:
+                with m.If(when):
+                    m.d.sync += ch.pq_en.eq(1)
 
-        def issue_read(raddr, nbytes_, rows, kind, credits, when, slot=0, **extra):
-            """Decide a read (booked next cycle) and push its queue entry."""
+        def issue_read(raddr, nbytes_, rows, kind, credits, slot=0, **extra):
+            """Decide a read (booked next cycle, if ``_issue`` issues it) and its queue
+            entry."""
             hdrs, dats = credits
             m.d.sync += [d.raddr.eq(raddr), d.nbytes.eq(nbytes_), d.slot.eq(slot),
                          d.fetch.eq(kind == Kind.FETCH), d.chan.eq(sel), d.rows.eq(rows),
                          d.hdr.eq(hdrs), d.dat.eq(dats)]
-            with m.If(when):
-                m.d.sync += d.en.eq(1)
-            push(kind, when, rows=rows, src_lo=raddr[:2], nbytes=nbytes_[:10], chdr=hdrs,
+            push(kind, None, rows=rows, src_lo=raddr[:2], nbytes=nbytes_[:10], chdr=hdrs,
                  cdat=dats, **extra)
 
-        with m.If(k.st_en):
-            m.d.sync += ch.st[sel].eq(k.st_new)
         with m.If(k.do[Act.LOAD]):
             load(m, ch, sel, k.ld, push, k.qroom)
         with m.If(k.do[Act.PF]):
@@ -418,11 +438,10 @@ class Planner(wiring.Component):
             # fetch exceeds MRRS or crosses 4 KiB; planned in peach2.dma.fetch).
             fptr = ch.fptr[sel]
             issue_read(fptr, ch.fp_bytes[sel], 0, Kind.FETCH, credits=FETCH_CREDITS,
-                       when=go_fetch, slot=Cat(ch.wpos[sel], ch.fbig[sel]), desc=fptr)
+                       slot=Cat(ch.wpos[sel], ch.fbig[sel]), desc=fptr)
             fetch_act(m, ch, sel, go_fetch)
         with m.If(k.do[Act.DATA]):
-            issue_read(c_src, k.chunk, k.rows, Kind.DATA, credits=(k.hdr, k.dat),
-                       when=go_read, addr=c_dst)
+            issue_read(c_src, k.chunk, k.rows, Kind.DATA, credits=(k.hdr, k.dat), addr=c_dst)
             with m.If(go_read):
                 m.d.sync += [
                     ch.cur_src[sel].eq(c_src + k.src_step),
@@ -430,11 +449,48 @@ class Planner(wiring.Component):
                     ch.brem_m1[sel].eq(Mux(k.end, k.len_m1, k.brem_next)),
                     ch.bbig[sel].eq(Mux(k.end, k.bbig, k.brem_next[12:].any())),
                     ch.bleft[sel].eq(ch.bleft[sel] - k.end),
-                    ch.blnz[sel].eq(~(k.end & k.bl_one)),
                 ]
-        with m.If(k.do[Act.MARK]):
-            ctl = c_cur.control
-            push(Kind.MARK, k.qroom, addr=c_cur.seq_addr, value=c_cur.seq_value,
-                 seq=bits(ctl, "seq"), irq=bits(ctl, "irq"))
-        with m.If(k.do[Act.MARK] & k.qroom):
-            m.d.sync += ch.slot[sel].eq(ch.slot[sel] + 1)
+
+    def _issue(self, m, ch, k):
+        """ACT's read (a fetch or a data read) is issued, and its entry pushed, when its room
+        check passes: decided outside the state machine (``do`` is held for ACT only), so the
+        planner's state is not decoded behind the room check."""
+        go = Signal(name="issue_go")
+        m.d.comb += go.eq(k.do[Act.DATA] & k.go_read | k.do[Act.PF] & k.go_fetch)
+        with m.If(go):
+            m.d.sync += [self.issue.en.eq(1), ch.pq_en.eq(1)]
+
+    def _close(self, m, ch, k):
+        """ACT's changes of a channel's state (to CALC's ``st_new``): a load's (``st_en``),
+        and a close's: the read that ends the descriptor's last burst closes it when ACT
+        issues it (with room for both entries: ``q_room``), and also moves the register-mode
+        slot and pushes the mark next cycle.  Decided per channel, from CALC's one-hot
+        ``reading`` for the close (held for ACT only: outside the state machine), so neither
+        the planner's state nor the channel multiplexer is on the way from the room check to
+        the channel's registers; and as nets of their own (``keep``), the room check last:
+        the mapping otherwise spreads it over the state's other writers (two levels more).
+        After the other writes of the state (control, drain, abort), so it wins."""
+        for c, reading in enumerate(k.reading):
+            ends = Signal(name=f"ch{c}_ends", attrs={"keep": 1})
+            new_st = Signal(name=f"ch{c}_st_en", attrs={"keep": 1})
+            m.d.comb += [ends.eq(reading & k.end & k.bl_one),
+                         new_st.eq(ends & k.go_read | k.st_en & (k.sel == c))]
+            with m.If(new_st):
+                m.d.sync += ch.st[c].eq(k.st_new)
+            with m.If(ends & k.go_read):
+                m.d.sync += [ch.slot[c].eq(ch.slot[c] + 1), k.mark_en.eq(1)]
+        # The mark's channel: ACT's (``mark_chan`` is looked at only when ``mark_en``).
+        m.d.sync += k.mark_chan.eq(k.sel)
+
+    def _mark(self, m, ch, k):
+        """The closed descriptor's mark enters the queue a cycle after its last read's entry
+        (decided in the cycle after ACT, a CALC or SEL, where no action pushes; the channel's
+        ``cur`` changes at its next ACT at the earliest)."""
+        pq, mc = self.o_entry.payload, k.mark_chan
+        c_cur = ch.cur[mc]
+        ctl = c_cur.control
+        with m.If(k.mark_en):
+            m.d.sync += [pq.kind.eq(Kind.MARK), pq.chan.eq(mc), pq.desc.eq(ch.cur_addr[mc]),
+                         pq.addr.eq(c_cur.seq_addr), pq.value.eq(c_cur.seq_value),
+                         pq.seq.eq(bits(ctl, "seq")), pq.irq.eq(bits(ctl, "irq")),
+                         ch.pq_en.eq(1)]

@@ -39,11 +39,15 @@ def bound_ns(result, p):
     """The lower bound of a chain's time (ns) from measured figures and wire bytes only: the
     ``start`` point of the same path (one 8-byte descriptor: two host round trips, the
     pipelines, the cable and the drain, almost no wire time) plus the wire time of what the
-    chain sends beyond it on its busiest direction of a link: the completions received on N
-    after the first descriptor block, or the TLPs sent on the data's link from the first write
-    on, each with the DLLPs (ACKs, flow-control updates) that direction carried meanwhile (a
-    run saved before they were metered: without).  None when the run has no ``start``
-    point."""
+    chain sends beyond it on its busiest direction of a link, each with the DLLPs (ACKs,
+    flow-control updates) that direction carried meanwhile (a run saved before they were
+    metered: without): the TLPs sent on the data's link from the first write on; the
+    completions received on N after the first descriptor block, less what the start point
+    leaves that side idle for between the end of that block and its data completion
+    (``rx_window_ns``: later descriptor blocks, fetched at the kick, can arrive then), but
+    no less than the data completions alone.  A run saved before descriptor completions
+    were told apart: all of them after the first block, no idle time taken off.  None when
+    the run has no ``start`` point."""
     start = _pts(result, "start", where=p.get("where", "local"))
     if not start or "rx_wire_after" not in p:
         return None
@@ -51,7 +55,11 @@ def bound_ns(result, p):
 
     def on(x, way):
         return x[f"{way}_wire_after"] + x.get(f"{way}_dllp_after", 0)
-    wire = max(on(p, "rx") - on(s, "rx"), on(p, "tx") - on(s, "tx"))
+    rx = on(p, "rx") - on(s, "rx")
+    if s.get("rx_window_ns") is not None and "rx_desc_after" in p:
+        data = rx - (p["rx_desc_after"] - s["rx_desc_after"])
+        rx = max(data, rx - s["rx_window_ns"] * LINK_BYTES_PER_NS)
+    wire = max(rx, on(p, "tx") - on(s, "tx"))
     return s["ns"] + max(0, wire) / LINK_BYTES_PER_NS
 
 
@@ -197,8 +205,10 @@ def _links_text(result):
             f"({starts['local']['ns']:.0f} ns local, {starts['neighbour']['ns']:.0f} ns to the "
             "neighbour: the start and the drain) plus the wire time, at 4 GB/s, of what the "
             "chain sends beyond it on its busiest direction (N's completions after the first "
-            "descriptor block, or the TLPs on the data's link from the first write, each with "
-            "the DLLPs, ACKs and flow-control updates, that direction carried meanwhile); then "
+            "descriptor block, less the time the start point's receive side waits for its "
+            "data, which later blocks can fill, but no less than the data completions; or the "
+            "TLPs on the data's link from the first write; each with the DLLPs, ACKs and "
+            "flow-control updates, that direction carried meanwhile); then "
             "what "
             "PCIe's receive rule adds (a TLP is used only once whole: the first descriptor "
             "block's completion and the first data completion, and to the neighbour the last "

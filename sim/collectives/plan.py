@@ -156,7 +156,7 @@ async def _node(mem, coll, prog, seen, done, clk, timeout_ns, gate, notify):
             if key not in coll._preset:
                 await channel_free(step.channel)
                 await drv.dma_set_head(step.channel, coll._chains[key].head)
-            await drv.dma_start(step.channel)
+            await drv.dma_start(step.channel, adj=coll._chains[key].announced)
         started.add(step.channel)
     t = get_sim_time("ns")
     for place, value in prog.done:

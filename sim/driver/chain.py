@@ -25,6 +25,7 @@ another's (another node's array through the TCA window, or a packed buffer).
 from dataclasses import dataclass, replace
 
 from peach2.dma import descriptor
+from peach2.dma.common import MAX_ANNOUNCED
 
 __all__ = ["Transfer", "Chain", "memcpy", "PLANES", "halo_plane", "halo_transfer",
            "contiguous"]
@@ -221,9 +222,16 @@ class Chain:
     def head(self):
         """Pointer to the first descriptor for ``CH_HEAD``, announcing in bits [4:1] the
         descriptors that follow it (up to 15), so the first fetch reads them with it."""
+        return self.pointer(0) | min(15, self.announced) << 1
+
+    @property
+    def announced(self):
+        """Descriptors that follow the head immediately in memory, up to
+        :data:`~peach2.dma.common.MAX_ANNOUNCED`: ``CH_CTRL.adj`` of the start, so the engine
+        fetches them all with the head (``CH_HEAD[4:1]`` says 15 at most)."""
         if not self.transfers:
             raise ValueError("the chain is empty")
-        return self.pointer(0) | min(15, self.adjacency()[0]) << 1
+        return min(MAX_ANNOUNCED, self.adjacency()[0])
 
     def pointer(self, i):
         """Return the pointer to descriptor ``i``."""

@@ -113,6 +113,7 @@ class Driver:
         self.regmap = regmap
         self.memory = memory
         self._n_routes = None
+        self._announced = {}        # channel: CH_CTRL.adj of its next start (dma_desc_set)
 
     # -- registers by name ----------------------------------------------------------------------
 
@@ -441,7 +442,8 @@ class Driver:
 
         ``tcaDescSet`` of 000 section 2.5: every descriptor goes to its address in host memory
         (``memory``, default :attr:`memory`), then ``CH_HEAD`` of ``chain.channel`` gets the
-        head pointer.  The channel must be idle.
+        head pointer.  The channel must be idle.  The next :meth:`dma_start` of the channel
+        announces ``chain.announced`` descriptors after the head (``CH_CTRL.adj``).
         """
         memory = memory if memory is not None else self.memory
         if memory is None:
@@ -451,14 +453,26 @@ class Driver:
         for address, raw in chain.image():
             await memory.write(address, raw)
         await self.write_wide("CH_HEAD", chain.head, channel)
+        self._announced[channel] = chain.announced
 
     async def dma_set_head(self, channel, head):
-        """Write ``CH_HEAD`` of ``channel``: a pointer (bit 0: the descriptor is 64 bytes)."""
-        await self.write_wide("CH_HEAD", head, self._channel(channel))
+        """Write ``CH_HEAD`` of ``channel``: a pointer (bit 0: the descriptor is 64 bytes; bits
+        [4:1]: descriptors that follow it immediately).  The next start announces no more."""
+        channel = self._channel(channel)
+        await self.write_wide("CH_HEAD", head, channel)
+        self._announced[channel] = 0
 
-    async def dma_start(self, channel):
-        """Start ``channel`` on the chain at ``CH_HEAD`` (``tcaStartDMADesc``, one write)."""
-        await self.write_reg("CH_CTRL", index=self._channel(channel), start=1)
+    async def dma_start(self, channel, adj=None):
+        """Start ``channel`` on the chain at ``CH_HEAD`` (``tcaStartDMADesc``, one write).
+
+        ``adj`` (``CH_CTRL.adj``, 0 .. :data:`~peach2.dma.common.MAX_ANNOUNCED`, refused by
+        the register map's field check beyond): descriptors of the head's size that follow it
+        immediately in memory, fetched with it; default what :meth:`dma_desc_set` wrote (0
+        after :meth:`dma_set_head`)."""
+        channel = self._channel(channel)
+        if adj is None:
+            adj = self._announced.get(channel, 0)
+        await self.write_reg("CH_CTRL", index=channel, start=1, adj=adj)
 
     async def dma_reg_set(self, channel, transfers):
         """Write ``transfers`` (1..4 :class:`peach2.sim.driver.chain.Transfer`) into register slots.

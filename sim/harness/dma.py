@@ -92,6 +92,14 @@ class Job:
     t_kick: float = None
     images: list = None      # [(address, bytes)] written instead of the chain's own image
     head: int = None         # CH_HEAD with ``images``
+    adj: int = None          # CH_CTRL.adj of the start (default: the chain's announced run,
+                             # 0 with ``images``)
+
+    def announced(self):
+        """``CH_CTRL.adj`` of this job's start."""
+        if self.adj is not None:
+            return self.adj
+        return 0 if self.images is not None else self.chain.announced
 
 
 class DmaHarness:
@@ -295,7 +303,8 @@ class DmaHarness:
             head = job.chain.head if job.head is None else job.head
             job.outcome = dma_model.run_chain(
                 head, lambda a, n: images[a][:n] + bytes(max(0, n - len(images[a]))),
-                read_src=read, routable=routable, readable=readable)
+                announced=job.announced(), read_src=read, routable=routable,
+                readable=readable)
         for k, (_, tca, _) in enumerate(job.outcome.seq_writes):
             d = job.outcome.descriptors[k][1]
             node, off = self.where(tca)
@@ -319,11 +328,11 @@ class DmaHarness:
                 await drv.memory.write(address, raw)
             await drv.dma_set_head(job.channel, job.head)
             job.t_kick = get_sim_time("ns")
-            await drv.dma_start(job.channel)
+            await drv.dma_start(job.channel, adj=job.announced())
         else:
             await drv.dma_desc_set(job.chain)
             job.t_kick = get_sim_time("ns")
-            await drv.dma_start(job.channel)
+            await drv.dma_start(job.channel, adj=job.announced())
 
     async def wait(self, job):
         try:

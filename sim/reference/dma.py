@@ -24,6 +24,7 @@ stops the chain before any of its writes; descriptors before a fault are complet
 from dataclasses import dataclass, field
 
 from peach2.dma import descriptor
+from peach2.dma.common import MAX_ANNOUNCED
 from peach2.params import DmaError
 
 __all__ = ["Outcome", "MalformedDescriptor", "check_descriptor", "walk_chain",
@@ -122,7 +123,7 @@ def check_descriptor(d, ext_pointer=None, *, register_mode=False, follows=None):
     return None
 
 
-def walk_chain(head, read_desc, *, limit=1 << 16):
+def walk_chain(head, read_desc, *, announced=0, limit=1 << 16):
     """Follow a chain from pointer ``head``; return ``[(address, fields)]`` up to ``end``.
 
     ``read_desc(address, n)`` returns ``n`` bytes of host memory.  Raises
@@ -130,11 +131,14 @@ def walk_chain(head, read_desc, *, limit=1 << 16):
     descriptors before it in ``exc.good``.  Adjacent runs are followed as the engine does
     (``docs/dma.md``, "Descriptors are fetched in blocks"): the descriptors known to follow one
     are the most of those known to follow the one before, less one, and its own ``adj``
-    (``head`` bits [4:1] for the head); inside them ``next`` must be the following one.
+    (for the head, the most of ``head`` bits [4:1] and ``announced``, the start's
+    ``CH_CTRL.adj``); inside them ``next`` must be the following one.
     """
+    if not 0 <= announced <= MAX_ANNOUNCED:
+        raise ValueError(f"announced must be 0..{MAX_ANNOUNCED}, not {announced}")
     out = []
     ptr = head
-    known = ((head >> 1) & 0xF) + 1    # CH_HEAD bits [4:1]: announced after the head
+    known = max((head >> 1) & 0xF, announced) + 1    # announced after the head
     while True:
         addr, ext = ptr & ~0x1F & _U64, ptr & 1
         if ext and addr & 0x20:
@@ -208,8 +212,9 @@ def _run(items, read_src, routable, readable, register_mode):
     return o
 
 
-def run_chain(head, read_mem, *, read_src=None, routable=None, readable=None):
-    """Return the :class:`Outcome` of a chained start from pointer ``head``.
+def run_chain(head, read_mem, *, announced=0, read_src=None, routable=None, readable=None):
+    """Return the :class:`Outcome` of a chained start from pointer ``head``, with
+    ``CH_CTRL.adj`` = ``announced``.
 
     Parameters
     ----------
@@ -225,7 +230,7 @@ def run_chain(head, read_mem, *, read_src=None, routable=None, readable=None):
     """
     read_src = read_src or read_mem
     try:
-        items = walk_chain(head, read_mem)
+        items = walk_chain(head, read_mem, announced=announced)
         bad = None
     except MalformedDescriptor as exc:
         items, bad = exc.good, exc

@@ -348,6 +348,27 @@ def test_time_bound_is_the_start_plus_the_wire_time_beyond_it():
     assert bound_ns({"points": [{**start, "tx_dllp_after": 16}, dllps]}, dllps) == 1800 + 5096
 
 
+def test_time_bound_takes_off_the_idle_wait_that_descriptor_blocks_can_fill():
+    """Descriptor blocks after the first can arrive while the start point's receive side waits
+    for its data (``rx_window_ns``): the bound takes that time off N's completions, but never
+    goes below the data completions alone; runs without the window keep the old bound."""
+    from peach2.sim.bench.dma_doc import bound_ns
+    start = {"figure": "start", "where": "local", "size": 8, "count": 1, "ns": 1500.0,
+             "rx_wire_after": 28, "tx_wire_after": 40, "rx_desc_after": 0,
+             "rx_window_ns": 600.0}
+    # 3000 ns of completions after the first block, 1000 of them descriptor blocks
+    chain = {"figure": "chain128", "where": "local", "size": 8, "count": 128, "ns": 4000.0,
+             "rx_wire_after": 28 + 3000 * 4, "tx_wire_after": 40, "rx_desc_after": 1000 * 4}
+    assert bound_ns({"points": [start, chain]}, chain) == 1500 + 3000 - 600
+    # blocks smaller than the idle time: the data completions alone
+    few = {**chain, "rx_desc_after": 400 * 4}
+    assert bound_ns({"points": [start, few]}, few) == 1500 + 3000 - 400
+    # no window measured (older runs): all completions after the first block
+    old = {**start}
+    del old["rx_window_ns"]
+    assert bound_ns({"points": [old, chain]}, chain) == 1500 + 3000
+
+
 def test_a_failed_job_fails_the_run(fake_dma, monkeypatch):
     def broken(**kwargs):
         raise AssertionError("cocotb run bench-dma-1 failed")

@@ -26,13 +26,13 @@ N_CH = 4
 PAGE = 4096
 
 
-def _placement(rng, chain, base, limit):
+def _placement(rng, chain, base, limit, holes=True):
     """Place ``chain``'s descriptors from ``base`` (below ``limit``): runs of adjacent
-    descriptors with holes between them, a run's start sometimes just before a 4 KiB page end.
-    Return the addresses."""
-    addrs, at, jumped = [], base, False
+    descriptors with holes between them, a run's start sometimes just before a 4 KiB page end;
+    without ``holes``, one run from ``base``.  Return the addresses."""
+    addrs, at, jumped = [], base, not holes
     for t in chain.transfers:
-        if rng.random() < 0.15:                          # a hole: the run ends here
+        if holes and rng.random() < 0.15:                # a hole: the run ends here
             at += 32 * rng.randrange(1, 8)
         if not jumped and rng.random() < 0.05:           # once: to a page end, less a few
             at, jumped = (at // PAGE + 1) * PAGE - 32 * rng.randrange(1, 6), True
@@ -65,14 +65,17 @@ def fetch_sizes(harness, reads, node=0):
     return [n for address, n in reads if lo <= address < lo + DESC_AREA]
 
 
-def _chain_job(harness, rng, node, ch, n, max_len, *, adjacent=True, scattered=False):
+def _chain_job(harness, rng, node, ch, n, max_len, *, adjacent=True, scattered=False,
+               holes=True, size=None):
     """A chain job of ``n`` random descriptors on ``ch``, placed as :func:`_placement` (or
-    every one apart, ``scattered``), announcing its runs unless ``adjacent`` is false."""
+    every one apart, ``scattered``), announcing its runs unless ``adjacent`` is false; its
+    start announces (``CH_CTRL.adj``) all of the head's run, part of it or none.  Without
+    ``holes``, one run (of ``size``-byte descriptors, if given) crossing a 4 KiB page."""
     dst, seq = harness.arenas(rng, N_CH, ch)
     src = src_arena(harness, node, rng, N_CH, ch)
     chain = Chain(ch, 0)
     # One size for the whole chain (long runs), or both (runs end where the size changes).
-    size = rng.choice((32, 64, None))
+    size = size or rng.choice((32, 64, None))
     for _ in range(n):
         try:
             t = harness.random_transfer(rng, node, src, dst, max_len, seq_arena=seq)
@@ -88,17 +91,20 @@ def _chain_job(harness, rng, node, ch, n, max_len, *, adjacent=True, scattered=F
     if scattered:
         chain.place([area + 128 * i for i in range(len(chain))])
     else:
-        _placement(rng, chain, area + 32 * rng.randrange(0, 64), limit)
+        start = 32 * rng.randrange(0, 64) if holes else PAGE - 64 * rng.randrange(1, 20)
+        _placement(rng, chain, area + start, limit, holes)
     job = Job(node, ch, chain.transfers)
     job.images = chain.image(adjacent=adjacent)
     job.head = chain.head if adjacent else chain.pointer(0)
+    job.adj = rng.choice((0, chain.announced, rng.randint(0, chain.announced)))
     return job
 
 
 @cocotb.test()
 async def fetch_chains(dut):
     """Random chains on all four channels at once: announced runs (crossing 4 KiB pages and
-    MRRS blocks, ending mid-block), scattered descriptors, mixed sizes, runs not announced."""
+    MRRS blocks, ending mid-block), scattered descriptors, mixed sizes, runs not announced,
+    long runs; each start announcing all, part or none of the head's run."""
     harness = DmaHarness(dut, 1)
     await harness.start()
     rng = random.Random(SEED + 21)
@@ -110,10 +116,10 @@ async def fetch_chains(dut):
         await drv.dma_config(mrrs=rng.choice((128, 256, 512)))
         jobs = []
         for ch in range(N_CH):
-            mode = rng.choice(("runs", "runs", "scattered", "unannounced"))
+            mode = rng.choice(("runs", "runs", "scattered", "unannounced", "long"))
             jobs.append(_chain_job(harness, rng, 0, ch, rng.randrange(1, 70), 600,
                                    adjacent=mode != "unannounced",
-                                   scattered=mode == "scattered"))
+                                   scattered=mode == "scattered", holes=mode != "long"))
         await harness.run_jobs(jobs)
         await harness.settle()
         finish(harness, jobs)
@@ -169,23 +175,64 @@ async def fetch_order(dut):
 
 
 @cocotb.test()
+async def fetch_start(dut):
+    """What a start announces is fetched at once: 64 adjacent 8-byte descriptors from a 512-byte
+    boundary, the start announcing 63 (``CH_CTRL.adj``): the first four host reads are the
+    four 512-byte blocks, ahead of every data read; announcing only CH_HEAD[4:1]'s 15, a data
+    read goes out before the second block (it waits for the head's own ``adj``)."""
+    harness = DmaHarness(dut, 1)
+    await harness.start()
+    rng = random.Random(SEED + 24)
+    ch = rng.randrange(N_CH)
+    dst, _ = harness.arenas(rng, N_CH, ch)
+    src = src_arena(harness, 0, rng, N_CH, ch)
+    area = harness.desc[0] + (DESC_AREA // N_CH) * ch
+    for adj, blocks_first in ((63, 4), (None, 1), (63, 4)):
+        chain = Chain(ch, area)
+        for _ in range(64):
+            chain.add(memcpy(src.alloc(8), harness.tca(0, dst[0].alloc(8)), 8))
+        job = Job(0, ch, chain.transfers)
+        job.images, job.head = chain.image(), chain.head
+        job.adj = adj if adj is not None else 0
+        assert job.head & 0x1E == 15 << 1 and chain.announced == 63
+        reads = watch_reads(harness)
+        await harness.run_jobs([job])
+        await harness.settle()
+        finish(harness, [job])
+        kinds = ["F" if area <= a < area + DESC_AREA // N_CH else "D" for a, _ in reads]
+        dut._log.info("start announcing %s: host reads %s", job.adj, "".join(kinds[:24]))
+        assert kinds[:blocks_first] == ["F"] * blocks_first, kinds[:8]
+        assert kinds[blocks_first] == "D", kinds[:8]
+        assert [n for a, n in reads if area <= a < area + 2048][:blocks_first] == \
+            [512] * blocks_first
+    harness.check_hosts()
+
+
+@cocotb.test()
 async def fetch_faults(dut):
     """A malformed descriptor in the middle of a fetched block, a wrong ``next`` inside an
-    announced run, ``end`` inside a run, a 64-byte head off its alignment: the right error at
-    the right descriptor (or a clean end), the ones before it done, and the next start works."""
+    announced run (by a descriptor, or by the start's ``CH_CTRL.adj`` past CH_HEAD[4:1]'s
+    15), ``end`` inside a run, a 64-byte head off its alignment: the right error at the right
+    descriptor (or a clean end), the ones before it done, and the next start works."""
     harness = DmaHarness(dut, 1)
     await harness.start()
     rng = random.Random(SEED + 22)
     errors = []
-    for how in ("magic", "next_in_run", "end_in_run", "head_align"):
+    for how in ("magic", "next_in_run", "end_in_run", "head_align", "next_in_start_run"):
         ch = rng.randrange(N_CH)
-        job = _chain_job(harness, rng, 0, ch, 40, 300)
+        in_start = how == "next_in_start_run"
+        job = _chain_job(harness, rng, 0, ch, 40, 300, holes=not in_start,
+                         adjacent=not in_start, size=32 if in_start else None)
         chain_addrs = [a for a, _ in job.images]
         images = dict(job.images)
         adjs = [descriptor.unpack(images[a])["adj"] for a in chain_addrs]
-        # A descriptor that announces a run (so the wrong next is inside one), mid-chain.
+        # A descriptor that announces a run (so the wrong next is inside one), mid-chain; or
+        # (next_in_start_run: no descriptor announces) one inside what the start announces.
+        if in_start:            # 40 adjacent, none announcing: the start announces 39
+            job.adj = len(chain_addrs) - 1
+            assert job.adj >= 38 and not any(adjs), (job.adj, adjs)
         picks = [i for i in range(2, len(chain_addrs) - 2) if adjs[i]] or [2]
-        k = rng.choice(picks)
+        k = rng.choice(range(16, 38) if in_start else picks)
         a = chain_addrs[k]
         t = job.transfers[k]
         ext = len(images[a]) == 64
@@ -196,7 +243,7 @@ async def fetch_faults(dut):
         if how == "magic":
             ctl = descriptor._control(ext=ext, adj=adjs[k], magic=0x5A)
             images[a] = descriptor.pack(**f, next=nxt, control=ctl)
-        elif how == "next_in_run":
+        elif how in ("next_in_run", "next_in_start_run"):
             images[a] = descriptor.pack(**f, next=nxt + 0x1000)
         elif how == "end_in_run":
             images[a] = descriptor.pack(**f, end=True)

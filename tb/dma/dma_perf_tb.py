@@ -64,6 +64,25 @@ def _wire_after(records, skip=0, writes=False):
     return total, since
 
 
+def _descriptors_after(records, is_desc, skip):
+    """Of N's received completions ``records`` (``is_desc``: each is of a descriptor read), the
+    wire bytes of descriptor completions after the first ``skip`` payload bytes (the first
+    block), and the ns from the end of that block to the start of the first data completion
+    (the receive side idle meanwhile, in the ``start`` point: what later blocks could fill; None
+    without either)."""
+    total, seen, block_end, first_data = 0, 0, None, None
+    for (t0, t1, payload, wire), desc in zip(records, is_desc):   # in arrival order
+        if seen >= skip and desc:
+            total += wire
+        if desc and seen < skip <= seen + payload:
+            block_end = t1 * 1e9
+        if not desc and first_data is None:
+            first_data = t0 * 1e9
+        seen += payload
+    window = None if block_end is None or first_data is None else first_data - block_end
+    return total, window
+
+
 class DllpLog:
     """The data link layer's own packets (ACKs, flow-control updates) one ``SimPort`` sends
     while :attr:`on`: ``records``, ``(ns they took the wire, wire bytes)``.  They share the
@@ -97,18 +116,28 @@ class Measure:
         self.harness = harness
         chip = harness.cluster.chips[0]
         self.reads = []
+        self.desc_tag = {}       # tag: its read is of node 0's descriptor area
+        self.rx_desc = []        # per completion metered on N's receive side: of a descriptor
+        lo = harness.desc[0]
 
         def n_tx(tlp):
             if tlp.fmt_type in _MRD:
                 self.reads.append(4 * tlp.length)
+                self.desc_tag[tlp.tag] = lo <= tlp.address < lo + DESC_AREA
             return tlp.fmt_type in _MWR + _MRD
+
+        def n_rx(tlp):
+            if tlp.fmt_type not in _CPLD:
+                return False
+            self.rx_desc.append(self.desc_tag.get(tlp.tag, False))
+            return True
         self.meters = {
             "N": ThroughputMeter.tx_of(chip.models["n"], enabled=False, select=n_tx,
                                        keep_records=True),
             "E": ThroughputMeter.tx_of(chip.models["e"], enabled=False, keep_records=True,
                                        select=lambda t: t.fmt_type in _MWR)}
         self.rx = ThroughputMeter.rx_of(chip.models["n"], enabled=False, keep_records=True,
-                                        select=lambda t: t.fmt_type in _CPLD)
+                                        select=n_rx)
         self.dllps = {"rx": DllpLog(chip.models["n"].upstream_port.other),
                       **{p: DllpLog(m.port) for p, m in self.meters.items()}}
 
@@ -120,6 +149,7 @@ class Measure:
         seen = len(arrivals)
         meter = self.meters[port]
         self.reads.clear()
+        self.rx_desc.clear()
         for m in {meter, self.meters["N"], self.rx}:
             m.start()
         for log in self.dllps.values():
@@ -137,7 +167,7 @@ class Measure:
             else:
                 await drv.dma_desc_set(job.chain)
             t0 = get_sim_time("ns")
-            await drv.dma_start(job.channel)
+            await drv.dma_start(job.channel, adj=job.announced())
         job.status = await drv.dma_wait(job.channel,
                                         pause=lambda: ClockCycles(harness.dut.clk, 250))
         await harness.cluster.quiet(20)
@@ -154,13 +184,15 @@ class Measure:
         t1 = max(t for t, _ in landed)
         harness.apply(job.outcome.writes)
         rep = meter.report()
-        rx_wire, rx_since = _wire_after(self.rx.records,
-                                        0 if job.reg or not self.reads else self.reads[0])
+        skip = 0 if job.reg or not self.reads else self.reads[0]
+        rx_wire, rx_since = _wire_after(self.rx.records, skip)
+        rx_desc, window = _descriptors_after(self.rx.records, self.rx_desc, skip)
         tx_wire, tx_since = _wire_after(meter.records, writes=True)
         return {"bytes": nbytes, "ns": t1 - t0, "gbps": nbytes / (t1 - t0),
                 "port": port, "port_bound_gbps": rep.bound_gbps, "port_gbps": rep.gbps,
                 "tlps": rep.tlps,
                 "rx_wire_after": rx_wire, "tx_wire_after": tx_wire,
+                "rx_desc_after": rx_desc, "rx_window_ns": window,
                 "rx_dllp_after": self.dllps["rx"].between(rx_since, t1),
                 "tx_dllp_after": self.dllps[port].between(tx_since, t1),
                 "desc_done": job.status["desc_done"]}

@@ -490,13 +490,13 @@ async def abort_and_busy(dut):
 async def prefetch_race(dut):
     """The next descriptor's fetch landing on every cycle around the close of the current one.
 
-    The planner can pick a channel again in the action that closes its descriptor (its MARK),
-    so the channel reaches CALC in WAIT while the prefetch of its next descriptor may still be
-    arriving; the load must wait for the whole descriptor (loading from the half-written buffer
-    ran a mix of the two; found by the seed-31 soak).  Chains of a K-burst stride descriptor
-    (one 8-byte read per planner action, so the MARK comes 2 K cycles after the prefetch) and a
-    plain one; K swept across the prefetch's measured round trip, and the host latency in 4 ns
-    steps, so the fetch's last DW lands on each cycle around the MARK.  No idles or
+    The planner can pick a channel again in the action that closes its descriptor (its last
+    read), so the channel reaches CALC in WAIT while the prefetch of its next descriptor may
+    still be arriving; the load must wait for the whole descriptor (loading from the
+    half-written buffer ran a mix of the two; found by the seed-31 soak).  Chains of a K-burst
+    stride descriptor (one 8-byte read per planner action, so the close comes 2 K cycles after
+    the prefetch) and a plain one; K swept across the prefetch's measured round trip, and the
+    host latency in 4 ns steps, so the fetch's last DW lands on each cycle around the close.  No idles or
     backpressure: the timing is exact."""
     harness = DmaHarness(dut, 1)
     await harness.start(pauses=False)

@@ -74,9 +74,10 @@ def test_dma_block_fetch():
     """Descriptors fetched in blocks: random chains mixing announced runs (across 4 KiB and
     MRRS blocks, ending mid-block), scattered and unannounced descriptors on all channels; a
     scattered chain's fetches ahead of the data reads before them; a fault in the middle of a
-    fetched block, end inside a run, a misaligned 64-byte head."""
-    run("dma-block_fetch", 1, ["fetch_chains", "fetch_order", "fetch_faults"], seed=14,
-        module="dma_fetch_tb")
+    fetched block, end inside a run, a misaligned 64-byte head; what a start announces
+    fetched at once."""
+    run("dma-block_fetch", 1, ["fetch_chains", "fetch_order", "fetch_start", "fetch_faults"],
+        seed=14, module="dma_fetch_tb")
 
 
 @pytest.mark.slow

@@ -92,6 +92,7 @@ class FakeChip:
                         head = self.regs.get(self._reg("CH_HEAD_LO", c), 0) | \
                             self.regs.get(self._reg("CH_HEAD_HI", c), 0) << 32
                         self._finish(c, dma_model.run_chain(head, self.memory.get,
+                                                            announced=f["adj"],
                                                             routable=self.routable))
                     elif f["reg_start"]:
                         slots = [self._slot(c, s) for s in range(f["slots"])]
@@ -258,6 +259,35 @@ def test_adjacent_runs_walk():
     assert (o.error, o.desc_addr, o.desc_done) == (DmaError.DESC_MALFORMED, 0x10020, 0)
 
 
+def test_start_announces_run():
+    """CH_CTRL.adj announces up to 63 descriptors after the head, the most of it and CH_HEAD
+    [4:1]: a wrong next inside what it announces is malformed, past it followed; the
+    chain's ``announced`` is its head's run up to 63; out of range is refused."""
+    chain = Chain(0, 0x10000)
+    for i in range(80):
+        chain.memcpy(i, 0x100000 + i, 1)
+    assert chain.announced == 63 and chain.head & 0x1E == 15 << 1
+    assert Chain(0, 0x10000).memcpy(0, 0, 1).announced == 0
+    mem = SparseMemory()
+    for a, raw in chain.image(adjacent=False):      # no descriptor announces anything
+        mem.put(a, raw)
+    # Descriptor k points elsewhere: a fault when it is announced to have one after it.
+    for k, announced, in_head in ((40, 41, 0), (40, 40, 0), (40, 0, 0), (12, 5, 13), (12, 5, 12)):
+        mem.put(chain.addresses[k], descriptor.pack(src=0, dst=0, length=1, next=0x50000))
+        mem.put(0x50000, descriptor.pack(src=0, dst=0, length=1, end=True))
+        o = dma_model.run_chain(chain.pointer(0) | in_head << 1, mem.get, announced=announced)
+        inside = k < max(announced, in_head)
+        if inside:
+            assert (o.error, o.desc_addr, o.desc_done) == (DmaError.DESC_MALFORMED,
+                                                           chain.addresses[k], k)
+        else:
+            assert (o.error, o.desc_done) == (DmaError.NONE, k + 2)
+        mem.put(chain.addresses[k], dict(chain.image(adjacent=False))[chain.addresses[k]])
+    for bad in (-1, 64):
+        with pytest.raises(ValueError, match="announced"):
+            dma_model.walk_chain(chain.head, mem.get, announced=bad)
+
+
 def test_register_mode_outcome():
     read = noise_reader(3)
     slots = [memcpy(0x10, 0x1000, 5), memcpy(0x20, 0x2000, 4, count=3, src_gap=1, dst_gap=2,
@@ -376,6 +406,8 @@ def test_driver_chain_and_wait():
         n_writes = len([e for e in chip.log if e[0] == "w"])
         await drv.dma_start(2)
         assert len([e for e in chip.log if e[0] == "w"]) == n_writes + 1   # one write kicks
+        # The start announces the chain's run (the two are not adjacent here: none).
+        assert REGMAP["CH_CTRL"].decode(chip.regs[REGMAP["CH_CTRL"].offset_of(2)])["adj"] == 0
         st = await drv.dma_wait(2)
         return st
     st = run(go())
@@ -392,6 +424,8 @@ def test_driver_chain_and_wait():
         run(drv.dma_config(mps=1024))
     with pytest.raises(IndexError):
         run(drv.dma_start(4))
+    with pytest.raises(ValueError, match="adj"):
+        run(drv.dma_start(2, adj=64))
 
 
 def test_driver_register_mode_and_fault():

@@ -7,6 +7,7 @@ from amaranth.lib import wiring
 
 from peach2.dma.booking import Booking
 from peach2.dma.planner import FETCH_CREDITS, Planner
+from peach2.params import N_DMA_CHANNELS
 
 from ..harness import Harness
 
@@ -52,7 +53,7 @@ class DmaHarness(Harness):
         TB = (NT - 1).bit_length()
         bk = self.add_block(m, "booking", Booking(n_tags=NT, rows=ROWS), platform)
         pl = self.add_block(m, "planner", Planner(n_tags=NT, rows=ROWS), platform)
-        for name in ("free_rows", "room_hdr", "room_dat", "hdr_free", "dat_free", "rd_busy"):
+        for name in ("free_less", "room_hdr", "room_dat", "hdr_free", "dat_free", "rd_busy"):
             m.d.comb += getattr(pl.room, name).eq(getattr(bk.room, name))
         seen = bk.room.outstanding
         if self.mutant == "blind_tag":
@@ -105,7 +106,8 @@ class DmaHarness(Harness):
         def pli(name):
             return self.internal(name, block="planner")
 
-        outstanding, free_rows = bki("outstanding"), bki("free_rows")
+        outstanding = bki("outstanding")
+        free_rows = bki("free_less") + ROWS
         used_hdr, used_dat = bki("used_hdr"), bki("used_dat")
         acc_hdr, acc_dat, acc_rows = bki("acc_hdr"), bki("acc_dat"), bki("acc_rows")
         self.claim(m, "tags", ~iss.en | (~held.bit_select(new, 1) & (count < limit)))
@@ -136,8 +138,18 @@ class DmaHarness(Harness):
         d_iss = pli("d_iss_q")
         self.lemma(m, ~iss.en | (state != ACT))
         self.lemma(m, ~(iss.en & d_iss))
-        does = Cat(*(pli(f"k_do_{a}") for a in ("load", "pf", "data", "mark")))
+        does = Cat(*(pli(f"k_do_{a}") for a in ("load", "pf", "data")))
         self.lemma(m, (does & (does - 1)) == 0)
+        # The actions are held for ACT only (the issue is decided outside the state machine
+        # from them), and ACT's data read one-hot by channel is the selected channel's.
+        sel = pli("sel")
+        # In ACT, a read's rows and the same less the buffer's (the top bit flipped), both
+        # from CALC.
+        self.lemma(m, (state != ACT)
+                   | (pli("k_rows_less").as_unsigned() == (pli("k_rows") ^ ROWS)))
+        self.lemma(m, (does == 0) | (state == ACT))
+        for c in range(N_DMA_CHANNELS):
+            self.lemma(m, ~pli(f"k_reading{c}") | (pli("k_do_data") & (sel == c)))
         # The accumulator holds one release, two after a booking cycle.
         self.lemma(m, (acc_hdr <= Mux(d_iss, 62, 31)) & (acc_dat <= Mux(d_iss, 254, 127)))
         late_hdr = Mux(d_iss, iss.hdr, 0)
