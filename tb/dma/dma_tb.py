@@ -16,7 +16,7 @@ per descriptor with ``irq``, completion writes landing after their data.
 Two-chip tests: ``random_chains`` (random lengths, alignments, block-stride, register mode, all
 channels of both nodes at once, local and remote), ``halo_planes`` (jk/ik/ij of N^3 arrays both
 ways).  One-chip tests: ``completions`` (splits at 64/128 B, out of order across tags, 2 us
-latency), ``host_faults``, ``descriptor_faults``, ``abort_and_busy``, ``prefetch_race`` (the
+latency), ``host_faults``, ``descriptor_faults``, ``abort_and_busy``, ``abort_after_start``, ``prefetch_race`` (the
 next descriptor's fetch landing on every cycle around the close of the current one).  Parameters in
 ``PEACH2_PARAMS``: ``rounds``, ``max_len``, ``ns``.
 """
@@ -483,6 +483,55 @@ async def abort_and_busy(dut):
     assert not st["start_ignored"], "the next accepted start did not clear start_ignored"
     await harness.settle()
     finish(harness, jobs)
+    harness.check_hosts()
+
+
+@cocotb.test()
+async def abort_after_start(dut):
+    """An abort right behind the start: its write 0 to 300 cycles after the start's (while the
+    start's announcement is taken, the head's block fetched, the reads issued, the last
+    writes drained).  Each time the channel ends with ABORTED and busy falls, every byte of the
+    descriptors it counts done is written and none outside the chain's spans, the other
+    channels' chains complete, and the channel's next start runs a chain whole.  An abort
+    after the chain's last read (300 cycles) stops nothing: ABORTED with every descriptor
+    done (docs/dma.md, the channel states)."""
+    harness = DmaHarness(dut, 1)
+    await harness.start()
+    rng = random.Random(SEED + 9)
+    drv = harness.drivers[0]
+    dst, _ = harness.arenas(rng, N_CH, 0)
+    src = src_arena(harness, 0, rng, N_CH, 0)
+
+    def chain(n, size):
+        return [memcpy(src.alloc(size), harness.tca(0, dst[0].alloc(size)), size)
+                for _ in range(n)]
+    for gap in (0, 1, 2, 3, 5, 8, 13, 21, 40, 100, 160, 200, 300):
+        job = Job(0, 0, chain(12, 256))
+        harness.plan(job)
+        others = random_jobs(harness, rng, 1 << 11, channels=(1, 2, 3))
+        for j in others:
+            harness.plan(j)
+        runner = cocotb.start_soon(harness.run_jobs(others))
+        await harness.kick(job)
+        if gap:
+            await ClockCycles(dut.clk, gap)
+        await drv.dma_abort(0)
+        await harness.wait(job)
+        await runner
+        assert job.fault is not None and job.fault.error == DmaError.ABORTED, (gap, job.fault)
+        if gap <= 100:      # before the head's block can have come back
+            assert job.fault.desc_done == 0, (gap, job.fault)
+        await harness.settle()
+        finish(harness, others, failed_spans(harness, job, job.fault.desc_done))
+        st = await drv.dma_status(0)
+        assert not st["busy"] and st["error"] == DmaError.ABORTED, (gap, st)
+        again = Job(0, 0, chain(3, 512))
+        harness.plan(again)
+        await harness.run_jobs([again])
+        await harness.settle()
+        finish(harness, [again])
+        dut._log.info("abort %d cycles after the start: %d descriptors done, %d bytes", gap,
+                      job.fault.desc_done, job.fault.bytes)
     harness.check_hosts()
 
 

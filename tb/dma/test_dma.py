@@ -24,7 +24,8 @@ from peach2.sim.run import pick_simulator, run_cocotb
 HERE = Path(__file__).parent
 
 TWO_CHIPS = ["random_chains", "halo_planes"]
-ONE_CHIP = ["completions", "host_faults", "descriptor_faults", "abort_and_busy"]
+ONE_CHIP = ["completions", "host_faults", "descriptor_faults", "abort_and_busy",
+            "abort_after_start"]
 
 
 def run(name, n_chips, testcases, seed=1, simulator="verilator", module="dma_tb", probe=False,
