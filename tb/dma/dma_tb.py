@@ -434,6 +434,23 @@ async def descriptor_faults(dut):
     assert not errors, f"{len(errors)} failure(s):\n" + "\n".join(errors)
 
 
+async def abort_beside_others(harness, rng, job, delay, max_len):
+    """Start ``job`` (channel 0) beside a random chain on each other channel, abort it after
+    ``delay`` (a trigger, or None), wait for all; return the other channels' jobs."""
+    harness.plan(job)
+    others = random_jobs(harness, rng, max_len, channels=(1, 2, 3))
+    for j in others:
+        harness.plan(j)
+    runner = cocotb.start_soon(harness.run_jobs(others))
+    await harness.kick(job)
+    if delay is not None:
+        await delay
+    await harness.drivers[job.node].dma_abort(job.channel)
+    await harness.wait(job)
+    await runner
+    return others
+
+
 @cocotb.test()
 async def abort_and_busy(dut):
     """Abort a long chain (ABORTED, busy falls, next start works); a start while busy is
@@ -447,16 +464,7 @@ async def abort_and_busy(dut):
     src = src_arena(harness, 0, rng, N_CH, 0)
     ts = [memcpy(src.alloc(8192), harness.tca(0, dst[0].alloc(8192)), 8192) for _ in range(8)]
     job = Job(0, 0, ts)
-    harness.plan(job)
-    others = random_jobs(harness, rng, 1 << 13, channels=(1, 2, 3))
-    for j in others:
-        harness.plan(j)
-    runner = cocotb.start_soon(harness.run_jobs(others))
-    await harness.kick(job)
-    await Timer(3, unit="us")
-    await drv.dma_abort(0)
-    await harness.wait(job)
-    await runner
+    others = await abort_beside_others(harness, rng, job, Timer(3, unit="us"), 1 << 13)
     assert job.fault is not None and job.fault.error == DmaError.ABORTED, job.fault
     assert job.fault.desc_done < len(ts), "abort came after the chain had finished"
     await harness.settle()
@@ -507,17 +515,8 @@ async def abort_after_start(dut):
                 for _ in range(n)]
     for gap in (0, 1, 2, 3, 5, 8, 13, 21, 40, 100, 160, 200, 300):
         job = Job(0, 0, chain(12, 256))
-        harness.plan(job)
-        others = random_jobs(harness, rng, 1 << 11, channels=(1, 2, 3))
-        for j in others:
-            harness.plan(j)
-        runner = cocotb.start_soon(harness.run_jobs(others))
-        await harness.kick(job)
-        if gap:
-            await ClockCycles(dut.clk, gap)
-        await drv.dma_abort(0)
-        await harness.wait(job)
-        await runner
+        others = await abort_beside_others(harness, rng, job,
+                                           ClockCycles(dut.clk, gap) if gap else None, 1 << 11)
         assert job.fault is not None and job.fault.error == DmaError.ABORTED, (gap, job.fault)
         if gap <= 100:      # before the head's block can have come back
             assert job.fault.desc_done == 0, (gap, job.fault)
