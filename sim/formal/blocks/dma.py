@@ -140,13 +140,13 @@ class DmaHarness(Harness):
         self.lemma(m, ~(iss.en & d_iss))
         does = Cat(*(pli(f"k_do_{a}") for a in ("load", "pf", "data")))
         self.lemma(m, (does & (does - 1)) == 0)
-        # The actions are held for ACT only (the issue is decided outside the state machine
-        # from them), and ACT's data read one-hot by channel is the selected channel's.
         sel = pli("sel")
         # In ACT, a read's rows and the same less the buffer's (the top bit flipped), both
         # from CALC.
         self.lemma(m, (state != ACT)
                    | (pli("k_rows_less").as_unsigned() == (pli("k_rows") ^ ROWS)))
+        # The actions are held for ACT only (the issue is decided outside the state machine
+        # from them), and ACT's data read one-hot by channel is the selected channel's.
         self.lemma(m, (does == 0) | (state == ACT))
         for c in range(N_DMA_CHANNELS):
             self.lemma(m, ~pli(f"k_reading{c}") | (pli("k_do_data") & (sel == c)))
