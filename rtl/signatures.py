@@ -45,7 +45,7 @@ DMA_CONFIG_FIELDS = (
 CH_CTRL_FIELDS = (
     ("start", 0, 1, "walk the chain from CH_HEAD"),
     ("reg_start", 1, 1, "run register-mode slots 0 .. slots-1"),
-    ("abort", 2, 1, "stop the chain (error ABORTED)"),
+    ("abort", 2, 1, "stop the running chain (error ABORTED); ignored once its last read is issued"),
     ("slots", 8, 3, "register mode: number of slots, 1..4"),
     ("adj", 16, 6, "with start: descriptors of the head's size that follow it immediately in "
                    "memory, fetched with it, up to 63 (the most of this and CH_HEAD[4:1])"),

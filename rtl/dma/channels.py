@@ -136,7 +136,7 @@ def control(m, pl, ch):
         n = field(ctrl, "slots", CH_CTRL)
         accept = stb & (start | rstart) & ~busy
         lo = pl.ch_head_lo[c]
-        ch.abort_set.append(stb & field(ctrl, "abort", CH_CTRL) & busy
+        ch.abort_set.append(stb & field(ctrl, "abort", CH_CTRL) & _stoppable(st[c])
                             | accept & ~start & ((n == 0) | (n > N_DMA_SLOTS))
                             | accept & start & lo[0] & lo[5])
         ch.abort_clear.append(accept)
@@ -151,7 +151,7 @@ def control(m, pl, ch):
             start = field(ctrl, "start", CH_CTRL)
             rstart = field(ctrl, "reg_start", CH_CTRL)
             n = field(ctrl, "slots", CH_CTRL)
-            with m.If(field(ctrl, "abort", CH_CTRL) & (st[c] != Chan.IDLE)):
+            with m.If(field(ctrl, "abort", CH_CTRL) & _stoppable(st[c])):
                 fail(m, ch, c, DmaError.ABORTED, cur_addr[c])
             with m.Elif((start | rstart) & (st[c] != Chan.IDLE)):
                 m.d.sync += ch.ignored[c].eq(1)
@@ -177,6 +177,13 @@ def control(m, pl, ch):
                                  cur_addr[c].eq(0), fault_addr[c].eq(0)]
                 with m.Else():
                     m.d.sync += [st[c].eq(Chan.WAIT), cur_addr[c].eq(0)]
+
+
+def _stoppable(state):
+    """Whether an abort stops a channel in ``state``: WAIT or RUN.  In DRAIN the chain's last
+    read has been issued (or a fault already stopped it), so an abort has nothing left to stop
+    and the chain ends as it would have; in IDLE nothing runs."""
+    return (state == Chan.WAIT) | (state == Chan.RUN)
 
 
 def reports(m, pl, ch):

@@ -473,11 +473,12 @@ class Planner(wiring.Component):
         for c, reading in enumerate(k.reading):
             ends = Signal(name=f"ch{c}_ends", attrs={"keep": 1})
             new_st = Signal(name=f"ch{c}_st_en", attrs={"keep": 1})
+            closes = ends & k.go_read
             m.d.comb += [ends.eq(reading & k.end & k.bl_one),
-                         new_st.eq(ends & k.go_read | k.st_en & (k.sel == c))]
+                         new_st.eq(closes | k.st_en & (k.sel == c))]
             with m.If(new_st):
                 m.d.sync += ch.st[c].eq(k.st_new)
-            with m.If(ends & k.go_read):
+            with m.If(closes):
                 m.d.sync += [ch.slot[c].eq(ch.slot[c] + 1), k.mark_en.eq(1)]
         # The mark's channel: ACT's (``mark_chan`` is looked at only when ``mark_en``).
         m.d.sync += k.mark_chan.eq(k.sel)

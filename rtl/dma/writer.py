@@ -7,7 +7,6 @@ later never takes back a descriptor already counted done.
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from ..params import N_DMA_CHANNELS, DmaError
@@ -17,6 +16,7 @@ from ..tlp.layouts import TLPHeader
 from ..tlp.stream import TLPStream
 from ..util import not_below
 from .common import Item, Kind, ceil_log2, end_mask, entry_layout, mem_header, select
+from .fifo import BypassFIFO
 
 __all__ = ["Writer", "ReportSignature", "fail_layout", "count_layout", "release_layout",
            "retire_layout"]
@@ -145,11 +145,11 @@ class Writer(wiring.Component):
         m = Module()
         rb = ceil_log2(self.rows)
         item = item_layout(rb)
-        m.submodules.items = items = SyncFIFOBuffered(width=item.size, depth=self.ITEMS_DEPTH)
+        m.submodules.items = items = BypassFIFO(width=item.size, depth=self.ITEMS_DEPTH)
         self._split(m, items, item)
         Item2 = data.StructLayout({"it": item, "hdr": TLPHeader, "dest": 6, "nbm1": 8,
                                    "single": 1})
-        m.submodules.items2 = items2 = SyncFIFOBuffered(width=Item2.size, depth=4)
+        m.submodules.items2 = items2 = BypassFIFO(width=Item2.size, depth=4)
         self._route(m, items, items2, item, Item2)
         self._send(m, items2, Item2)
         return m
@@ -264,8 +264,18 @@ class Writer(wiring.Component):
         with m.If(a0_consume):
             m.d.sync += [wait.eq(0), tmo_hit.eq(0)]
 
-        def emit(kind, **fields):
-            m.d.comb += [items.w_en.eq(1), it_w.kind.eq(kind), it_w.chan.eq(e.chan),
+        # The kind of the item emitted this cycle (if any), from the entry alone, as a net of
+        # its own (decided inside the cases below it went 7 LUT levels deep into the queue's
+        # bypass): a data read's piece is a memory write unless the read failed or its channel
+        # stopped; a mark is a completion write if it asks for one and its channel runs;
+        # everything else a no-op.
+        kind_w = Signal(Item, name="a1_kind", attrs={"keep": 1})
+        m.d.comb += kind_w.eq(
+            Mux((e.kind == Kind.DATA) & ~s_failed & ~s_drop & ~e_abort, Item.WRITE,
+                Mux((e.kind == Kind.MARK) & e.seq & ~e_abort, Item.SEQ, Item.NOP)))
+
+        def emit(**fields):
+            m.d.comb += [items.w_en.eq(1), it_w.kind.eq(kind_w), it_w.chan.eq(e.chan),
                          it_w.desc.eq(e.desc), it_w.rel_hdr.eq(e.chdr), it_w.rel_dat.eq(e.cdat)]
             for k, v in fields.items():
                 m.d.comb += getattr(it_w, k).eq(v)
@@ -282,12 +292,12 @@ class Writer(wiring.Component):
                     # frees their tags, so a late completion cannot land in reused rows.
                     with m.If(s_fail):
                         fail()
-                        emit(Item.NOP, release=1, rel_rows=e.rows, retire=1)
+                        emit(release=1, rel_rows=e.rows, retire=1)
                     with m.Elif(e.kind == Kind.FETCH):
                         # The receiver already filled the prefetch buffer: free the tag.
-                        emit(Item.NOP, release=1, rel_rows=e.rows, retire=1)
+                        emit(release=1, rel_rows=e.rows, retire=1)
                     with m.Elif(s_piece):
-                        emit(Mux(e_abort, Item.NOP, Item.WRITE), addr=a, nbytes=piece,
+                        emit(addr=a, nbytes=piece,
                              row=pos[4:], u=pos[:4], release=s_last, rel_rows=e.rows,
                              retire=s_last)
                         # After the first piece the destination is MPS-aligned.
@@ -298,12 +308,12 @@ class Writer(wiring.Component):
                                      need.eq(Mux(next_last, end_dw, need + (mps >> 2)))]
                 with m.Case(Kind.FAULT):
                     fail()
-                    emit(Item.NOP, retire=1)
+                    emit(retire=1)
                 with m.Default():       # MARK
                     # Decided here, in queue order: a fault reported later (behind this mark)
-                    # does not take this descriptor back.
-                    send = e.seq & ~e_abort
-                    emit(Mux(send, Item.SEQ, Item.NOP), addr=e.addr, nbytes=4, value=e.value,
+                    # does not take this descriptor back (a completion write, ``kind_w``, if it
+                    # asks for one).
+                    emit(addr=e.addr, nbytes=4, value=e.value,
                          retire=1, mark=~e_abort, irq=e.irq)
 
         # What the split needs of h, as nets of their own (the load below only picks them).
@@ -439,7 +449,7 @@ class Writer(wiring.Component):
             "nop": 1, "chan": 2, "nbytes": 10, "retire": 1, "mark": 1, "irq": 1,
         })
         OUT_DEPTH = self.OUT_DEPTH
-        m.submodules.ofifo = ofifo = SyncFIFOBuffered(width=Out_.size, depth=OUT_DEPTH)
+        m.submodules.ofifo = ofifo = BypassFIFO(width=Out_.size, depth=OUT_DEPTH)
         ow = data.View(Out_, ofifo.w_data)
         b = data.View(Item2, items2.r_data)
         bi = b.it
@@ -469,29 +479,37 @@ class Writer(wiring.Component):
         m.d.comb += [self.rd_row0.eq(row), self.rd_row1.eq(row + 1)]
         # Stage C: memory data, byte shift, into the output FIFO.
         cmd = Signal(Item2)
-        cmd_beat = Signal(8)
         cmd_first = Signal()
         cmd_last = Signal()
-        m.d.sync += [c1.eq(go), cmd.eq(b), cmd_beat.eq(beat), cmd_first.eq(b_first),
-                     cmd_last.eq(b_last)]
+        # What stage C needs of the item besides the data, worked out in stage B (so stage C
+        # is the byte shift and one multiplexer): a completion write, a no-op, the beat's DW
+        # enables (a write's from its length and the beat, one DW for a completion write).
+        cmd_seq, cmd_nop, cmd_dw_en = Signal(), Signal(), Signal(4)
+        b_dws = b.hdr.common.length
+        rem_dws = b_dws - Cat(Const(0, 2), beat)
+        b_dw_en = Mux(rem_dws >= 4, 0xF, end_mask(rem_dws[:2]))
+        m.d.sync += [c1.eq(go), cmd.eq(b), cmd_first.eq(b_first),
+                     cmd_last.eq(b_last), cmd_seq.eq(bi.kind == Item.SEQ),
+                     cmd_nop.eq(bi.kind == Item.NOP),
+                     cmd_dw_en.eq(Mux(bi.kind == Item.SEQ, 1,
+                                      Mux(bi.kind == Item.WRITE, b_dw_en, 0)))]
+        # The byte shift from source to destination alignment in two steps of four ways (bytes
+        # within a DW, then DWs), as nets of their own: one LUT level each.
         both = Cat(self.rd_data0, self.rd_data1)
-        shifted = Signal(128)
-        with m.Switch(cmd.it.u):
-            for u in range(16):
-                with m.Case(u):
-                    m.d.comb += shifted.eq(both[8 * u:8 * u + 128])
+        u = cmd.it.u
+        by_bytes = Signal(256 - 24, attrs={"keep": 1})
+        shifted = Signal(128, attrs={"keep": 1})
+        m.d.comb += [by_bytes.eq(both.bit_select(u[:2] * 8, 256 - 24)),
+                     shifted.eq(by_bytes.bit_select(u[2:] * 32, 128))]
         ci = cmd.it
-        c_dws = cmd.hdr.common.length
-        rem_dws = c_dws - Cat(Const(0, 2), cmd_beat)
-        dw_en = Mux(rem_dws >= 4, 0xF, end_mask(rem_dws[:2]))
         m.d.comb += [
-            ow.data.eq(Mux(ci.kind == Item.SEQ, ci.value, shifted)),
-            ow.dw_en.eq(Mux(ci.kind == Item.SEQ, 1, Mux(ci.kind == Item.WRITE, dw_en, 0))),
+            ow.data.eq(Mux(cmd_seq, ci.value, shifted)),
+            ow.dw_en.eq(cmd_dw_en),
             ow.hdr.eq(cmd.hdr),
             ow.first.eq(cmd_first),
             ow.last.eq(cmd_last),
             ow.dest.eq(cmd.dest),
-            ow.nop.eq(ci.kind == Item.NOP),
+            ow.nop.eq(cmd_nop),
             ow.chan.eq(ci.chan),
             ow.nbytes.eq(Mux(cmd_last & (ci.kind == Item.WRITE), ci.nbytes, 0)),
             ow.retire.eq(cmd_last & ci.retire),

@@ -6,6 +6,7 @@ from .blocks.buffer import BufferHarness
 from .blocks.crossbar import CrossbarHarness
 from .blocks.dma import DmaHarness
 from .blocks.egress import EgressHarness
+from .blocks.fifo import FifoHarness
 from .blocks.ingress import IngressHarness
 from .blocks.linkstate import LinkGateHarness, LinkStateHarness
 from .blocks.put import PutHarness
@@ -35,6 +36,9 @@ _WHY_RAM = ("the FIFOs keep their entries in a block-RAM memory, which no lemma 
             "(Amaranth cannot put a memory row in a design), so the induction cannot tie the "
             "stored beats and first flags to the tracker; the same properties are proved with "
             "single-register FIFOs (block buffer)")
+_WHY_FIFO = ("the queue behind the output register keeps its entries in a memory, which no "
+             "lemma can name, so the induction cannot close; 12 cycles fill and drain the "
+             "largest depth proved (4) twice over, with every read and write pattern")
 _WHY_PUT = ("the induction needs invariants tying the output registers (header length, beats, "
             "last dw_en) to the descriptor they were made from in the stages before, which are "
             "not written yet; 20 cycles hold a write's four beats, the queue, CHECK, ROUTE, "
@@ -53,6 +57,10 @@ BLOCKS = {
         ("level", "bmc", 12, True, _WHY_RAM), ("order", "bmc", 12, True, _WHY_RAM),
         ("heads", "bmc", 12, True, _WHY_RAM), ("queued", "prove", 4, True, "")],
         depth=4, max_packets=2),
+    "fifo": _block("fifo", FifoHarness, [
+        (name, "bmc", 12, False, _WHY_FIFO) for name in FifoHarness.PROPERTIES], depth=3),
+    "fifo4": _block("fifo4", FifoHarness, [
+        (name, "bmc", 12, True, _WHY_FIFO) for name in FifoHarness.PROPERTIES], depth=4),
     "crossbar": _block("crossbar", CrossbarHarness, [
         ("grant", "prove", 3, False, ""), ("packet", "prove", 3, False, ""),
         ("order", "prove", 3, False, ""), ("bound", "prove", 3, False, "")],
@@ -85,7 +93,8 @@ BLOCKS = {
 #: ``dma`` and ``put``, whose proofs take minutes); every other one is marked slow (``-m slow``,
 #: ``peach2 prove --quick`` skips them).
 QUICK = {"slice.order", "egress.translate", "linkstate.answered", "gate.hold", "gate.frame",
-         "ingress_e.hold", "crossbar.order", "buffer.order", "buffer.queued", "receiver.accept"}
+         "ingress_e.hold", "crossbar.order", "buffer.order", "buffer.queued", "receiver.accept",
+         "fifo.order", "fifo.next"}
 BLOCKS = {block: [replace(p, slow=p.label not in QUICK) for p in props]
           for block, props in BLOCKS.items()}
 

@@ -38,6 +38,7 @@ def _one(block, name):
 
 @pytest.mark.parametrize("block, name, mutant, depth", [
     ("slice", "order", "lose_skid", 8),         # the tracker counts a refused beat as taken
+    ("fifo", "bound", "small", 6),              # a bound one entry below the queue's depth
     ("egress", "translate", "no_offset", 1),    # a reference that forgets the offset
     pytest.param("ingress_e", "route", "strict", 6,     # a reference with < at the upper bound
                  marks=pytest.mark.slow),
