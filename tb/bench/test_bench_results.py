@@ -487,7 +487,7 @@ def _bench_collectives():
 
 def _coll_rows(kind, nodes):
     return [{"bytes": size, "ns": 1000.0 * (k + 1)} for k, size in enumerate([8, 512])] \
-        if kind in ("bcast", "allgather") else [{"hops": h, "ns": 800.0 + 380 * h}
+        if kind in ("bcast", "allgather", "ring") else [{"hops": h, "ns": 800.0 + 380 * h}
                                                  for h in (1, 2, 3)]
 
 
@@ -500,7 +500,8 @@ def bench_coll(results, monkeypatch):
 
     def measure(nodes, part, params, progress):
         calls.append(("measure", nodes, part, sorted(params)))
-        kinds = {k.split("_")[0] for k in params if k.split("_")[0] in module.KINDS}
+        kinds = {k.split("_")[0] for k in params if k.split("_")[0] in module.KINDS} \
+            & {"bcast", "allgather", "ring", "hops"}       # (the rows faked here)
         return {"nodes": nodes, "topology": module.TOPOLOGY[nodes], "complete": True,
                 **{k: _coll_rows(k, nodes) for k in kinds}, "wall_s": {part: 1.0}}
     monkeypatch.setattr(module, "measure", measure)
@@ -530,6 +531,24 @@ def test_collectives_quick_part_measures_that_part(bench_coll, capsys):
     saved = bench_results.load("collectives")
     assert saved["8"]["allgather"] == old["8"]["allgather"] and saved["16"]["bcast"]
     assert set(saved["parts"]) == {"16 nodes, bcast", "16 nodes, hops"}
+
+
+def test_collectives_one_node_count_keeps_the_other_stamp(bench_coll):
+    """``--quick --nodes 16`` (every part, one node count) replaces the 16-node rows and stamps
+    them in ``parts``; the section's stamp and the 8-node rows stay the earlier run's."""
+    old = {"run": bench_results.run_info("older", bench_results.started()),
+           "8": {"nodes": 8, "topology": "2x4", "complete": True,
+                 "allgather": [{"bytes": 64, "ns": 99_000.0}]}}
+    bench_results.save("collectives", old)
+    assert bench_coll.main(["--quick", "--nodes", "16"]) == 0
+    saved = bench_results.load("collectives")
+    assert saved["run"]["command"] == "older"
+    assert saved["8"]["allgather"] == old["8"]["allgather"] and saved["16"]["bcast"]
+    assert saved["parts"] and all(k.startswith("16 nodes") for k in saved["parts"])
+    assert bench_coll.main(["--quick"]) == 0        # both node counts: the section's stamp
+    saved = bench_results.load("collectives")
+    assert saved["run"]["command"].endswith("bench_collectives.py --quick")
+    assert saved["parts"] == {}
 
 
 def test_collectives_quick_sizes_per_part(bench_coll):

@@ -309,11 +309,14 @@ def _run(args, given, todo, p):
         print(report.summary(measured, "collectives, from the raw results of an earlier run "
                                        "(build/bench/), not measured now" if args.from_raw
                              else "collectives, measured by this run"), flush=True)
-        if args.part is None:
+        # A run of every part on both node counts replaces the section and its stamp; any
+        # other run (one part, or one node count) replaces only the rows it measured and
+        # stamps them in ``parts``.
+        if args.part is None and set(measured) == {str(n) for n in TOPOLOGY}:
             saved.update(measured)
             saved["run"] = info
             saved["parts"] = {}
-        else:       # replace the rows this part measured, keep the rest and say whose they are
+        else:       # replace the rows measured, keep the rest and say whose they are
             saved.setdefault("run", info)
             for n, res in measured.items():
                 old = saved.setdefault(n, res)
