@@ -2,7 +2,7 @@
 
 The DMA writer's stages are joined by queues; with ``amaranth.lib.fifo.SyncFIFOBuffered`` an
 entry written into an empty queue is readable two cycles later (a cycle into its storage, one
-into its output register), which every memory write pays three times on its way out.
+into its output register), which every memory write pays at each queue on its way out.
 """
 
 from amaranth.hdl import Elaboratable, Module, Mux, Signal
@@ -17,7 +17,9 @@ class BypassFIFO(Elaboratable):
     directly: readable the next cycle.  Otherwise entries wait in a ``SyncFIFOBuffered``
     behind the output register, in order.  ``r_data`` and ``r_rdy`` are registers, as with
     ``SyncFIFOBuffered``; ``w_rdy`` is high exactly while fewer than ``depth`` entries are
-    inside.  (The inner queue has room for ``depth`` of its own: one of ``depth - 1`` can
+    inside, and unlike ``SyncFIFOBuffered``'s it is a promise asked of the writer, not a
+    guard: ``w_en`` only while ``w_rdy`` (the DMA writer writes only with room it counted
+    from ``level``), so no gate on ``w_rdy`` lies between ``w_en`` and the storage.  (The inner queue has room for ``depth`` of its own: one of ``depth - 1`` can
     refuse a write while the whole holds fewer, its storage full and its output register not
     yet loaded.)
 
@@ -48,21 +50,25 @@ class BypassFIFO(Elaboratable):
     def elaborate(self, platform):
         m = Module()
         m.submodules.inner = inner = SyncFIFOBuffered(width=self.width, depth=self.depth)
+        # The entries inside, kept in a register of its own (the inner queue's ``level`` is a
+        # sum behind its registers): ``w_rdy`` and whether the inner queue is empty are then
+        # one LUT each on registers.
+        get = self.r_rdy & self.r_en
+        m.d.sync += self.level.eq(self.level + self.w_en - get)
+        m.d.comb += self.w_rdy.eq(self.level != self.depth)
         # The output register is free this cycle (empty, or read now).
         take = ~self.r_rdy | self.r_en
-        # An entry bypasses the inner queue only when nothing waits there (order kept).
-        inner_empty = Signal()
-        m.d.comb += inner_empty.eq(inner.level == 0)
-        put = self.w_en & self.w_rdy
-        bypass = take & inner_empty & put
+        # An entry bypasses the inner queue only when nothing waits there (order kept): the
+        # entries inside are then the output register's alone.  Worked out without ``w_en``,
+        # which only chooses between the two places.
+        to_out = Signal()
+        m.d.comb += to_out.eq(take & (self.level == self.r_rdy))
         m.d.comb += [
-            self.level.eq(inner.level + self.r_rdy),
-            self.w_rdy.eq(self.level < self.depth),
             inner.w_data.eq(self.w_data),
-            inner.w_en.eq(put & ~bypass),
+            inner.w_en.eq(self.w_en & ~to_out),
             inner.r_en.eq(take),
         ]
         with m.If(take):
             m.d.sync += [self.r_data.eq(Mux(inner.r_rdy, inner.r_data, self.w_data)),
-                         self.r_rdy.eq(inner.r_rdy | bypass)]
+                         self.r_rdy.eq(inner.r_rdy | to_out & self.w_en)]
         return m

@@ -7,6 +7,7 @@ later never takes back a descriptor already counted done.
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from ..params import N_DMA_CHANNELS, DmaError
@@ -145,7 +146,9 @@ class Writer(wiring.Component):
         m = Module()
         rb = ceil_log2(self.rows)
         item = item_layout(rb)
-        m.submodules.items = items = BypassFIFO(width=item.size, depth=self.ITEMS_DEPTH)
+        # (A plain queue here: A1's item is chosen by its decision, and a BypassFIFO's
+        # multiplexer behind it made 7 LUT levels.)
+        m.submodules.items = items = SyncFIFOBuffered(width=item.size, depth=self.ITEMS_DEPTH)
         self._split(m, items, item)
         Item2 = data.StructLayout({"it": item, "hdr": TLPHeader, "dest": 6, "nbm1": 8,
                                    "single": 1})
@@ -264,9 +267,8 @@ class Writer(wiring.Component):
         with m.If(a0_consume):
             m.d.sync += [wait.eq(0), tmo_hit.eq(0)]
 
-        # The kind of the item emitted this cycle (if any), from the entry alone, as a net of
-        # its own (decided inside the cases below it went 7 LUT levels deep into the queue's
-        # bypass): a data read's piece is a memory write unless the read failed or its channel
+        # The kind of the item emitted this cycle (if any), decided in one place, as a net of
+        # its own: a data read's piece is a memory write unless the read failed or its channel
         # stopped; a mark is a completion write if it asks for one and its channel runs;
         # everything else a no-op.
         kind_w = Signal(Item, name="a1_kind", attrs={"keep": 1})
@@ -449,7 +451,9 @@ class Writer(wiring.Component):
             "nop": 1, "chan": 2, "nbytes": 10, "retire": 1, "mark": 1, "irq": 1,
         })
         OUT_DEPTH = self.OUT_DEPTH
-        m.submodules.ofifo = ofifo = BypassFIFO(width=Out_.size, depth=OUT_DEPTH)
+        # (A plain queue here: the output register's read of it waits for the crossbar's
+        # ready, and a BypassFIFO's read behind that made 7 LUT levels across the core.)
+        m.submodules.ofifo = ofifo = SyncFIFOBuffered(width=Out_.size, depth=OUT_DEPTH)
         ow = data.View(Out_, ofifo.w_data)
         b = data.View(Item2, items2.r_data)
         bi = b.it

@@ -1,6 +1,7 @@
-"""Harness: :class:`~peach2.dma.fifo.BypassFIFO` (the DMA writer's three queues)."""
+"""Harness: :class:`~peach2.dma.fifo.BypassFIFO` (the DMA writer's queue between stages A'
+and B)."""
 
-from amaranth.hdl import Signal
+from amaranth.hdl import Assume, Signal
 
 from peach2.dma.fifo import BypassFIFO
 
@@ -11,8 +12,9 @@ __all__ = ["FifoHarness"]
 
 
 class FifoHarness(Harness):
-    """The bypass queue of ``depth`` entries, 4 bits wide, with any writes and reads: a write
-    with ``w_rdy`` low and a read with ``r_rdy`` low are allowed and must do nothing.
+    """The bypass queue of ``depth`` entries, 4 bits wide, with any reads (one with ``r_rdy``
+    low must do nothing) and any writes while ``w_rdy`` is high (the queue's contract: a write
+    with ``w_rdy`` low is not allowed).
 
     ``mutant="small"`` bounds the entries inside by ``depth - 1`` (so ``bound`` fails: the
     queue does hold ``depth``)."""
@@ -36,7 +38,8 @@ class FifoHarness(Harness):
         dut = self.add_block(m, "dut", BypassFIFO(width=4, depth=self.depth), platform)
         m.d.comb += [dut.w_en.eq(self.anyseq(m, 1, "w_en")),
                      dut.w_data.eq(self.anyseq(m, 4, "w_data")),
-                     dut.r_en.eq(self.anyseq(m, 1, "r_en"))]
+                     dut.r_en.eq(self.anyseq(m, 1, "r_en")),
+                     Assume(~dut.w_en | dut.w_rdy)]
         capacity = self.depth - (self.mutant == "small")
         tracker = BeatTracker("track", capacity, dut.w_en, dut.w_rdy, dut.w_data,
                               dut.r_rdy, dut.r_en, dut.r_data, self.anyseq(m, 1, "pick"))
