@@ -48,6 +48,22 @@ def test_dependencies_pinned():
         assert importlib.metadata.version(name) == pins[name], name
 
 
+def test_every_package_listed():
+    """pyproject.toml lists packages by hand (``package-dir`` maps ``rtl`` and ``sim`` into
+    ``peach2``): every folder of them with an ``__init__.py`` is listed, and nothing else, so a
+    non-editable install is the whole package (``peach2.put`` was missing, and ``peach2 regmap``
+    failed in such an install)."""
+    setup = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    found = {"peach2.constraints"}
+    for folder, package in (("rtl", "peach2"), ("sim", "peach2.sim")):
+        for init in (ROOT / folder).rglob("__init__.py"):
+            parts = init.parent.relative_to(ROOT / folder).parts
+            found.add(".".join((package, *parts)))
+    listed = set(setup["packages"])
+    assert not found - listed, f"not in pyproject.toml's packages: {sorted(found - listed)}"
+    assert not listed - found, f"listed but not a package: {sorted(listed - found)}"
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     """``(python, peach2 script, work folder)`` of a non-editable install of the checkout."""
