@@ -545,6 +545,12 @@ def test_collectives_one_node_count_keeps_the_other_stamp(bench_coll):
     assert saved["run"]["command"] == "older"
     assert saved["8"]["allgather"] == old["8"]["allgather"] and saved["16"]["bcast"]
     assert saved["parts"] and all(k.startswith("16 nodes") for k in saved["parts"])
+    # Then the other node count: every row now has a stamp of this session, so the section's
+    # becomes the last run's and the 16-node rows keep theirs.
+    assert bench_coll.main(["--quick", "--nodes", "8"]) == 0
+    saved = bench_results.load("collectives")
+    assert saved["run"]["command"].endswith("--quick --nodes 8")
+    assert saved["parts"] and all(k.startswith("16 nodes") for k in saved["parts"])
     assert bench_coll.main(["--quick"]) == 0        # both node counts: the section's stamp
     saved = bench_results.load("collectives")
     assert saved["run"]["command"].endswith("bench_collectives.py --quick")

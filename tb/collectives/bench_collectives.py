@@ -282,6 +282,19 @@ def main(argv=None):
         return _run(args, given, todo, p) if master else 0
 
 
+def _promote(saved, info):
+    """Once every row of ``saved`` is stamped in its ``parts`` (the node counts or parts were
+    measured by runs of their own), the section's stamp becomes this run's (``info``) and
+    ``parts`` keeps the other runs' stamps of rows: no stamp then names a run whose figures
+    are all gone."""
+    parts = saved.get("parts") or {}
+    rows = {f"{n} nodes, {kind}" for n, res in saved.items() if n in ("8", "16")
+            for kind, value in res.items() if isinstance(value, list) and value}
+    if rows and rows <= set(parts):
+        saved["run"] = info
+        saved["parts"] = {key: run for key, run in parts.items() if key in rows and run != info}
+
+
 def _run(args, given, todo, p):
     """Measure (or only rebuild the document) as ``args`` say; return the exit status."""
     results_mod = bench_results
@@ -332,6 +345,7 @@ def _run(args, given, todo, p):
             if kept:
                 print(f"kept from earlier runs, not measured now: {', '.join(kept)}",
                       flush=True)
+            _promote(saved, info)
         results_mod.save("collectives", saved)
         print("saved docs/results/collectives.json", file=sys.stderr, flush=True)
     bench_doc.rebuild(measured=["collectives"])
