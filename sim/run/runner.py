@@ -323,6 +323,10 @@ def _top_ports(component):
     return ["clk", "rst"] + ports
 
 
+#: Imported ahead of every test module in the simulator (:mod:`.gc_policy`).
+GC_POLICY = "peach2.sim.run.gc_policy"
+
+
 def run_cocotb(*, component, toplevel, test_module, name, test_dir, testcase=None,
                params=None, seed=None, waves=None, simulator=None, build_args=(),
                extra_sources=(), library=False):
@@ -430,10 +434,10 @@ def run_cocotb(*, component, toplevel, test_module, name, test_dir, testcase=Non
         results = build_dir / "results.xml"
         results.unlink(missing_ok=True)     # a run that dies before writing must not read the last
         try:
-            runner.test(test_module=test_module, hdl_toplevel=hdl_toplevel, build_dir=sim_dir,
-                        test_dir=test_dir, testcase=testcase, seed=seed, plusargs=plusargs,
-                        test_args=test_args, extra_env=env, waves=waves, results_xml=str(results),
-                        hdl_toplevel_lang="verilog",
+            runner.test(test_module=[GC_POLICY, test_module], hdl_toplevel=hdl_toplevel,
+                        build_dir=sim_dir, test_dir=test_dir, testcase=testcase, seed=seed,
+                        plusargs=plusargs, test_args=test_args, extra_env=env, waves=waves,
+                        results_xml=str(results), hdl_toplevel_lang="verilog",
                         log_file=build_dir / "sim.log")
         except SystemExit as exit_:
             # The runner exits on a failed test; report it with the log's failure lines instead.

@@ -3,6 +3,8 @@
 Runs on any small design (only its clock is used).
 """
 
+import gc
+
 import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import Event, Timer
@@ -12,6 +14,7 @@ from peach2.csr.regmap import REGMAP
 from peach2.sim.driver import Driver, DriverError
 from peach2.sim.hardip import Stuck
 from peach2.sim.hardip.device import wait_drained
+from peach2.sim.run import run_inputs
 
 
 class BusyBar:
@@ -78,3 +81,11 @@ async def dma_wait_is_bounded(dut):
         raise AssertionError("dma_wait returned on a busy channel")
     waited = get_sim_time("ns") - t0
     assert 20_000 <= waited <= 20_000 + 10 * 500, waited
+
+
+@cocotb.test()
+async def collector_thresholds(dut):
+    """The simulator's Python runs with the thresholds the runner's policy sets (the pytest
+    side passes them as ``thresholds``; this module does not import the policy)."""
+    params, _ = run_inputs()
+    assert list(gc.get_threshold()) == params["thresholds"], gc.get_threshold()

@@ -5,7 +5,8 @@
   would silently drop out of a run (and a prefix would pull in others);
 - the waits of the hard-IP model and ``Driver.dma_wait`` end in simulated time, naming what is
   stuck, instead of hanging until the wall-clock limit;
-- two runs of one name take turns on their folder instead of mixing their logs and results.
+- two runs of one name take turns on their folder instead of mixing their logs and results;
+- every simulation's Python runs with the collector's thresholds of ``gc_policy``.
 """
 
 from pathlib import Path
@@ -16,6 +17,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from peach2.sim.run import FRESH_SEEDS_ENV, SIM_BUILD, run_cocotb
+from peach2.sim.run.gc_policy import THRESHOLDS
 
 HERE = Path(__file__).parent
 
@@ -53,7 +55,18 @@ def test_missing_test_fails(testcase):
 def test_bounded_waits():
     """The platform's waits (hard-IP queues, ``dma_wait``) end in simulated time."""
     run_cocotb(component=Totals(), toplevel="totals", test_module="bounds_tb",
-               name="bounded-waits", test_dir=HERE, simulator="icarus")
+               name="bounded-waits", test_dir=HERE, simulator="icarus",
+               params={"thresholds": list(THRESHOLDS)})
+
+
+def test_gc_policy():
+    """Every simulation imports the collector's thresholds first, without cocotb's warning of a
+    module with no tests."""
+    run_cocotb(component=Totals(), toplevel="totals", test_module="bounds_tb",
+               name="gc-policy", test_dir=HERE, testcase="collector_thresholds",
+               simulator="icarus", params={"thresholds": list(THRESHOLDS)})
+    log = (SIM_BUILD / "gc-policy" / "sim.log").read_text()
+    assert "No tests were discovered" not in log
 
 
 def test_fresh_seeds(monkeypatch):
