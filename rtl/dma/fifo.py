@@ -19,9 +19,9 @@ class BypassFIFO(Elaboratable):
     ``SyncFIFOBuffered``; ``w_rdy`` is high exactly while fewer than ``depth`` entries are
     inside, and unlike ``SyncFIFOBuffered``'s it is a promise asked of the writer, not a
     guard: ``w_en`` only while ``w_rdy`` (the DMA writer writes only with room it counted
-    from ``level``), so no gate on ``w_rdy`` lies between ``w_en`` and the storage.  (The inner queue has room for ``depth`` of its own: one of ``depth - 1`` can
-    refuse a write while the whole holds fewer, its storage full and its output register not
-    yet loaded.)
+    from ``level``), so no gate on ``w_rdy`` lies between ``w_en`` and the storage.  (The
+    inner queue has room for ``depth`` of its own: one of ``depth - 1`` can refuse a write
+    while the whole holds fewer, its storage full and its output register not yet loaded.)
 
     Parameters
     ----------
