@@ -18,6 +18,7 @@ run of one section changes no other section's files.  Plots are saved without me
 
 import json
 import sys
+from pathlib import Path
 
 from peach2.sim.hybrid import figures as hybrid_figures
 from peach2.sim.hybrid.figures import halo as halo_figures
@@ -26,7 +27,7 @@ from peach2.sim.hybrid.figures import tuning as tuning_figures
 from . import calibration_doc, collectives_doc, dma_doc, gpu_doc
 from .cluster_doc import section as cluster_section
 from .machine import doc as machine_doc
-from .results import ROOT, SECTIONS, load, save_plot, stamp
+from .results import RESULTS, ROOT, SECTIONS, load, save_plot, stamp
 from .staleness import mark
 
 __all__ = ["DOC", "IMG", "PLOT", "IMAGES", "rebuild", "stamp", "plot_adapters"]
@@ -202,7 +203,25 @@ def machine_section(saved, draw=True):
 
 
 def hybrid_section(saved, draw=True):
-    return hybrid_figures.section(saved, IMG, draw, hybrid_figures.NOTES)
+    return hybrid_figures.section(saved, IMG, draw, hybrid_figures.NOTES, heat=heat_stamps())
+
+
+def heat_stamps(results=None):
+    """Each heatmap picture's run stamp from its saved result (``heat_<name>.json`` under
+    ``results``, default the results folder), None for one without a stamp; pictures with no
+    saved result are left out."""
+    from peach2.sim.hybrid.heatmap import PICTURES
+    folder = Path(results) if results else RESULTS
+    out = {}
+    for name in PICTURES:
+        path = folder / f"heat_{name}.json"
+        try:
+            out[name] = json.loads(path.read_text()).get("run")
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError, AttributeError) as e:
+            raise ValueError(f"{path}: not a saved heatmap result ({e})") from None
+    return out
 
 
 def halo_section(saved, draw=True):

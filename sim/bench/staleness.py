@@ -28,7 +28,10 @@ GATEWARE = ("rtl/router", "rtl/dma", "rtl/put", "rtl/tlp", "rtl/csr", "rtl/top.p
 _LINKS = ("sim/hardip", "sim/pcie", "sim/run")
 #: What only draws the hybrid sections' tables, plots and notes from saved results, or saves
 #: them (git pathspecs leaving it out of ``sim/hybrid``): a change there measures nothing again.
-_DRAWING = (":(exclude)sim/hybrid/figures", ":(exclude)sim/hybrid/saved.py")
+#: The heatmaps' command and drawing are here too: no sweep imports them (their simulation,
+#: ``heatmap/run.py``, stays a source of the pictures' own stamps).
+_DRAWING = (":(exclude)sim/hybrid/figures", ":(exclude)sim/hybrid/saved.py",
+            ":(exclude)sim/hybrid/heatmap/__main__.py", ":(exclude)sim/hybrid/heatmap/draw.py")
 #: What only writes ``docs/benchmarks.md`` from saved results or marks it (the machine section
 #: depends on all of ``sim``, but not on these).
 _DOC_TOOLS = (":(exclude)sim/bench/staleness.py", ":(exclude)sim/bench/doc.py",

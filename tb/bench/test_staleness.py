@@ -2,6 +2,7 @@
 (``peach2.sim.bench.staleness``), so figures never go stale silently."""
 
 import subprocess
+import sys
 
 import pytest
 
@@ -60,6 +61,19 @@ def test_drawing_code_measures_nothing_again():
         "sim/hybrid/figures/tuning.py"]
     for name in ("hybrid", "tuning", "halo"):
         assert staleness.changed_since("87834d7^", staleness.DEPENDS[name], to="87834d7") == []
+
+
+def test_heatmap_command_and_drawing_are_not_behind_the_sweeps():
+    """The heatmaps' command and drawing are left out of the hybrid sections' sources
+    (``_DRAWING``): true only while nothing that measures those sections imports them."""
+    code = ("import sys, peach2.sim.hybrid.sweep, peach2.sim.hybrid.launch, "
+            "peach2.sim.hybrid.halo_bench, peach2.sim.hybrid.hybrid_tb; "
+            "print(sorted(m for m in sys.modules if m.startswith('peach2.sim.hybrid.heatmap')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+    for spec in staleness._DRAWING:
+        assert spec.startswith(":(exclude)sim/hybrid/")
 
 
 def test_only_stamps_name_commits():

@@ -1,8 +1,19 @@
 """The hybrid benchmark section (``peach2.sim.hybrid.figures``) on made-up sweeps: 000's
 statements checked point by point, the tables, and the plot (no simulation)."""
 
+import json
 
-from peach2.sim.hybrid.figures import PLOTS, compare, machine_entry, plot, plot_name, section
+import pytest
+
+from peach2.sim.hybrid.figures import (
+    PLOTS,
+    compare,
+    heat_lines,
+    machine_entry,
+    plot,
+    plot_name,
+    section,
+)
 
 KB = 1024
 
@@ -85,3 +96,60 @@ def test_rows_of_a_launch_result():
     assert [(r["size"], r["ratio"]) for r in got] == [(8, 2.0)]
     assert got[0]["mpi_algorithm"].startswith("MPIR_Knomial")
     assert rows_of(result, "allgather") == []
+
+
+def test_heatmap_stamps_in_the_section(tmp_path):
+    """A heatmap's saved result carries its run's stamp: the section lists it (so its commit
+    counts for the stale mark) and names the pictures without one; a picture whose
+    simulation's sources changed since its commit marks the section stale."""
+    from peach2.sim.bench import staleness
+    from peach2.sim.bench.doc import heat_stamps
+    stamp = {"command": "python -m peach2.sim.hybrid.heatmap --collective halo --out x.png",
+             "commit": "5fc6511", "date": "2026-11-29", "seconds": 67}
+    (tmp_path / "heat_halo.json").write_text(json.dumps({"title": "t", "run": stamp}))
+    (tmp_path / "heat_broadcast.json").write_text(json.dumps({"title": "t"}))
+    heat = heat_stamps(tmp_path)
+    assert heat == {"broadcast": None, "halo": stamp}      # allgather etc.: no saved result
+    lines = heat_lines(heat)
+    assert lines[0].startswith("Heatmap `halo` drawn by `python -m peach2.sim.hybrid.heatmap "
+                               "--collective halo --out x.png` at 5fc6511 on 2026-11-29 (67 s)")
+    assert lines[1].startswith("Heatmap `broadcast`: not stamped")
+    _, body = section({"machines": []}, tmp_path, draw=False, heat=heat)
+    assert lines[0] in body and lines[1] in body
+    if staleness.changed_since("5fc6511", ["sim/hybrid/heatmap/run.py"]) is None:
+        pytest.skip("5fc6511 is not in this clone")
+    # 5fc6511 is the heatmaps' simulation's own commit; what ran it has changed since.
+    assert staleness.note("hybrid", body).startswith("**Stale:**")
+    (tmp_path / "heat_bad.json").write_text("[1]")
+    (tmp_path / "heat_halo.json").write_text("{")
+    with pytest.raises(ValueError, match="heat_halo.json: not a saved heatmap result"):
+        heat_stamps(tmp_path)
+
+
+def test_heatmap_command_refuses_bad_paths_before_work(tmp_path, capsys):
+    """``python -m peach2.sim.hybrid.heatmap``: an unwritable output, a missing or foreign
+    saved result and ``--json`` on a redraw are refused at once (exit 2, one line), before
+    any simulation."""
+    from peach2.sim.hybrid.heatmap.__main__ import main
+    (tmp_path / "file").write_text("x")
+    cases = [
+        (["--collective", "halo", "--out", str(tmp_path / "file" / "x.png")], "--out: cannot"),
+        (["--collective", "halo", "--out", "x.png", "--json", str(tmp_path / "file" / "j")],
+         "--json: cannot"),
+        (["--from-json", str(tmp_path / "none.json"), "--out", str(tmp_path / "x.png")],
+         "--from-json: cannot read"),
+        (["--from-json", str(tmp_path / "file"), "--out", str(tmp_path / "x.png")],
+         "--from-json: cannot read"),
+        (["--from-json", str(tmp_path / "file"), "--out", str(tmp_path / "x.png"), "--json",
+          str(tmp_path / "j.json")], "--json goes with --collective"),
+    ]
+    (tmp_path / "list.json").write_text("[]")
+    cases.append((["--from-json", str(tmp_path / "list.json"), "--out", str(tmp_path / "x.png")],
+                  "is not a saved heatmap result"))
+    for argv, said in cases:
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert e.value.code == 2, argv
+        err = capsys.readouterr().err.strip().splitlines()[-1]
+        assert said in err, (argv, err)
+    assert not (tmp_path / "x.png").exists()

@@ -15,6 +15,7 @@ from .collectives import (
     REAL_MACHINES,
     STATEMENTS,
     compare,
+    heat_lines,
     machine_entry,
     plot,
     plot_name,
@@ -23,4 +24,4 @@ from .collectives import (
 )
 
 __all__ = ["STATEMENTS", "plot_name", "compare", "plot", "section", "MACHINES", "REAL_MACHINES",
-           "PLOTS", "machine_entry", "size_text", "HEATMAPS", "NOTES"]
+           "PLOTS", "machine_entry", "size_text", "HEATMAPS", "NOTES", "heat_lines"]

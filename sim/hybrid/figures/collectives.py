@@ -16,7 +16,7 @@ a form :func:`compare` checks against the model point by point.
 
 from pathlib import Path
 
-__all__ = ["STATEMENTS", "plot_name", "compare", "plot", "section", "MACHINES", "REAL_MACHINES",
+__all__ = ["STATEMENTS", "heat_lines", "plot_name", "compare", "plot", "section", "MACHINES", "REAL_MACHINES",
            "PLOTS", "machine_entry", "size_text", "save_figure"]
 
 KB = 1024
@@ -331,9 +331,30 @@ def _table(machine, name):
     return out
 
 
-def section(saved, img, draw=True, notes=""):
+def heat_lines(heat):
+    """A "Drawn by" line per heatmap run (``heat``: picture name -> its saved result's ``run``
+    stamp, or None), then one naming the pictures without a stamp (each commit counts for the
+    section's stale mark, as the sweeps' do)."""
+    out, bare = [], []
+    for name, run in heat.items():
+        if run is None:
+            bare.append(f"`{name}`")
+            continue
+        out.append(f"Heatmap `{name}` drawn by `{run.get('command', '?')}` at "
+                   f"{run.get('commit', '?')} on {run.get('date', '?')} "
+                   f"({run.get('seconds', '?')} s).")
+    if bare:
+        out.append(f"Heatmap{'s' if len(bare) > 1 else ''} {', '.join(bare)}: not stamped "
+                   "(drawn before the heatmaps' runs were stamped, so whether the design changed "
+                   "since cannot be said; `python -m peach2.sim.hybrid.heatmap --collective "
+                   "NAME` draws one again).")
+    return out
+
+
+def section(saved, img, draw=True, notes="", heat=None):
     """The section's ``(title, body)``; draws each machine's plot under ``img`` when ``draw``
-    (True, or a list of file names to draw).  ``notes``: the text after the tables."""
+    (True, or a list of file names to draw).  ``notes``: the text after the tables; ``heat``:
+    the heatmaps' run stamps (:func:`heat_lines`)."""
     lines = [
         "",
         "000 Figures 12-15 on the co-simulated machine ([hybrid](hybrid.md)): the PEACH2 chips "
@@ -363,6 +384,8 @@ def section(saved, img, draw=True, notes=""):
         "[hybrid](hybrid.md#which-links-a-step-uses), `python -m peach2.sim.hybrid.heatmap "
         "--collective NAME`): " + ", ".join(f"[{c}](img/heat_{c}.png)" for c in HEATMAPS) + ".",
     ]
+    for line in heat_lines(heat or {}):
+        lines += ["", line]
     for machine in saved["machines"]:
         name = plot_name(machine)
         if draw is True or (draw and name in draw):
