@@ -19,6 +19,8 @@ bound of DMA writes to a neighbour: 256-byte payloads with 4-DW headers, ``256 /
 - collision: two senders share the receiver's N link, so together at most ``B``.
 """
 
+import json
+
 from peach2.sim.run import ROOT
 
 from .results import save_plot, stamp
@@ -260,8 +262,19 @@ def section(saved, img=None, draw=True):
            f"(L = {L and round(L)} ns, h = {h and round(h)} ns per extra hop, "
            f"B = {B_WIRE:.3f} GB/s).", "", f"![collectives](img/{image.name})",
            ""]
+    # The parts measured by one run share one line (a run of one node count stamps every kind
+    # of its rows): "8 nodes, allgather", "8 nodes, bcast" -> "8 nodes (allgather, bcast)".
+    by_run = {}
     for what, run in sorted((saved.get("parts") or {}).items()):
-        out += [f"Rows of {what} from a later run: {stamp(run)}", ""]
+        by_run.setdefault(json.dumps(run, sort_keys=True), (run, []))[1].append(what)
+    for run, whats in by_run.values():
+        heads = {}
+        for what in whats:
+            head, _, kind = what.partition(", ")
+            heads.setdefault(head, []).append(kind)
+        named = "; ".join(f"{head} ({', '.join(k for k in kinds if k)})" if any(kinds) else head
+                          for head, kinds in heads.items())
+        out += [f"Rows of {named} from another run than the section's: {stamp(run)}", ""]
     for n in ("8", "16"):
         rows = (saved.get(n) or {}).get("allgather") or []
         if rows and max(r["bytes"] for r in rows) * int(n) < ALLGATHER_TOTAL:

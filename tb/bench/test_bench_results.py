@@ -613,3 +613,21 @@ def test_collectives_ring_columns_and_where_the_ring_wins():
     del saved["16"]["ring"]
     _, body = collectives_doc.section(saved, draw=False)
     assert "ring" not in body.split("### Allgather")[1].split("\n")[2]
+
+
+def test_collectives_parts_of_one_run_share_a_line():
+    """The section names each other run once, with the parts it measured (a node count's run
+    stamps every kind of its rows), and says "another run", not which came first."""
+    from peach2.sim.bench import collectives_doc
+    one = {"command": "python tb/collectives/bench_collectives.py --nodes 8", "commit": "abc1234",
+           "date": "2026-11-30", "seconds": 5}
+    two = dict(one, command="python tb/collectives/bench_collectives.py --part bcast")
+    saved = {"run": dict(one, command="x"), "parts": {"8 nodes, allgather": one,
+                                                     "8 nodes, bcast": one, "16 nodes, hops": two}}
+    _, body = collectives_doc.section(saved, draw=False)
+    lines = [line for line in body.splitlines() if line.startswith("Rows of")]
+    assert len(lines) == 2
+    assert any(line.startswith("Rows of 8 nodes (allgather, bcast) from another run than the "
+                               "section's: Measured by `python tb/collectives/bench_collectives.py "
+                               "--nodes 8`") for line in lines)
+    assert any(line.startswith("Rows of 16 nodes (hops) from another run") for line in lines)
