@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tomllib
 from pathlib import Path
 
@@ -80,6 +81,13 @@ def installed(tmp_path_factory):
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip",
                     str(venv)], check=True)
     python = venv / "bin" / "python"
+    # Run from a virtual environment, the suite's dependencies are in its site-packages, which
+    # --system-site-packages does not reach (it gives the base interpreter's): point at them.
+    here = sysconfig.get_paths()["purelib"]
+    probe = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    there = subprocess.run([python, "-c", probe], capture_output=True, text=True,
+                           check=True).stdout.strip()
+    Path(there, "zz-suite-environment.pth").write_text(here + "\n")
     pip = subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", str(source)],
                          capture_output=True, text=True, cwd=base)
     assert pip.returncode == 0, f"pip install . failed:\n{pip.stdout}{pip.stderr}"
