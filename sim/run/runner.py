@@ -431,11 +431,10 @@ def run_cocotb(*, component, toplevel, test_module, name, test_dir, testcase=Non
         where = f"{simulator}, seed {seed if seed is not None else 0}, log: {build_dir / 'sim.log'}"
         if waves:
             where += f"; waves: {WAVES / (name + '.fst')}"
-        modules = [test_module] if isinstance(test_module, str) else list(test_module)
         results = build_dir / "results.xml"
         results.unlink(missing_ok=True)     # a run that dies before writing must not read the last
         try:
-            runner.test(test_module=[GC_POLICY, *modules], hdl_toplevel=hdl_toplevel,
+            runner.test(test_module=[GC_POLICY, test_module], hdl_toplevel=hdl_toplevel,
                         build_dir=sim_dir, test_dir=test_dir, testcase=testcase, seed=seed,
                         plusargs=plusargs, test_args=test_args, extra_env=env, waves=waves,
                         results_xml=str(results), hdl_toplevel_lang="verilog",
