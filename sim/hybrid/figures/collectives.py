@@ -16,8 +16,8 @@ a form :func:`compare` checks against the model point by point.
 
 from pathlib import Path
 
-__all__ = ["STATEMENTS", "heat_lines", "plot_name", "compare", "plot", "section", "MACHINES", "REAL_MACHINES",
-           "PLOTS", "machine_entry", "size_text", "save_figure"]
+__all__ = ["STATEMENTS", "heat_lines", "plot_name", "compare", "plot", "section", "MACHINES",
+           "REAL_MACHINES", "PLOTS", "machine_entry", "size_text", "save_figure"]
 
 KB = 1024
 
