@@ -13,7 +13,9 @@ follows every stamp (:mod:`peach2.sim.bench.staleness`).
 A tuning file (``tuning.json``) holds ``{"machines"}`` too, an entry per tuning sweep's machine
 and collective (:func:`peach2.sim.hybrid.sweep.tuning_sweep`), with its stamps in ``"runs"``
 and a ``run`` index on every time and row (an entry saved before, with one ``"run"`` stamp,
-reads as runs of one): :func:`stamp_tuning` puts a sweep's merged entry in.
+reads as runs of one): :func:`stamp_tuning` puts a sweep's merged entry in.  A tuning sweep
+holds its entry from the start to the save (:func:`holding_entry`): it merges into the entry
+as it read it at the start, so two sweeps of one entry run one after the other.
 
 A tuning sweep runs ``mpi`` and ``hybrid`` too, on the same machine and in the same way as a
 curves sweep (``--save``), so on the 64-node machine, where one size of one network takes up
@@ -37,7 +39,8 @@ from pathlib import Path
 
 from peach2.sim.mpi.collective import select_bcast
 
-__all__ = ["CURVES_FILE", "TUNING_FILE", "updating", "merge_curves", "machine_key", "tuning_key",
+__all__ = ["CURVES_FILE", "TUNING_FILE", "updating", "holding_entry", "merge_curves",
+           "machine_key", "tuning_key",
            "tuning_runs", "stamp_tuning", "take_tuning", "main"]
 
 #: The hybrid section's saved results, and the tuning section's.
@@ -58,6 +61,26 @@ def updating(path):
         saved = json.loads(path.read_text()) if path.exists() else {"machines": []}
         yield saved
         path.write_text(json.dumps(saved, indent=1) + "\n")
+
+
+@contextmanager
+def holding_entry(path, key, note=None):
+    """Hold tuning file ``path``'s entry ``key`` (:func:`tuning_key`) for a whole tuning sweep:
+    an exclusive lock on ``path`` + ``.<collective>-<nodes>-<groups>.lock``.  A sweep reads the
+    entry when it starts and puts its merge in the entry's place when it ends, so a second
+    sweep of the same entry must wait for the first: it says so on ``note`` (default standard
+    error) and waits.  Sweeps of other entries go on."""
+    path = Path(path)
+    collective, nodes, groups = key
+    lock = path.with_name(f"{path.name}.{collective}-{nodes}-{groups}.lock")
+    with open(lock, "a") as held:
+        try:
+            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"waiting for another tuning sweep of the {collective} on {nodes} nodes in "
+                  f"{groups} groups to end (it holds {lock})", file=note or sys.stderr, flush=True)
+            fcntl.flock(held, fcntl.LOCK_EX)
+        yield
 
 
 def machine_key(entry):

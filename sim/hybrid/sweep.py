@@ -47,7 +47,15 @@ from .figures import machine_entry, size_text
 from .figures.tuning import table_lines
 from .groups import Groups
 from .launch import gpu_window, run
-from .saved import CURVES_FILE, merge_curves, stamp_tuning, tuning_key, tuning_runs, updating
+from .saved import (
+    CURVES_FILE,
+    holding_entry,
+    merge_curves,
+    stamp_tuning,
+    tuning_key,
+    tuning_runs,
+    updating,
+)
 from .tuning import CHOICES, TABLE_FILE, build_table, choose
 
 __all__ = ["SIZES", "CHECK_SIZES", "PAPER", "sweep", "rows_of", "table", "choices",
@@ -380,53 +388,53 @@ def _size_list(ap, option, text):
 
 def _tune(args, chosen, checks_given):
     """``--tune``: a tuning sweep per collective, printed and merged into ``args.out`` (the
-    machine's times and rows of other sizes kept: :func:`merge_tuning`)."""
+    machine's times and rows of other sizes kept: :func:`merge_tuning`), each holding its
+    entry from its start to its save (:func:`~.saved.holding_entry`)."""
     out = Path(args.out)
-    results = []
     for collective, values in chosen.items():
-        start = started()
-        checks = checks_given if args.sizes else [
-            v for v in CHECK_SIZES[collective] if args.max_size is None or v <= args.max_size]
-        kept = _kept_entry(out, args, collective)
-        r = tuning_sweep(args.shape, args.subclusters, collective, values, checks,
-                         per_subcluster=args.per_subcluster, seed=args.seed, kept=kept,
-                         networks=args.networks and args.networks.split(","))
-        print(f"\n{collective}, {r['nodes']} nodes in {r['groups']} groups ({args.subclusters} x "
-              f"{args.shape}), {r['preset']}, us (* = a size the table was not built from):\n")
-        print(tuning_table_text(r))
-        worst = max(r["rows"], key=lambda x: x["ratio"], default=None)
-        if worst is not None:
-            print(f"\nworst tuned / best: {worst['ratio']:.3f} at {size_text(worst['size'])}")
-        if kept is not None:
-            print(f"kept from the saved entry: what was not measured here; run tuned again at "
-                  f"{', '.join(map(size_text, r['retuned'])) or 'none'} (the table changed "
-                  f"there)")
-        if r["pending"]:
-            print(f"pending (not every choice measured yet, no row): "
-                  f"{', '.join(map(size_text, r['pending']))}")
-        stamp = run_info(
-            "python -m peach2.sim.hybrid.sweep " + " ".join(a for a in argv_of(args) if a),
-            start, conditions=args.conditions)
-        results.append((r, stamp, tuning_runs(kept) if kept is not None else []))
-    try:
-        with updating(out) as saved:
-            for r, stamp, kept_runs in results:
-                stamp_tuning(saved, r, stamp, kept_runs)
-    except (OSError, ValueError) as e:
-        print(f"--out: cannot update {out}: {e}", file=sys.stderr)
-        return 4
-    print(f"saved {out}", file=sys.stderr)
+        plan = MachinePlan(args.shape, args.subclusters)
+        key = (collective, plan.n_nodes, Groups(plan, args.per_subcluster).count)
+        with holding_entry(out, key):
+            start = started()
+            checks = checks_given if args.sizes else [
+                v for v in CHECK_SIZES[collective]
+                if args.max_size is None or v <= args.max_size]
+            kept = _kept_entry(out, key)
+            r = tuning_sweep(args.shape, args.subclusters, collective, values, checks,
+                             per_subcluster=args.per_subcluster, seed=args.seed, kept=kept,
+                             networks=args.networks and args.networks.split(","))
+            print(f"\n{collective}, {r['nodes']} nodes in {r['groups']} groups "
+                  f"({args.subclusters} x {args.shape}), {r['preset']}, us (* = a size the "
+                  f"table was not built from):\n")
+            print(tuning_table_text(r))
+            worst = max(r["rows"], key=lambda x: x["ratio"], default=None)
+            if worst is not None:
+                print(f"\nworst tuned / best: {worst['ratio']:.3f} at {size_text(worst['size'])}")
+            if kept is not None:
+                print(f"kept from the saved entry: what was not measured here; run tuned again "
+                      f"at {', '.join(map(size_text, r['retuned'])) or 'none'} (the table "
+                      f"changed there)")
+            if r["pending"]:
+                print(f"pending (not every choice measured yet, no row): "
+                      f"{', '.join(map(size_text, r['pending']))}")
+            stamp = run_info(
+                "python -m peach2.sim.hybrid.sweep " + " ".join(a for a in argv_of(args) if a),
+                start, conditions=args.conditions)
+            try:
+                with updating(out) as saved:
+                    stamp_tuning(saved, r, stamp, tuning_runs(kept) if kept is not None else [])
+            except (OSError, ValueError) as e:
+                print(f"--out: cannot update {out}: {e}", file=sys.stderr)
+                return 4
+            print(f"saved {out}", file=sys.stderr)
     return 0
 
 
-def _kept_entry(out, args, collective):
-    """The saved tuning entry of this sweep's machine and ``collective`` in ``out`` (None if
-    there is none, or it was measured with another MPI preset or GPU read rate: then it is
-    replaced whole)."""
+def _kept_entry(out, key):
+    """The saved tuning entry ``key`` (:func:`~.saved.tuning_key`) in ``out`` (None if there is
+    none, or it was measured with another GPU read rate: then it is replaced whole)."""
     if not out.exists():
         return None
-    plan = MachinePlan(args.shape, args.subclusters)
-    key = (collective, plan.n_nodes, Groups(plan, args.per_subcluster).count)
     with updating(out) as saved:
         entry = next((m for m in saved["machines"] if tuning_key(m) == key), None)
     if entry is None or entry.get("gpu_read") != GPU_READ:

@@ -88,6 +88,50 @@ def test_side_by_side_saves_keep_both(tmp_path):
         "first", "second"]
 
 
+def _fake_run(pause):
+    """A stand-in for the launcher in :func:`~peach2.sim.hybrid.sweep.tuning_sweep`: each fixed
+    network's time from its name and size, after ``pause`` seconds; ``tuned`` reports mpi."""
+    def run(shape, subclusters, runs, **kw):
+        time.sleep(pause)
+        return {"preset": "MV2GDR-QPI-Tuned",
+                "runs": [{"network": "mpi" if r["network"] == "tuned" else r["network"],
+                          "size": size, "time_ns": 1000.0 + len(r["network"]) + size}
+                         for r in runs for size in r["sizes"]]}
+    return run
+
+
+def _tune(out, networks, pause):
+    sweep_module.run = _fake_run(pause)
+    return sweep_module.main(["--shape", "2x4", "--subclusters", "1", "--per-subcluster", "2",
+                              "--collective", "broadcast", "--sizes", "8", "--tune",
+                              "--networks", networks, "--out", str(out)])
+
+
+def test_tuning_sweeps_of_one_entry_take_turns(tmp_path, monkeypatch, capsys):
+    """Two tuning sweeps of one machine's entry at once, each measuring some of its choices:
+    the second waits (and says so) until the first has saved, then merges into what the first
+    saved, so the entry ends with every choice measured and its row (without the hold, the
+    later save would put back the entry as it was at its start, losing the first's times)."""
+    monkeypatch.setattr(sweep_module, "run", sweep_module.run)     # restored after the test
+    out = tmp_path / "tuning.json"
+    nets = sweep_module.choices(sweep_module.Groups(sweep_module.MachinePlan("2x4", 1), 2),
+                                "broadcast")
+    first, second = ",".join(nets[:2]), ",".join(nets[2:])
+    ctx = multiprocessing.get_context("fork")
+    slow = ctx.Process(target=_tune, args=(out, first, 1.0))
+    slow.start()
+    time.sleep(0.3)                 # the first holds the entry, measuring
+    assert _tune(out, second, 0) == 0
+    slow.join(20)
+    assert slow.exitcode == 0
+    entry = json.loads(out.read_text())["machines"][0]
+    assert sorted(t["network"] for t in entry["times"]) == sorted(nets)
+    assert [r["size"] for r in entry["rows"]] == [8] and entry["pending"] == []
+    assert len(entry["runs"]) == 2
+    assert "waiting for another tuning sweep of the broadcast on 8 nodes in 2 groups" in \
+        capsys.readouterr().err
+
+
 def test_sweep_saves_its_rows_with_its_stamp(tmp_path, monkeypatch, capsys):
     """``--save`` merges the sweep's rows, stamped with the command that reproduces them (the
     simulations themselves are :func:`~peach2.sim.hybrid.sweep.sweep`'s, tested in
