@@ -117,3 +117,22 @@ def test_runtime_store_key(tmp_path, monkeypatch):
     assert key(makeflags="OPT_GLOBAL=-O2") == base
     assert key(timing=0) != base
     assert key(makeflags="OPT_FAST=-O2") != base          # runtime at make's -Os
+
+
+def test_native_builds_are_keyed_by_the_processor(tmp_path, monkeypatch):
+    """A build at FAST_O2 is compiled for this processor (``-march=native``), so its folder's
+    key names the processor: another kind of processor gets a build of its own; a build
+    without FAST_O2 runs anywhere and keeps one folder."""
+    from peach2.sim.run import verilator
+    monkeypatch.setattr(verilator, "_locked_build", lambda folder, work, make_vars=(): folder)
+    src = tmp_path / "top.v"
+    src.write_text("module top(input clk); endmodule\n")
+
+    def folder(cpu, args):
+        monkeypatch.setattr(verilator, "host_cpu", lambda: cpu)
+        return verilator.build(sources=[src], toplevel="top", build_args=args, root=tmp_path)
+
+    assert "-march=native" in " ".join(verilator._FAST_MAKE)
+    assert folder("A", verilator.FAST_O2) != folder("B", verilator.FAST_O2)
+    assert folder("A", verilator.FAST_O2) == folder("A", verilator.FAST_O2)
+    assert folder("A", ()) == folder("B", ())
