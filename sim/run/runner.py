@@ -338,8 +338,9 @@ def run_cocotb(*, component, toplevel, test_module, name, test_dir, testcase=Non
         The design under test (its ports become the module's ports, plus ``clk`` and ``rst``).
     toplevel : str
         Verilog module name.
-    test_module : str
-        Python module with the cocotb tests, importable from ``test_dir``.
+    test_module : str or sequence of str
+        Python module with the cocotb tests, importable from ``test_dir``, or several (their
+        tests run in this order in one simulation).
     name : str
         Unique name of this run; the build goes to ``build/sim/<name>``, waves to
         ``build/waves/<name>.fst``.
@@ -434,7 +435,8 @@ def run_cocotb(*, component, toplevel, test_module, name, test_dir, testcase=Non
         results = build_dir / "results.xml"
         results.unlink(missing_ok=True)     # a run that dies before writing must not read the last
         try:
-            runner.test(test_module=[GC_POLICY, test_module], hdl_toplevel=hdl_toplevel,
+            modules = [test_module] if isinstance(test_module, str) else list(test_module)
+            runner.test(test_module=[GC_POLICY, *modules], hdl_toplevel=hdl_toplevel,
                         build_dir=sim_dir, test_dir=test_dir, testcase=testcase, seed=seed,
                         plusargs=plusargs, test_args=test_args, extra_env=env, waves=waves,
                         results_xml=str(results), hdl_toplevel_lang="verilog",

@@ -454,8 +454,9 @@ def parser(prog="python tb/bench/benchmarks.py"):
                 "docs/results/<section>.json and rebuild docs/benchmarks.md from every saved "
                 "section.", epilog=_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("sections", nargs="*", metavar="SECTION",
-                   help=f"sections to measure, among {', '.join(SECTIONS)} (default: all); "
-                        "the others keep their saved results")
+                   help=f"sections to measure, among {', '.join(SECTIONS)} (default: all, about "
+                        "12 hours of one core, 10 of them the tuning's); the others keep their "
+                        "saved results")
     p.add_argument("--quick", action="store_true",
                    help="fewer and shorter points (what is shortened is printed and saved)")
     p.add_argument("--doc-only", action="store_true",

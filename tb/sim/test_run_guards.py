@@ -69,6 +69,14 @@ def test_gc_policy():
     assert "No tests were discovered" not in log
 
 
+def test_several_modules():
+    """A list of test modules runs each one's tests in one simulation, behind the policy."""
+    run_cocotb(component=Totals(), toplevel="totals", test_module=["library_tb", "bounds_tb"],
+               name="several-modules", test_dir=HERE, simulator="icarus",
+               testcase=["two_instances", "collector_thresholds"],
+               params={"thresholds": list(THRESHOLDS)})
+
+
 def test_fresh_seeds(monkeypatch):
     """``--fresh-seeds`` (``PEACH2_FRESH_SEEDS``): each run draws a new seed and logs it."""
     monkeypatch.setenv(FRESH_SEEDS_ENV, "1")
