@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 
 from peach2.sim.run import ROOT
-from peach2.sim.run.provenance import commit, run_info, started
+from peach2.sim.run.provenance import commit, run_info, run_sentence, started
 
 __all__ = ["ROOT", "RESULTS", "SECTIONS", "result_path", "load", "save", "commit", "started",
            "run_info", "stamp", "shortened_note", "PointProgress", "follow", "save_plot"]
@@ -71,9 +71,7 @@ def stamp(run):
              f"{run['cores']}-core machine" if run.get("cores") else None,
              _load(run.get("load")),
              run.get("conditions")]
-    text = (f"Measured by `{run.get('command', '?').strip()}` at {run.get('commit', '?')}"
-            + (f" on {run['date']}" if run.get("date") else "")
-            + (f" ({', '.join(w for w in where if w)})" if any(where) else "") + ".")
+    text = run_sentence(run, details=where) + "."
     if run.get("cpu_seconds") is not None:      # a run of parallel simulations (DMA)
         ranks = (f" on {run['mpi_ranks'] - 1} MPI worker ranks" if run.get("mpi_ranks")
                  else "")

@@ -4,7 +4,7 @@ the per-edge ticker, handshake probes and signal readers.
 
 from .env import PARAMS_ENV, SEED_ENV, run_inputs
 from .probe import HandshakeProbe
-from .provenance import commit, run_info, started
+from .provenance import commit, run_info, run_sentence, started
 from .runner import (
     BUILD,
     FRESH_SEEDS_ENV,
@@ -36,7 +36,7 @@ from .verilator import (
 )
 
 __all__ = ["PARAMS_ENV", "SEED_ENV", "run_inputs", "HandshakeProbe", "commit", "started",
-           "run_info", "ROOT", "BUILD", "SIM_BUILD",
+           "run_info", "run_sentence", "ROOT", "BUILD", "SIM_BUILD",
            "WAVES", "WAVES_ENV", "FRESH_SEEDS_ENV", "fresh_seed", "SIMULATORS", "SIM_ENV",
            "require_iverilog", "pick_simulator",
            "emit_verilog", "waves_requested", "write_gtkw", "run_cocotb", "bit_value",

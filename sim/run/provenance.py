@@ -7,7 +7,7 @@ import time
 
 from .runner import ROOT
 
-__all__ = ["commit", "started", "run_info"]
+__all__ = ["commit", "started", "run_info", "run_sentence"]
 
 
 def commit():
@@ -36,3 +36,13 @@ def run_info(command, start, shortened=(), conditions=None):
             "seconds": round(time.time() - start["time"]), "cores": os.cpu_count(),
             "load": [start["load"], round(os.getloadavg()[0], 1)],
             "shortened": list(shortened), "conditions": conditions}
+
+
+def run_sentence(run, lead="Measured by", details=()):
+    """The words naming a run (:func:`run_info`'s dict): ``{lead} `command` at commit on date
+    (details)``, the details that are not empty joined by commas; no full stop (the caller
+    ends the sentence)."""
+    details = [d for d in details if d]
+    return (f"{lead} `{run.get('command', '?').strip()}` at {run.get('commit', '?')}"
+            + (f" on {run['date']}" if run.get("date") else "")
+            + (f" ({', '.join(details)})" if details else ""))

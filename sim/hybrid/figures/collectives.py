@@ -16,6 +16,8 @@ a form :func:`compare` checks against the model point by point.
 
 from pathlib import Path
 
+from peach2.sim.run.provenance import run_sentence
+
 __all__ = ["STATEMENTS", "heat_lines", "plot_name", "compare", "plot", "section", "MACHINES",
            "REAL_MACHINES", "PLOTS", "machine_entry", "size_text", "save_figure"]
 
@@ -305,12 +307,9 @@ def stamp_lines(machine):
             continue
         where = [f"{run['seconds']} s" if run.get("seconds") is not None else None,
                  run.get("conditions")]
-        where = ", ".join(w for w in where if w)
         taken = (" (the tuning sweep's `mpi` and `hybrid` times, taken into these curves by "
                  "`python -m peach2.sim.hybrid.saved`)" if run.get("from_tuning") else "")
-        out.append(f"Measured by `{run.get('command', '?')}` at {run.get('commit', '?')} on "
-                   f"{run.get('date', '?')}" + (f" ({where})" if where else "") + f": {what}"
-                   f"{taken}.")
+        out.append(run_sentence(run, details=where) + f": {what}{taken}.")
     return out
 
 
@@ -340,9 +339,8 @@ def heat_lines(heat):
         if run is None:
             bare.append(f"`{name}`")
             continue
-        out.append(f"Heatmap `{name}` drawn by `{run.get('command', '?')}` at "
-                   f"{run.get('commit', '?')} on {run.get('date', '?')} "
-                   f"({run.get('seconds', '?')} s).")
+        out.append(run_sentence(run, f"Heatmap `{name}` drawn by",
+                                [f"{run.get('seconds', '?')} s"]) + ".")
     if bare:
         out.append(f"Heatmap{'s' if len(bare) > 1 else ''} {', '.join(bare)}: not stamped "
                    "(drawn before the heatmaps' runs were stamped, so whether the design changed "

@@ -7,6 +7,8 @@ from and at sizes between them.
 
 from pathlib import Path
 
+from peach2.sim.run.provenance import run_sentence
+
 from ..saved import tuning_runs
 from ..tuning import table_rows
 from .collectives import save_figure, size_text
@@ -86,8 +88,7 @@ def stamp_lines(machine):
         sizes = sorted({x["size"] for x in machine.get("times", []) + machine["rows"]
                         if x.get("run", 0) == i})
         what = f": {', '.join(map(size_text, sizes))}" if len(runs) > 1 else ""
-        out.append(f"Measured by `{run.get('command', '?')}` at {run.get('commit', '?')} on "
-                   f"{run.get('date', '?')} ({run.get('seconds', '?')} s){what}.")
+        out.append(run_sentence(run, details=[f"{run.get('seconds', '?')} s"]) + f"{what}.")
     return out
 
 
