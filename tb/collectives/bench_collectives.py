@@ -282,14 +282,19 @@ def main(argv=None):
         return _run(args, given, todo, p) if master else 0
 
 
+def _row_keys(saved):
+    """(node count, part) of every part of ``saved`` that has rows."""
+    return [(n, kind) for n, res in saved.items() if n in ("8", "16")
+            for kind, rows in res.items() if isinstance(rows, list) and rows]
+
+
 def _promote(saved, info):
     """Once every row of ``saved`` is stamped in its ``parts`` (the node counts or parts were
     measured by runs of their own), the section's stamp becomes this run's (``info``) and
     ``parts`` keeps the other runs' stamps of rows: no stamp then names a run whose figures
     are all gone."""
     parts = saved.get("parts") or {}
-    rows = {f"{n} nodes, {kind}" for n, res in saved.items() if n in ("8", "16")
-            for kind, value in res.items() if isinstance(value, list) and value}
+    rows = {f"{n} nodes, {kind}" for n, kind in _row_keys(saved)}
     if rows and rows <= set(parts):
         saved["run"] = info
         saved["parts"] = {key: run for key, run in parts.items() if key in rows and run != info}
@@ -338,10 +343,8 @@ def _run(args, given, todo, p):
                         old[kind] = rows
                         saved.setdefault("parts", {})[f"{n} nodes, {kind}"] = info
                 old["complete"] = old.get("complete", False) and res.get("complete", False)
-            kept = sorted(f"{n} nodes {kind}" for n, res in saved.items()
-                          if n in ("8", "16") for kind, rows in res.items()
-                          if isinstance(rows, list) and rows
-                          and not (measured.get(n) or {}).get(kind))
+            kept = sorted(f"{n} nodes {kind}" for n, kind in _row_keys(saved)
+                          if not (measured.get(n) or {}).get(kind))
             if kept:
                 print(f"kept from earlier runs, not measured now: {', '.join(kept)}",
                       flush=True)
