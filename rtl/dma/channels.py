@@ -19,10 +19,11 @@ from .fetch import fetch_announced, fetch_start
 __all__ = ["channel_registers", "control", "reports"]
 
 
-def channel_registers(nxt, nxt_valid):
+def channel_registers(nxt, nxt_valid, note):
     """Return the per-channel registers (``Array`` of one ``Signal`` per channel, by name).
 
-    ``nxt``, ``nxt_valid``: the descriptor rings' staging registers (read here, written there).
+    ``nxt``, ``nxt_valid``, ``note``: the descriptor rings' staging registers (read here,
+    written there).
     """
     NC = N_DMA_CHANNELS
     per_chan = per_channel
@@ -51,19 +52,17 @@ def channel_registers(nxt, nxt_valid):
         bleft=per_chan("bleft", 32),        # bursts left, the current one included
         nxt=Array([nxt[c] for c in range(NC)]),
         nxt_valid=Array([nxt_valid[c] for c in range(NC)]),
+        note=Array([note[c] for c in range(NC)]),
         nxt_clear=Signal(NC),   # the staged descriptor was loaded
         # Fetching: the registers of peach2.dma.fetch (fetch_registers), added by the planner.
-        # Loading: the pointer of the next descriptor to load (the staged one), and how many
-        # descriptors are known to follow the last one loaded (``ahead_gt1``: 2 or more, so
-        # some are known to follow the next one).
-        lptr=per_chan("lptr", 64),
         # What a chained start announces after the head (the most of CH_CTRL.adj and
         # CH_HEAD[4:1]), registered from the control write's data every cycle, and taken the
-        # cycle after the start (``start_d``), out of the start's own decision paths.
+        # cycle after the start (``start_d``), out of the start's own decision paths, with the
+        # head's pointer (``head_ptr``, of the last start: one start a cycle), for the ring's
+        # chain registers (``init``).
         ann=per_chan("ann", 6),
         start_d=per_chan("start_d", 1),
-        ahead=per_chan("ahead", 8),
-        ahead_gt1=per_chan("ahead_gt1", 1),
+        head_ptr=Signal(64, name="head_ptr"),
         regmode=per_chan("regmode", 1),
         slot=per_chan("slot", 3),
         nslots=per_chan("nslots", 3),
@@ -92,8 +91,13 @@ def fail(m, ch, c, code, addr):
 
 def control(m, pl, ch):
     """The fault records, ``pending``, the status outputs and the control writes of the
-    planner ``pl`` (its ports ``ch_*``, ``retire``)."""
+    planner ``pl`` (its ports ``ch_*``, ``retire``, and the ring's chain registers' ``init``)."""
     NC = N_DMA_CHANNELS
+    ring = pl.ring
+    m.d.comb += [ring.init.eq(Cat(*ch.start_d)), ring.init_ptr.eq(ch.head_ptr)]
+    for c in range(NC):
+        with m.If(ch.start_d[c]):
+            m.d.comb += ring.init_ann.eq(ch.ann[c])
     st, ch_err, cur_addr, fault_addr = ch.st, ch.ch_err, ch.cur_addr, ch.fault_addr
     for c in range(NC):
         m.d.sync += ch.f_en[c].eq(0)
@@ -144,8 +148,6 @@ def control(m, pl, ch):
         adj, in_head = field(ctrl, "adj", CH_CTRL), pl.ch_head_lo[c][1:5]
         m.d.sync += [ch.ann[c].eq(Mux(adj > in_head, adj, in_head)), ch.start_d[c].eq(0)]
         with m.If(ch.start_d[c]):
-            # As if the one before the head had announced one more.
-            m.d.sync += [ch.ahead[c].eq(ch.ann[c] + 1), ch.ahead_gt1[c].eq(ch.ann[c] != 0)]
             fetch_announced(m, ch, c, ch.ann[c])
         with m.If(pl.ch_ctrl_stb[c]):
             start = field(ctrl, "start", CH_CTRL)
@@ -162,7 +164,7 @@ def control(m, pl, ch):
                     ch.unroutable[c].eq(0), ch.desc_done[c].eq(0), ch.nbytes[c].eq(0),
                     ch.regmode[c].eq(~start), ch.slot[c].eq(0), ch.nslots[c].eq(n),
                     cur_addr[c].eq(head & ~0x1f),
-                    ch.lptr[c].eq(head & ~0x1e), ch.start_d[c].eq(start),
+                    ch.head_ptr.eq(head & ~0x1e), ch.start_d[c].eq(start),
                 ]
                 # The head (and, a cycle later, the descriptors announced after it).
                 fetch_start(m, ch, c, head)

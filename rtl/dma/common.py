@@ -13,7 +13,7 @@ from ..params import N_DMA_CHANNELS
 from ..signatures import CH_CTRL_FIELDS, CH_STATUS_FIELDS, DMA_CONFIG_FIELDS
 from ..tlp.layouts import Type
 from .descring import RING_SLOTS, SLOT_BITS
-from .descriptor import CONTROL_BITS
+from .descriptor import control_bits
 
 __all__ = ["Chan", "Kind", "Act", "Item", "bits", "field", "end_mask", "mem_header", "select",
            "per_channel", "ceil_log2", "base_bits", "tag_info_layout", "entry_layout", "CH_CTRL", "DMA_CONFIG", "CH_STATUS",
@@ -25,7 +25,6 @@ def _positions(rows):
     return {name: (lsb, width) for name, lsb, width, _ in rows}
 
 
-_CTRL = _positions(CONTROL_BITS)
 #: The register fields the DMA decodes or builds (described in :mod:`peach2.signatures`).
 CH_CTRL = _positions(CH_CTRL_FIELDS)
 DMA_CONFIG = _positions(DMA_CONFIG_FIELDS)
@@ -38,7 +37,7 @@ assert MAX_ANNOUNCED + 1 <= RING_SLOTS
 
 def bits(value, name):
     """Return the descriptor control field ``name`` of ``value`` (``descriptor.CONTROL_BITS``)."""
-    return field(value, name, _CTRL)
+    return control_bits(value, name)
 
 
 def field(value, name, table):

@@ -40,7 +40,7 @@ import struct
 from amaranth.lib import data
 
 __all__ = ["FIELDS", "CONTROL_BITS", "MAGIC", "BASE_BYTES", "EXT_BYTES", "Descriptor",
-           "pack", "unpack", "pointer", "to_markdown", "format_table"]
+           "control_bits", "pack", "unpack", "pointer", "to_markdown", "format_table"]
 
 #: Bytes of a descriptor without / with its extension.
 BASE_BYTES, EXT_BYTES = 32, 64
@@ -93,6 +93,13 @@ Descriptor = data.StructLayout({
 })
 
 _FMT = {4: "I", 8: "Q"}
+_CONTROL_AT = {name: (lsb, width) for name, lsb, width, _ in CONTROL_BITS}
+
+
+def control_bits(value, name):
+    """The control word field ``name`` (:data:`CONTROL_BITS`) of ``value``, in the gateware."""
+    lsb, width = _CONTROL_AT[name]
+    return value[lsb:lsb + width]
 
 
 def _control(**flags):

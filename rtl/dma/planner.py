@@ -129,7 +129,7 @@ class Planner(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         NC = N_DMA_CHANNELS
-        ch = channel_registers(self.ring.nxt, self.ring.nxt_valid)
+        ch = channel_registers(self.ring.nxt, self.ring.nxt_valid, self.ring.note)
         # The fetch registers (peach2.dma.fetch): ``can_pf``, a channel may fetch.
         vars(ch).update(vars(fetch_registers()))
         fetch_plan(m, ch, self.mrrs_m1, self.ring.pop)
