@@ -58,11 +58,11 @@ def channel_registers(nxt, nxt_valid, note):
         # What a chained start announces after the head (the most of CH_CTRL.adj and
         # CH_HEAD[4:1]), registered from the control write's data every cycle, and taken the
         # cycle after the start (``start_d``), out of the start's own decision paths, with the
-        # head's pointer (``head_ptr``, of the last start: one start a cycle), for the ring's
-        # chain registers (``init``).
+        # head's pointer (``head_ptr``, registered from CH_HEAD likewise), for the ring's chain
+        # registers (``init``).
         ann=per_chan("ann", 6),
         start_d=per_chan("start_d", 1),
-        head_ptr=Signal(64, name="head_ptr"),
+        head_ptr=per_chan("head_ptr", 64),
         regmode=per_chan("regmode", 1),
         slot=per_chan("slot", 3),
         nslots=per_chan("nslots", 3),
@@ -94,10 +94,12 @@ def control(m, pl, ch):
     planner ``pl`` (its ports ``ch_*``, ``retire``, and the ring's chain registers' ``init``)."""
     NC = N_DMA_CHANNELS
     ring = pl.ring
-    m.d.comb += [ring.init.eq(Cat(*ch.start_d)), ring.init_ptr.eq(ch.head_ptr)]
+    m.d.comb += ring.init.eq(Cat(*ch.start_d))
     for c in range(NC):
+        head = Cat(pl.ch_head_lo[c], pl.ch_head_hi[c])
+        m.d.sync += ch.head_ptr[c].eq(head & ~0x1e)
         with m.If(ch.start_d[c]):
-            m.d.comb += ring.init_ann.eq(ch.ann[c])
+            m.d.comb += [ring.init_ann.eq(ch.ann[c]), ring.init_ptr.eq(ch.head_ptr[c])]
     st, ch_err, cur_addr, fault_addr = ch.st, ch.ch_err, ch.cur_addr, ch.fault_addr
     for c in range(NC):
         m.d.sync += ch.f_en[c].eq(0)
@@ -164,7 +166,7 @@ def control(m, pl, ch):
                     ch.unroutable[c].eq(0), ch.desc_done[c].eq(0), ch.nbytes[c].eq(0),
                     ch.regmode[c].eq(~start), ch.slot[c].eq(0), ch.nslots[c].eq(n),
                     cur_addr[c].eq(head & ~0x1f),
-                    ch.head_ptr.eq(head & ~0x1e), ch.start_d[c].eq(start),
+                    ch.start_d[c].eq(start),
                 ]
                 # The head (and, a cycle later, the descriptors announced after it).
                 fetch_start(m, ch, c, head)

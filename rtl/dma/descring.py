@@ -16,11 +16,12 @@ from amaranth.lib.wiring import In, Out
 
 from ..params import N_DMA_CHANNELS
 from ..util import not_below
+from .credits import cpl_credits, rows_for
 from .descriptor import CONTROL_RESERVED, MAGIC, Descriptor
 from .descriptor import control_bits as bits
 
 __all__ = ["DescRing", "RingSignature", "RING_SLOTS", "SLOT_BITS", "SLOT_DWS", "ring_write_layout",
-           "ring_done_layout", "note_layout", "follow"]
+           "ring_done_layout", "note_layout", "follow", "malformed"]
 
 #: Descriptors a channel's ring holds (one 64-byte slot each), besides its staging register.
 RING_SLOTS = 64
@@ -48,16 +49,20 @@ def note_layout():
     burst length less 1 is 4096 or more; what its load means for fetching: ``end`` (the chain
     ends), ``grow`` (its ``adj`` announces ``more`` descriptors beyond those known), ``new``
     (nothing known follows it: ``next`` starts a run of one), ``empty`` (none known from the ones
-    before it, so its data reads wait for that fetch)."""
+    before it, so its data reads wait for that fetch); and whether it is ``one`` read (a single
+    burst that the planner's chunking would not cut: at most MRRS, within the source's 4 KiB
+    page, ending on or before the destination's ``min(MPS, MRRS)`` boundary), with that read's
+    buffer ``rows`` and completion credits (``hdr``, ``dat``), so its load can issue it."""
     return data.StructLayout({"ptr": 64, "bad": 1, "big": 1, "end": 1, "grow": 1, "new": 1,
-                              "empty": 1, "more": 8})
+                              "empty": 1, "more": 8, "one": 1, "rows": 9, "hdr": 5, "dat": 7})
 
 
-def malformed(d, ptr=None):
+def malformed(d, ptr=None, split=False):
     """Whether descriptor ``d`` is malformed by its own fields and, fetched from ``ptr`` (bit 0:
     the extended format), by its pointers (``ptr`` None: a register-mode slot).  Whether its
     ``next`` is the one right after it, in (or announcing) an adjacent run, is checked apart,
-    from what the descriptors before it announced (:meth:`DescRing._note`)."""
+    from what the descriptors before it announced (:meth:`DescRing._note`).  With ``split``,
+    the list of checks, one value each."""
     ctl = d.control
     ext = bits(ctl, "ext")
     checks = [
@@ -73,9 +78,13 @@ def malformed(d, ptr=None):
         # aligned.
         checks += [ext != ptr[0],
                    ~bits(ctl, "end") & (d.next[1:5].any() | (d.next[0] & d.next[5]))]
+    return checks if split else _any(checks)
+
+
+def _any(values):
     out = Const(0, 1)
-    for c in checks:
-        out = out | c
+    for v in values:
+        out = out | v
     return out
 
 
@@ -136,6 +145,8 @@ class DescRing(wiring.Component):
 
     Members
     -------
+    mrrs_m1, min_mask : In(10)
+        As the planner's (configuration: they change only while every channel is idle).
     i_w : In(ArrayLayout(ring_write_layout, 16))
         The banks' writes (registered in the receiver).
     i_done : In(ring_done_layout)
@@ -146,6 +157,8 @@ class DescRing(wiring.Component):
 
     def __init__(self):
         super().__init__({
+            "mrrs_m1":  In(10),
+            "min_mask": In(10),
             "i_w":    In(data.ArrayLayout(ring_write_layout(), SLOT_DWS)),
             "i_done": In(ring_done_layout()),
             "ring":   Out(RingSignature()),
@@ -182,20 +195,19 @@ class DescRing(wiring.Component):
                     m.d.sync += valid[c].bit_select(done.slot, 1).eq(1)
 
         # Staging: one slot a cycle toward a channel's staging register ``nxt``, behind which
-        # a second register ``nxt_b`` waits, so a load finds the next descriptor staged the
-        # cycle after (``nxt <= nxt_b``).  A running channel's slot at its read position is
-        # picked when the two registers and the slots on their way hold one descriptor at
-        # most after this cycle (a load, ``nxt_clear``, frees one now).  Whether that slot is
+        # two more wait (``nxt_b``, ``nxt_c``: a queue of three), so a load finds the next
+        # descriptor staged the cycle after.  A running channel's slot at its read position is
+        # picked when the three registers and the slots on their way hold two descriptors at
+        # most.  Whether that slot is
         # complete is registered (``head_ok``): a cycle stale after a pick, while ``stg1``
         # holds the next pick off, and after the channel starts, while ``started`` does.  A
         # channel that is not running keeps its ring empty (a fetch of a stopped chain may
-        # still land there) and both registers invalid, so a start finds them so.  A pick is
+        # still land there) and its registers invalid, so a start finds them so.  A pick is
         # registered (``stg1``, one-hot, with the slot's address): the banks are read from
         # registers a cycle later (``stg2``), the slot's note is made in the two cycles after
-        # (``_note``: ``stg3`` holds it between) and it lands in ``nxt`` (or ``nxt_b`` if that
-        # stays full) with its note.  The slot's valid bit is cleared with the read (the slot
-        # is not fetched into again before the planner sees it free, from ``pop``, later
-        # still).
+        # (``_note``: ``stg3`` holds it between) and it lands with its note in the first
+        # register left free.  The slot's valid bit is cleared with the read (the slot is not
+        # fetched into again before the planner sees it free, from ``pop``, later still).
         stg1 = Signal(NC)
         stg2 = Signal(NC)
         stg3 = Signal(NC)
@@ -204,20 +216,24 @@ class DescRing(wiring.Component):
         picked = Signal(NC)
         head_ok = Signal(NC)
         started = Signal(NC)
-        nxt_b = [Signal(Descriptor, name=f"ch{c}_nxt_b") for c in range(NC)]
+        # The queue behind ``nxt``: position 0 is ``nxt`` itself (valid bits contiguous from 0).
+        queue = [[nxt[c]] + [Signal(Descriptor, name=f"ch{c}_nxt_{x}") for x in "bc"]
+                 for c in range(NC)]
         note = [Signal(note_layout(), name=f"ch{c}_note") for c in range(NC)]
-        note_b = [Signal(note_layout(), name=f"ch{c}_note_b") for c in range(NC)]
-        b_valid = Signal(NC)
+        notes = [[note[c]] + [Signal(note_layout(), name=f"ch{c}_note_{x}") for x in "bc"]
+                 for c in range(NC)]
+        qv = [[nxt_valid[c]] + [Signal(name=f"ch{c}_{x}_valid") for x in "bc"]
+              for c in range(NC)]
         m.d.comb += [ring.note[c].eq(note[c]) for c in range(NC)]
         m.d.sync += started.eq(~ring.run)
         for c in range(NC):
-            kept = nxt_valid[c] & ~ring.nxt_clear[c]
-            # At most one of these is held after this cycle: room for one more.
-            held = Cat(kept, b_valid[c], stg1[c], stg2[c], stg3[c])
-            one_at_most = Signal(name=f"ring{c}_room")
-            m.d.comb += one_at_most.eq(~(held & (held - 1)).any())
+            # At most two of these are held now: room for one more (from registers only; a
+            # load in this cycle makes room for the next pick).
+            held = Cat(nxt_valid[c], qv[c][1], qv[c][2], stg1[c], stg2[c], stg3[c])
+            two_at_most = Signal(name=f"ring{c}_room")
+            m.d.comb += two_at_most.eq(sum(held[i] for i in range(len(held))) <= 2)
             m.d.sync += head_ok[c].eq(valid[c].bit_select(rpos[c], 1))
-            m.d.comb += [cand[c].eq(head_ok[c] & ~stg1[c] & one_at_most & ring.run[c]
+            m.d.comb += [cand[c].eq(head_ok[c] & ~stg1[c] & two_at_most & ring.run[c]
                                     & ~started[c]),
                          picked[c].eq(cand[c] & ~(cand & ((1 << c) - 1)).any())]
         pick = Signal(2)
@@ -235,23 +251,22 @@ class DescRing(wiring.Component):
                 m.d.sync += rpos[c].eq(rpos[c] + 1)
             with m.If(stg1[c]):
                 m.d.sync += valid[c].bit_select(stg_slot, 1).eq(0)
-            # nxt after this cycle: nxt_b's if a load takes nxt, else the landing slot if nxt
-            # is empty or taken (nxt_b is then empty); the landing slot goes to nxt_b if nxt
-            # stays full.
-            nxt_free = ~nxt_valid[c] | ring.nxt_clear[c]
-            with m.If(ring.nxt_clear[c]):
-                m.d.sync += [nxt[c].eq(nxt_b[c]), note[c].eq(note_b[c]),
-                             nxt_valid[c].eq(b_valid[c]), b_valid[c].eq(0)]
-            with m.If(stg3[c]):
-                with m.If(nxt_free & ~b_valid[c]):
-                    m.d.sync += [nxt[c].eq(landing), note[c].eq(land_note),
-                                 nxt_valid[c].eq(1)]
-                with m.Else():
-                    m.d.sync += [nxt_b[c].eq(landing), note_b[c].eq(land_note),
-                                 b_valid[c].eq(1)]
+            # A load takes position 0: the ones behind move up; the landing slot goes to the
+            # first position free after that.
+            v, clear = qv[c], ring.nxt_clear[c]
+            with m.If(clear):
+                for i in range(2):
+                    m.d.sync += [queue[c][i].eq(queue[c][i + 1]), notes[c][i].eq(notes[c][i + 1]),
+                                 v[i].eq(v[i + 1])]
+                m.d.sync += v[2].eq(0)
+            for i in range(3):
+                # Free after the move: position i (its valid bit, or the one behind it's).
+                free_i = Mux(clear, ~v[i + 1] if i < 2 else 1, ~v[i])
+                first = free_i if i == 0 else free_i & ~Mux(clear, ~v[i], ~v[i - 1])
+                with m.If(stg3[c] & first):
+                    m.d.sync += [queue[c][i].eq(landing), notes[c][i].eq(land_note), v[i].eq(1)]
             with m.If(~ring.run[c]):
-                m.d.sync += [valid[c].eq(0), rpos[c].eq(0), nxt_valid[c].eq(0),
-                             b_valid[c].eq(0)]
+                m.d.sync += [valid[c].eq(0), rpos[c].eq(0), *(x.eq(0) for x in v)]
         return m
 
     def _note(self, m, raw, stg2, ch2):
@@ -278,8 +293,11 @@ class DescRing(wiring.Component):
         a = {name: Signal(shape, name=f"note_{name}") for name, shape in (
             ("d", Descriptor), ("chan", 2), ("ptr", 64), ("lfollow", 64), ("f_lf", 64),
             ("f_next", 64), ("b", 8), ("b_nz", 1), ("b_gt1", 1), ("adj_gt1", 1),
-            ("adj_gt", 1), ("known", 1), ("eq_lo", 1), ("eq_hi", 1), ("own_bad", 1),
-            ("big", 1))}
+            ("adj_gt", 1), ("known", 1), ("eq_lo", 1), ("eq_hi", 1), ("big", 1), ("one", 1),
+            ("rows", 9), ("hdr", 5), ("dat", 7))}
+        # (its own checks registered apart: no wide OR right behind the banks' read)
+        own = malformed(d, lptr[ch2], split=True)
+        a["own"] = Signal(len(own), name="note_own")
         ahead_c, adj = ahead[ch2], bits(d.control, "adj")
         m.d.sync += [
             a["d"].eq(raw), a["chan"].eq(ch2), a["ptr"].eq(lptr[ch2]),
@@ -292,8 +310,23 @@ class DescRing(wiring.Component):
             a["known"].eq(gt1[ch2]),
             a["eq_lo"].eq(d.next[:32] == lfollow[ch2][:32]),
             a["eq_hi"].eq(d.next[32:] == lfollow[ch2][32:]),
-            a["own_bad"].eq(malformed(d, lptr[ch2])),
+            a["own"].eq(Cat(*own)),
             a["big"].eq((d.length - 1)[12:].any()),
+        ]
+        # One read: the planner's chunk of its only burst would be the whole burst (the rest
+        # wins ties with the three limits, as in the planner's CALC).
+        len_m1 = (d.length - 1)[:32]
+        lim = [self.mrrs_m1 ^ (d.dst[:10] & self.min_mask), self.mrrs_m1 ^ d.src[:2],
+               ~d.src[:12]]
+        single = ~bits(d.control, "ext") | (d.count == 1)
+        hdr, dat = cpl_credits(d.src, len_m1[:12])
+        m.d.sync += [
+            a["one"].eq(single & ~len_m1[12:].any()
+                        & not_below(Cat(lim[0], Const(0, 2)), len_m1[:12])
+                        & not_below(Cat(lim[1], Const(0, 2)), len_m1[:12])
+                        & not_below(lim[2], len_m1[:12])),
+            a["rows"].eq(rows_for(d.src[:2], len_m1[:12])),
+            a["hdr"].eq(hdr), a["dat"].eq(dat),
         ]
         # Step 2: whether it is malformed, what its load means for fetching, and the chain
         # registers after it (for a malformed one or the chain's end they no longer matter:
@@ -306,10 +339,11 @@ class DescRing(wiring.Component):
         n = Signal(note_layout(), name="note_out")
         m.d.comb += [
             n.ptr.eq(a["ptr"]),
-            n.bad.eq(a["own_bad"] | ~end & announced & ~follows),
+            n.bad.eq(a["own"].any() | ~end & announced & ~follows),
             n.big.eq(a["big"]), n.end.eq(end), n.grow.eq(~end & a["adj_gt"]),
             n.new.eq(~end & new_run), n.empty.eq(~end & ~a["b_nz"]),
             n.more.eq(adj2 - a["b"]),
+            n.one.eq(a["one"]), n.rows.eq(a["rows"]), n.hdr.eq(a["hdr"]), n.dat.eq(a["dat"]),
         ]
         a_valid = Signal(name="note_valid")
         m.d.sync += a_valid.eq(stg2.any())

@@ -239,6 +239,7 @@ class DMA(wiring.Component):
         wiring.connect(m, wr.report, pl.report)
         # -- descriptor rings ---------------------------------------------------------------
         m.submodules.rings = rings = DescRing()
-        m.d.comb += [rings.i_w.eq(rx.o_ring), rings.i_done.eq(rx.o_ring_done)]
+        m.d.comb += [rings.i_w.eq(rx.o_ring), rings.i_done.eq(rx.o_ring_done),
+                     rings.mrrs_m1.eq(mrrs_m1), rings.min_mask.eq(min_mask)]
         wiring.connect(m, rings.ring, pl.ring)
         return m

@@ -16,6 +16,7 @@ from types import SimpleNamespace
 from amaranth.hdl import Array, Cat, Const, Mux, Signal
 
 from ..params import N_DMA_CHANNELS
+from ..util import not_below
 from .common import per_channel
 from .descring import RING_SLOTS, SLOT_BITS
 
@@ -95,7 +96,7 @@ def fetch_plan(m, f, mrrs_m1, pop):
         # A fetch needs room for the largest block, and a plan made from current registers
         # (registered: a channel CALC picks for a fetch a cycle after its last change is
         # stopped in ACT by ``fhold``).
-        m.d.sync += f.can_pf[c].eq(f.fp_ok[c] & (f.rfree[c] >= FETCH_BLOCK_SLOTS)
+        m.d.sync += f.can_pf[c].eq(f.fp_ok[c] & not_below(f.rfree[c], f.fp_n[c])
                                    & (f.fhold[c] == 0))
         m.d.sync += [f.rfree[c].eq(f.rfree[c] + pop[c] - f.ftake[c]), f.ftake[c].eq(0)]
         m.d.sync += [f.fgrow_en[c].eq(0), f.fnew_en[c].eq(0), f.fstop_en[c].eq(0)]

@@ -17,6 +17,7 @@ from ..util import not_below
 from .booking import RoomSignature, issue_layout
 from .channels import channel_registers, control, reports
 from .common import Act, Chan, Kind, bits, ceil_log2, entry_layout, select
+from .credits import cpl_credits, rows_for
 from .descring import RingSignature
 from .fetch import fetch_act, fetch_plan, fetch_registers
 from .load import follow_chain, load, load_checks
@@ -30,25 +31,10 @@ _CSR_MEMBERS = ("ch_head_lo", "ch_head_hi", "ch_ctrl_stb", "ch_ctrl_data", "slot
                 "ch_desc_addr_hi")
 
 
-def cpl_credits(raddr, nbytes_m1):
-    """Return the completion headers and data credits of a read of ``nbytes_m1 + 1`` bytes at
-    ``raddr`` at its worst split."""
-    hdrs = (Cat(raddr[:6], Const(1, 1)) + nbytes_m1) >> 6
-    # Completions are split at 64-byte (hence 16-byte) aligned addresses, so their data
-    # credits add up to at most the 16-byte blocks the read touches.
-    dats = (Cat(raddr[:4], Const(1, 1)) + nbytes_m1) >> 4
-    return hdrs[:5], dats[:7]
-
-
 #: A descriptor fetch's completion credits, counted at the worst for the largest fetch (512
 #: bytes from a 32-byte aligned address, not crossing a 512-byte boundary): 8 completions, 32
 #: data credits.
 FETCH_CREDITS = (8, 32)
-
-
-def rows_for(lo, nb_m1):
-    """Return the buffer rows of a read of ``nb_m1 + 1`` bytes from byte ``lo`` of a DW."""
-    return (Cat(lo, Const(0, 2), Const(1, 1)) + nb_m1) >> 4
 
 
 def fits(need, room):
@@ -270,6 +256,12 @@ class Planner(wiring.Component):
         # ``_close``); and a closed descriptor's mark, to push in the next cycle (``_mark``).
         k.reading = [Signal(name=f"k_reading{c}") for c in range(NC)]
         m.d.sync += [v.eq(0) for v in k.reading]
+        # Likewise whether ACT's load also issues the descriptor's only read (``k_loading``),
+        # with that read's rows (and less the buffer's, as ``rows_less``).
+        k.loading = [Signal(name=f"k_loading{c}") for c in range(NC)]
+        m.d.sync += [v.eq(0) for v in k.loading]
+        k.ld_rows = Signal(RB + 1, name="k_ld_rows")
+        k.ld_rows_less = Signal(signed(RB + 1), name="k_ld_rows_less")
         m.d.sync += k.mark_en.eq(0)
         # Room in the queue for the entries of the next two actions (two each at most: a
         # closing read and its mark), registered (the level rises by at most one a cycle, so
@@ -291,6 +283,13 @@ class Planner(wiring.Component):
                                  & ~(room.free_less - k.rows_less)[-1]
                                  & (room.hdr_free | fits(k.hdr, k.room_hdr))
                                  & (room.dat_free | fits(k.dat, k.room_dat)))
+        # A load's read: the same checks with the staged descriptor's rows and credits.
+        k.go_load = Signal(name="go_load", attrs={"keep": 1})
+        k.ld_hdr, k.ld_dat = Signal(5, name="k_ld_hdr"), Signal(7, name="k_ld_dat")
+        m.d.comb += k.go_load.eq(k.qroom & k.tags & ~room.rd_busy
+                                 & ~(room.free_less - k.ld_rows_less)[-1]
+                                 & (room.hdr_free | fits(k.ld_hdr, k.room_hdr))
+                                 & (room.dat_free | fits(k.ld_dat, k.room_dat)))
         # A descriptor fetch: its credits checked in CALC (FETCH_CREDITS), no rows.
         k.go_fetch = k.fetch_ok & ~room.rd_busy
         return k
@@ -349,6 +348,13 @@ class Planner(wiring.Component):
         # ACT's data read, one-hot by channel (from each channel's own action, not through
         # the channel multiplexer).
         m.d.sync += [v.eq((k.acts[c] == Act.DATA) & (sel == c)) for c, v in enumerate(k.reading)]
+        m.d.sync += [v.eq((k.acts[c] == Act.LOAD) & (sel == c) & k.ld.one_of[c])
+                     for c, v in enumerate(k.loading)]
+        ld_rows = Signal(len(k.ld_rows), name="c_ld_rows")
+        m.d.comb += ld_rows.eq(k.ld.rows_now)
+        m.d.sync += [k.ld_rows.eq(ld_rows), k.ld_rows_less.eq(Cat(ld_rows[:-1], ~ld_rows[-1])),
+                     k.ld_hdr.eq(select([n.hdr for n in ch.note], sel)),
+                     k.ld_dat.eq(select([n.dat for n in ch.note], sel))]
         last_now = ch.last_pre[sel]
         tag_limit = Mux(self.ext_tags, self.n_tags, min(self.n_tags, 32))
         tags_now = Mux(iss.en, room.outstanding + 1 < tag_limit, room.outstanding < tag_limit)
@@ -432,6 +438,13 @@ class Planner(wiring.Component):
 
         with m.If(k.do[Act.LOAD]):
             load(m, ch, sel, k.ld, push, k.qroom)
+            # A descriptor that is one read: the load issues it too (``_close`` then closes
+            # the descriptor, as a DATA action's last read does).
+            ld = k.ld
+            with m.If(ld.one):
+                issue_read(ld.desc.src, ld.desc.length[:13], k.ld_rows, Kind.DATA,
+                           credits=(k.ld_hdr, k.ld_dat), addr=ld.desc.dst,
+                           desc=Cat(Const(0, 5), ld.ptr[5:]))
         with m.If(k.do[Act.PF]):
             # Announced descriptors into the ring, from its next free slot.
             # (the announced descriptors up to the next min(MRRS, 512)-byte boundary, so no
@@ -456,7 +469,8 @@ class Planner(wiring.Component):
         check passes: decided outside the state machine (``do`` is held for ACT only), so the
         planner's state is not decoded behind the room check."""
         go = Signal(name="issue_go")
-        m.d.comb += go.eq(k.do[Act.DATA] & k.go_read | k.do[Act.PF] & k.go_fetch)
+        m.d.comb += go.eq(k.do[Act.DATA] & k.go_read | k.do[Act.PF] & k.go_fetch
+                          | k.do[Act.LOAD] & k.ld.one & k.go_load)
         with m.If(go):
             m.d.sync += [self.issue.en.eq(1), ch.pq_en.eq(1)]
 
@@ -480,6 +494,14 @@ class Planner(wiring.Component):
                 m.d.sync += ch.st[c].eq(k.st_new)
             with m.If(closes):
                 m.d.sync += [ch.slot[c].eq(ch.slot[c] + 1), k.mark_en.eq(1)]
+            # A load that issues the descriptor's only read closes it (after the load's own
+            # change of state, so this one wins): the channel waits for the next descriptor,
+            # or drains after the chain's last.
+            load_closes = Signal(name=f"ch{c}_load_closes", attrs={"keep": 1})
+            m.d.comb += load_closes.eq(k.loading[c] & k.go_load)
+            with m.If(load_closes):
+                m.d.sync += [ch.st[c].eq(Mux(k.ld.end, Chan.DRAIN, Chan.WAIT)),
+                             k.mark_en.eq(1)]
         # The mark's channel: ACT's (``mark_chan`` is looked at only when ``mark_en``).
         m.d.sync += k.mark_chan.eq(k.sel)
 
