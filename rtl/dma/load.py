@@ -26,9 +26,9 @@ def _big(d):
 def load_checks(m, slots, ch, sel):
     """Return the descriptor a WAIT channel loads and its checks, registered in CALC: ``ld``
     (``desc``, ``bad``, ``ok``, ``big``, ``ptr``, the cases of :func:`follow_chain` and
-    ``grow``; ``one``, the load also issues its only read, and ``end``; registered) and this
-    cycle's ``ok_now``, ``bad_now``, ``rows_now`` (that read's rows), and per channel whether
-    its load would be one read (``one_of``).
+    ``grow``, ``end``; registered) and this cycle's ``ok_now``, ``bad_now``, ``one_now`` (the
+    load may issue the descriptor's only read too), ``rows_now`` (that read's rows), and per
+    channel whether its load would be one read (``one_of``).
 
     A staged descriptor comes with its note (:func:`~peach2.dma.descring.note_layout`: its
     checks and what its load means for fetching, worked out by the ring as it came in, from the
@@ -49,7 +49,7 @@ def load_checks(m, slots, ch, sel):
     ld = SimpleNamespace(desc=Signal(Descriptor, name="ld_desc"), bad=Signal(name="ld_bad"),
                          ok=Signal(name="ld_ok"), big=Signal(name="ld_big"),
                          ptr=Signal(64, name="ld_ptr"), grow=Signal(8, name="ld_grow"),
-                         one=Signal(name="ld_one"), end=Signal(name="ld_end"),
+                         end=Signal(name="ld_end"),
                          **{f"case_{n}": Signal(name=f"ld_case_{n}") for n in names})
     ld.bad_now = Mux(regm, select(slot_bad, idx), select([note[c].bad for c in range(4)], sel))
     ld.ok_now = regm | nxt_valid[sel]
@@ -76,9 +76,9 @@ def load_checks(m, slots, ch, sel):
     m.d.sync += [*(getattr(ld, f"case_{n}").eq(select(v, sel)) for n, v in cases.items()),
                  ld.ptr.eq(select([n.ptr for n in notes], sel)),
                  ld.grow.eq(select([n.more for n in notes], sel)),
-                 ld.one.eq(select(ld.one_of, sel)),
                  ld.end.eq(select([n.end for n in notes], sel))]
     ld.rows_now = select([n.rows for n in notes], sel)
+    ld.one_now = select(ld.one_of, sel)
     m.d.sync += [
         ld.big.eq(Mux(regm, select(slot_big, idx), select([n.big for n in notes], sel))),
         ld.desc.eq(Mux(regm, slots[idx], nxt[sel])),

@@ -261,7 +261,7 @@ class Planner(wiring.Component):
         k.loading = [Signal(name=f"k_loading{c}") for c in range(NC)]
         m.d.sync += [v.eq(0) for v in k.loading]
         k.ld_rows = Signal(RB + 1, name="k_ld_rows")
-        k.ld_rows_less = Signal(signed(RB + 1), name="k_ld_rows_less")
+        k.ld_hdr, k.ld_dat = Signal(5, name="k_ld_hdr"), Signal(7, name="k_ld_dat")
         m.d.sync += k.mark_en.eq(0)
         # Room in the queue for the entries of the next two actions (two each at most: a
         # closing read and its mark), registered (the level rises by at most one a cycle, so
@@ -283,13 +283,10 @@ class Planner(wiring.Component):
                                  & ~(room.free_less - k.rows_less)[-1]
                                  & (room.hdr_free | fits(k.hdr, k.room_hdr))
                                  & (room.dat_free | fits(k.dat, k.room_dat)))
-        # A load's read: the same checks with the staged descriptor's rows and credits.
+        # A load's read: its room checked in CALC (below, ``k_ld_one``), but the skid.
+        k.ld_one = Signal(name="k_ld_one")
         k.go_load = Signal(name="go_load", attrs={"keep": 1})
-        k.ld_hdr, k.ld_dat = Signal(5, name="k_ld_hdr"), Signal(7, name="k_ld_dat")
-        m.d.comb += k.go_load.eq(k.qroom & k.tags & ~room.rd_busy
-                                 & ~(room.free_less - k.ld_rows_less)[-1]
-                                 & (room.hdr_free | fits(k.ld_hdr, k.room_hdr))
-                                 & (room.dat_free | fits(k.ld_dat, k.room_dat)))
+        m.d.comb += k.go_load.eq(k.ld_one & ~room.rd_busy)
         # A descriptor fetch: its credits checked in CALC (FETCH_CREDITS), no rows.
         k.go_fetch = k.fetch_ok & ~room.rd_busy
         return k
@@ -348,16 +345,27 @@ class Planner(wiring.Component):
         # ACT's data read, one-hot by channel (from each channel's own action, not through
         # the channel multiplexer).
         m.d.sync += [v.eq((k.acts[c] == Act.DATA) & (sel == c)) for c, v in enumerate(k.reading)]
-        m.d.sync += [v.eq((k.acts[c] == Act.LOAD) & (sel == c) & k.ld.one_of[c])
-                     for c, v in enumerate(k.loading)]
-        ld_rows = Signal(len(k.ld_rows), name="c_ld_rows")
-        m.d.comb += ld_rows.eq(k.ld.rows_now)
-        m.d.sync += [k.ld_rows.eq(ld_rows), k.ld_rows_less.eq(Cat(ld_rows[:-1], ~ld_rows[-1])),
-                     k.ld_hdr.eq(select([n.hdr for n in ch.note], sel)),
-                     k.ld_dat.eq(select([n.dat for n in ch.note], sel))]
         last_now = ch.last_pre[sel]
         tag_limit = Mux(self.ext_tags, self.n_tags, min(self.n_tags, 32))
         tags_now = Mux(iss.en, room.outstanding + 1 < tag_limit, room.outstanding < tag_limit)
+        # A load that also issues the descriptor's only read: with room for it, checked here
+        # (ACT looks only at the read-request skid): the rows and credits left now, less the
+        # issue booked in this cycle (the rows) or in this one or the last (the credits); ACT
+        # comes before the next issue, and releases only add room meanwhile.
+        ld_rows = Signal(len(k.ld_rows), name="c_ld_rows")
+        ld_hdr, ld_dat = Signal(5, name="c_ld_hdr"), Signal(7, name="c_ld_dat")
+        m.d.comb += [ld_rows.eq(k.ld.rows_now),
+                     ld_hdr.eq(select([n.hdr for n in ch.note], sel)),
+                     ld_dat.eq(select([n.dat for n in ch.note], sel))]
+        free_now = room.free_less - Mux(iss.en, iss.rows, 0)
+        ld_room = (~(free_now - Cat(ld_rows[:-1], ~ld_rows[-1]).as_signed())[-1]
+                   & tags_now & k.q_room
+                   & (room.hdr_free | fits(ld_hdr, room_hdr_now))
+                   & (room.dat_free | fits(ld_dat, room_dat_now)))
+        m.d.sync += [v.eq((k.acts[c] == Act.LOAD) & (sel == c) & k.ld.one_of[c] & ld_room)
+                     for c, v in enumerate(k.loading)]
+        m.d.sync += [k.ld_one.eq(k.ld.one_now & ld_room),
+                     k.ld_rows.eq(ld_rows), k.ld_hdr.eq(ld_hdr), k.ld_dat.eq(ld_dat)]
         # Every candidate's sums are made at once and picked with the winner's index: no
         # adder after the compares.
         cand1 = [v + 1 for v in cand]
@@ -441,7 +449,7 @@ class Planner(wiring.Component):
             # A descriptor that is one read: the load issues it too (``_close`` then closes
             # the descriptor, as a DATA action's last read does).
             ld = k.ld
-            with m.If(ld.one):
+            with m.If(k.ld_one):
                 issue_read(ld.desc.src, ld.desc.length[:13], k.ld_rows, Kind.DATA,
                            credits=(k.ld_hdr, k.ld_dat), addr=ld.desc.dst,
                            desc=Cat(Const(0, 5), ld.ptr[5:]))
@@ -470,7 +478,7 @@ class Planner(wiring.Component):
         planner's state is not decoded behind the room check."""
         go = Signal(name="issue_go")
         m.d.comb += go.eq(k.do[Act.DATA] & k.go_read | k.do[Act.PF] & k.go_fetch
-                          | k.do[Act.LOAD] & k.ld.one & k.go_load)
+                          | k.do[Act.LOAD] & k.go_load)
         with m.If(go):
             m.d.sync += [self.issue.en.eq(1), ch.pq_en.eq(1)]
 
@@ -498,7 +506,7 @@ class Planner(wiring.Component):
             # change of state, so this one wins): the channel waits for the next descriptor,
             # or drains after the chain's last.
             load_closes = Signal(name=f"ch{c}_load_closes", attrs={"keep": 1})
-            m.d.comb += load_closes.eq(k.loading[c] & k.go_load)
+            m.d.comb += load_closes.eq(k.loading[c] & ~self.room.rd_busy)
             with m.If(load_closes):
                 m.d.sync += [ch.st[c].eq(Mux(k.ld.end, Chan.DRAIN, Chan.WAIT)),
                              k.mark_en.eq(1)]
