@@ -293,7 +293,8 @@ class DescRing(wiring.Component):
         a = {name: Signal(shape, name=f"note_{name}") for name, shape in (
             ("d", Descriptor), ("chan", 2), ("ptr", 64), ("lfollow", 64), ("f_lf", 64),
             ("f_next", 64), ("b", 8), ("b_nz", 1), ("b_gt1", 1), ("adj_gt1", 1),
-            ("adj_gt", 1), ("known", 1), ("eq_lo", 1), ("eq_hi", 1), ("big", 1), ("one", 1),
+            ("adj_gt", 1), ("known", 1), ("eq_lo", 1), ("eq_hi", 1), ("big", 1),
+            ("single", 1), ("len_m1", 13), ("lim0", 10), ("lim1", 10), ("lim2", 12),
             ("rows", 9), ("hdr", 5), ("dat", 7))}
         # (its own checks registered apart: no wide OR right behind the banks' read)
         own = malformed(d, lptr[ch2], split=True)
@@ -314,17 +315,15 @@ class DescRing(wiring.Component):
             a["big"].eq((d.length - 1)[12:].any()),
         ]
         # One read: the planner's chunk of its only burst would be the whole burst (the rest
-        # wins ties with the three limits, as in the planner's CALC).
+        # wins ties with the three limits, as in the planner's CALC; compared in step 2).
         len_m1 = (d.length - 1)[:32]
         lim = [self.mrrs_m1 ^ (d.dst[:10] & self.min_mask), self.mrrs_m1 ^ d.src[:2],
                ~d.src[:12]]
         single = ~bits(d.control, "ext") | (d.count == 1)
         hdr, dat = cpl_credits(d.src, len_m1[:12])
         m.d.sync += [
-            a["one"].eq(single & ~len_m1[12:].any()
-                        & not_below(Cat(lim[0], Const(0, 2)), len_m1[:12])
-                        & not_below(Cat(lim[1], Const(0, 2)), len_m1[:12])
-                        & not_below(lim[2], len_m1[:12])),
+            a["single"].eq(single), a["len_m1"].eq(Cat(len_m1[:12], len_m1[12:].any())),
+            a["lim0"].eq(lim[0]), a["lim1"].eq(lim[1]), a["lim2"].eq(lim[2]),
             a["rows"].eq(rows_for(d.src[:2], len_m1[:12])),
             a["hdr"].eq(hdr), a["dat"].eq(dat),
         ]
@@ -343,7 +342,11 @@ class DescRing(wiring.Component):
             n.big.eq(a["big"]), n.end.eq(end), n.grow.eq(~end & a["adj_gt"]),
             n.new.eq(~end & new_run), n.empty.eq(~end & ~a["b_nz"]),
             n.more.eq(adj2 - a["b"]),
-            n.one.eq(a["one"]), n.rows.eq(a["rows"]), n.hdr.eq(a["hdr"]), n.dat.eq(a["dat"]),
+            n.one.eq(a["single"] & ~a["len_m1"][12]
+                     & not_below(Cat(a["lim0"], Const(0, 2)), a["len_m1"][:12])
+                     & not_below(Cat(a["lim1"], Const(0, 2)), a["len_m1"][:12])
+                     & not_below(a["lim2"], a["len_m1"][:12])),
+            n.rows.eq(a["rows"]), n.hdr.eq(a["hdr"]), n.dat.eq(a["dat"]),
         ]
         a_valid = Signal(name="note_valid")
         m.d.sync += a_valid.eq(stg2.any())

@@ -357,12 +357,21 @@ class Planner(wiring.Component):
         m.d.comb += [ld_rows.eq(k.ld.rows_now),
                      ld_hdr.eq(select([n.hdr for n in ch.note], sel)),
                      ld_dat.eq(select([n.dat for n in ch.note], sel))]
-        free_now = room.free_less - Mux(iss.en, iss.rows, 0)
-        ld_room = (~(free_now - Cat(ld_rows[:-1], ~ld_rows[-1]).as_signed())[-1]
-                   & tags_now & k.q_room
-                   & (room.hdr_free | fits(ld_hdr, room_hdr_now))
-                   & (room.dat_free | fits(ld_dat, room_dat_now)))
-        m.d.sync += [v.eq((k.acts[c] == Act.LOAD) & (sel == c) & k.ld.one_of[c] & ld_room)
+        # (per channel, the channel multiplexer last)
+        free_now = Signal(signed(len(room.free_less) + 1), name="c_free_now")
+        m.d.comb += free_now.eq(room.free_less - Mux(iss.en, iss.rows, 0))
+        room_of = []
+        for c in range(N_DMA_CHANNELS):
+            n = ch.note[c]
+            rows_c = n.rows[:len(k.ld_rows)]
+            fit = Signal(name=f"ch{c}_ld_room")
+            m.d.comb += fit.eq(~(free_now - Cat(rows_c[:-1], ~rows_c[-1]).as_signed())[-1]
+                               & (room.hdr_free | fits(n.hdr, room_hdr_now))
+                               & (room.dat_free | fits(n.dat, room_dat_now)))
+            room_of.append(fit)
+        ld_room = select(room_of, sel) & tags_now & k.q_room
+        m.d.sync += [v.eq((k.acts[c] == Act.LOAD) & (sel == c) & k.ld.one_of[c] & room_of[c]
+                          & tags_now & k.q_room)
                      for c, v in enumerate(k.loading)]
         m.d.sync += [k.ld_one.eq(k.ld.one_now & ld_room),
                      k.ld_rows.eq(ld_rows), k.ld_hdr.eq(ld_hdr), k.ld_dat.eq(ld_dat)]

@@ -166,6 +166,13 @@ class DmaHarness(Harness):
                    | ((room.hdr_free | (FETCH_CREDITS[0] <= pli("k_room_hdr")))
                       & (room.dat_free | (FETCH_CREDITS[1] <= pli("k_room_dat")))))
         self.lemma(m, ~(in_act & (pli("k_tags") | fetch_ok)) | (outstanding < limit))
+        # A load that also issues its descriptor's read had its room checked in CALC: a tag,
+        # the rows and the credits are still there in ACT.
+        ld_one = pli("k_ld_one")
+        self.lemma(m, ~(in_act & ld_one)
+                   | (pli("k_tags") & (pli("k_ld_rows") <= free_rows)
+                      & (room.hdr_free | (pli("k_ld_hdr") <= pli("k_room_hdr")))
+                      & (room.dat_free | (pli("k_ld_dat") <= pli("k_room_dat")))))
 
 
 def _select(values, index):
