@@ -507,18 +507,18 @@ class Planner(wiring.Component):
             closes = ends & k.go_read
             m.d.comb += [ends.eq(reading & k.end & k.bl_one),
                          new_st.eq(closes | k.st_en & (k.sel == c))]
-            with m.If(new_st):
-                m.d.sync += ch.st[c].eq(k.st_new)
-            with m.If(closes):
-                m.d.sync += [ch.slot[c].eq(ch.slot[c] + 1), k.mark_en.eq(1)]
-            # A load that issues the descriptor's only read closes it (after the load's own
-            # change of state, so this one wins): the channel waits for the next descriptor,
-            # or drains after the chain's last.
+            # A load that also issues the descriptor's only read closes it (its ``st_en`` is
+            # set): the channel waits for the next descriptor, or drains after the chain's
+            # last; unless the read waits for the skid, then it runs as any load does.
             load_closes = Signal(name=f"ch{c}_load_closes", attrs={"keep": 1})
             m.d.comb += load_closes.eq(k.loading[c] & ~self.room.rd_busy)
-            with m.If(load_closes):
-                m.d.sync += [ch.st[c].eq(Mux(k.ld.end, Chan.DRAIN, Chan.WAIT)),
-                             k.mark_en.eq(1)]
+            with m.If(new_st):
+                m.d.sync += ch.st[c].eq(Mux(load_closes, Mux(k.ld.end, Chan.DRAIN, Chan.WAIT),
+                                            k.st_new))
+            with m.If(closes | load_closes):
+                m.d.sync += k.mark_en.eq(1)
+            with m.If(closes):
+                m.d.sync += ch.slot[c].eq(ch.slot[c] + 1)
         # The mark's channel: ACT's (``mark_chan`` is looked at only when ``mark_en``).
         m.d.sync += k.mark_chan.eq(k.sel)
 
