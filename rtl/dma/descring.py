@@ -25,6 +25,9 @@ __all__ = ["DescRing", "RingSignature", "RING_SLOTS", "SLOT_BITS", "SLOT_DWS", "
 
 #: Descriptors a channel's ring holds (one 64-byte slot each), besides its staging register.
 RING_SLOTS = 64
+#: Descriptors staged for loading besides the ring's slots (``nxt`` and the ones behind it).
+STAGED = 4
+_BEHIND = "bcdefg"[:STAGED - 1]
 #: DWs of a slot: bank ``j`` of the ring holds DW ``j`` of every slot's descriptor.
 SLOT_DWS = 16
 #: Bits of a slot index.
@@ -195,10 +198,10 @@ class DescRing(wiring.Component):
                     m.d.sync += valid[c].bit_select(done.slot, 1).eq(1)
 
         # Staging: one slot a cycle toward a channel's staging register ``nxt``, behind which
-        # two more wait (``nxt_b``, ``nxt_c``: a queue of three), so a load finds the next
+        # more wait (``nxt_b`` ...: a queue of ``STAGED``), so a load finds the next
         # descriptor staged the cycle after.  A running channel's slot at its read position is
-        # picked when the three registers and the slots on their way hold two descriptors at
-        # most.  Whether that slot is
+        # picked when the staging registers and the slots on their way held fewer than
+        # ``STAGED`` descriptors a cycle ago.  Whether that slot is
         # complete is registered (``head_ok``): a cycle stale after a pick, while ``stg1``
         # holds the next pick off, and after the channel starts, while ``started`` does.  A
         # channel that is not running keeps its ring empty (a fetch of a stopped chain may
@@ -217,21 +220,21 @@ class DescRing(wiring.Component):
         head_ok = Signal(NC)
         started = Signal(NC)
         # The queue behind ``nxt``: position 0 is ``nxt`` itself (valid bits contiguous from 0).
-        queue = [[nxt[c]] + [Signal(Descriptor, name=f"ch{c}_nxt_{x}") for x in "bc"]
+        queue = [[nxt[c]] + [Signal(Descriptor, name=f"ch{c}_nxt_{x}") for x in _BEHIND]
                  for c in range(NC)]
         note = [Signal(note_layout(), name=f"ch{c}_note") for c in range(NC)]
-        notes = [[note[c]] + [Signal(note_layout(), name=f"ch{c}_note_{x}") for x in "bc"]
+        notes = [[note[c]] + [Signal(note_layout(), name=f"ch{c}_note_{x}") for x in _BEHIND]
                  for c in range(NC)]
-        qv = [[nxt_valid[c]] + [Signal(name=f"ch{c}_{x}_valid") for x in "bc"]
+        qv = [[nxt_valid[c]] + [Signal(name=f"ch{c}_{x}_valid") for x in _BEHIND]
               for c in range(NC)]
         m.d.comb += [ring.note[c].eq(note[c]) for c in range(NC)]
         m.d.sync += started.eq(~ring.run)
         for c in range(NC):
-            # At most two of these are held now: room for one more (from registers only; a
-            # load in this cycle makes room for the next pick).
-            held = Cat(nxt_valid[c], qv[c][1], qv[c][2], stg1[c], stg2[c], stg3[c])
+            # Fewer than STAGED of these were held a cycle ago: room for one more now, unless
+            # the channel picked then (``stg1`` holds this pick off), as loads only make room.
+            held = Cat(*qv[c], stg1[c], stg2[c], stg3[c])
             two_at_most = Signal(name=f"ring{c}_room")
-            m.d.comb += two_at_most.eq(sum(held[i] for i in range(len(held))) <= 2)
+            m.d.sync += two_at_most.eq(sum(held[i] for i in range(len(held))) < STAGED)
             m.d.sync += head_ok[c].eq(valid[c].bit_select(rpos[c], 1))
             m.d.comb += [cand[c].eq(head_ok[c] & ~stg1[c] & two_at_most & ring.run[c]
                                     & ~started[c]),
@@ -255,13 +258,13 @@ class DescRing(wiring.Component):
             # first position free after that.
             v, clear = qv[c], ring.nxt_clear[c]
             with m.If(clear):
-                for i in range(2):
+                for i in range(STAGED - 1):
                     m.d.sync += [queue[c][i].eq(queue[c][i + 1]), notes[c][i].eq(notes[c][i + 1]),
                                  v[i].eq(v[i + 1])]
-                m.d.sync += v[2].eq(0)
-            for i in range(3):
+                m.d.sync += v[STAGED - 1].eq(0)
+            for i in range(STAGED):
                 # Free after the move: position i (its valid bit, or the one behind it's).
-                free_i = Mux(clear, ~v[i + 1] if i < 2 else 1, ~v[i])
+                free_i = Mux(clear, ~v[i + 1] if i < STAGED - 1 else 1, ~v[i])
                 first = free_i if i == 0 else free_i & ~Mux(clear, ~v[i], ~v[i - 1])
                 with m.If(stg3[c] & first):
                     m.d.sync += [queue[c][i].eq(landing), notes[c][i].eq(land_note), v[i].eq(1)]
