@@ -21,7 +21,7 @@ from .descriptor import CONTROL_RESERVED, MAGIC, Descriptor
 from .descriptor import control_bits as bits
 
 __all__ = ["DescRing", "RingSignature", "RING_SLOTS", "SLOT_BITS", "SLOT_DWS", "ring_write_layout",
-           "ring_done_layout", "note_layout", "follow", "malformed"]
+           "ring_done_layout", "note_layout", "follow", "malformed", "big"]
 
 #: Descriptors a channel's ring holds (one 64-byte slot each), besides its staging register.
 RING_SLOTS = 64
@@ -58,6 +58,11 @@ def note_layout():
     buffer ``rows`` and completion credits (``hdr``, ``dat``), so its load can issue it."""
     return data.StructLayout({"ptr": 64, "bad": 1, "big": 1, "end": 1, "grow": 1, "new": 1,
                               "empty": 1, "more": 8, "one": 1, "rows": 9, "hdr": 5, "dat": 7})
+
+
+def big(d):
+    """Whether descriptor ``d``'s burst length less 1 is 4096 or more (the planner's ``bbig``)."""
+    return (d.length - 1)[12:].any()
 
 
 def malformed(d, ptr=None, split=False):
@@ -315,7 +320,7 @@ class DescRing(wiring.Component):
             a["eq_lo"].eq(d.next[:32] == lfollow[ch2][:32]),
             a["eq_hi"].eq(d.next[32:] == lfollow[ch2][32:]),
             a["own"].eq(Cat(*own)),
-            a["big"].eq((d.length - 1)[12:].any()),
+            a["big"].eq(big(d)),
         ]
         # One read: the planner's chunk of its only burst would be the whole burst (the rest
         # wins ties with the three limits, as in the planner's CALC; compared in step 2).

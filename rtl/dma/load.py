@@ -11,16 +11,11 @@ from amaranth.hdl import Cat, Const, Mux, Signal
 
 from ..params import N_DMA_CHANNELS, N_DMA_SLOTS, DmaError
 from .common import Kind, bits, select
-from .descring import malformed
+from .descring import big, malformed
 from .descriptor import Descriptor
 from .fetch import fetch_changed
 
 __all__ = ["load_checks", "load", "follow_chain", "consume"]
-
-
-def _big(d):
-    """Whether the burst length less 1 is 4096 or more (the planner's ``bbig``)."""
-    return (d.length - 1)[12:].any()
 
 
 def load_checks(m, slots, ch, sel):
@@ -41,7 +36,7 @@ def load_checks(m, slots, ch, sel):
     slot_bad = Signal(n_slots, name="slot_bad")
     slot_big = Signal(n_slots, name="slot_big")
     for i in range(n_slots):
-        m.d.sync += [slot_bad[i].eq(malformed(slots[i])), slot_big[i].eq(_big(slots[i]))]
+        m.d.sync += [slot_bad[i].eq(malformed(slots[i])), slot_big[i].eq(big(slots[i]))]
 
     regm = ch.regmode[sel]
     idx = Cat(ch.slot[sel][:2], sel)           # 4 * c + s
