@@ -1,7 +1,6 @@
 """The router's reduced cases on four-state Icarus, where an X that two-state Verilator would
 hide shows: a register read right after a reset with the links in L0 (``linkdown_tb``, the
-defect of issue 33) and the protection windows' rules (``protect_tb``), gathered in
-``router_icarus_tb``.
+defect of issue 33) and the protection windows' rules (``protect_tb``).
 
 Both run in one simulation: loading the chip's netlist costs Icarus about 20 s, more than
 either test.  That netlist is the README's ``peach2 generate`` Verilog (the default core, the
@@ -18,7 +17,7 @@ HERE = Path(__file__).parent
 
 
 def test_read_after_reset_and_window_rules_on_icarus():
-    run_cocotb(component=PEACH2(), toplevel="peach2", test_module="router_icarus_tb",
+    run_cocotb(component=PEACH2(), toplevel="peach2", test_module=["linkdown_tb", "protect_tb"],
                name="router-icarus", test_dir=HERE,
                testcase=["read_after_reset", "window_rules"], seed=44, simulator="icarus",
                library=True)
