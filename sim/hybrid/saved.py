@@ -152,6 +152,10 @@ def take_tuning(curves, tuning, collective, sizes):
         if mpi is None or hybrid is None:
             raise ValueError(f"{collective} {size}: the tuning sweep has not measured "
                              f"{'mpi' if mpi is None else 'hybrid'} there")
+        cut = [t["network"] for t in (mpi, hybrid) if "time_ns" not in t]
+        if cut:
+            raise ValueError(f"{collective} {size}: {cut[0]} was cut short there (only a "
+                             f"lower bound)")
         run = mpi.get("run", 0)
         if hybrid.get("run", 0) != run:
             raise ValueError(f"{collective} {size}: mpi and hybrid measured by two runs")

@@ -121,12 +121,14 @@ def test_sweep_save_refuses_bad_options(argv, why, capsys):
 
 def _tuning_entry():
     """A 2x4-split tuning entry of two runs: 8 B's mpi and hybrid by the first, 512 B's mpi by
-    the first and hybrid by the second, 2 KiB's hybrid only."""
+    the first and hybrid by the second, 2 KiB's hybrid only, 16 KiB's mpi cut short."""
     t = [("mpi", 8, 100.0, 0), ("hybrid", 8, 80.0, 0), ("mpi", 512, 300.0, 0),
          ("hybrid", 512, 250.0, 1), ("hybrid", 2048, 900.0, 1)]
     return {"nodes": 8, "groups": 2, "shape": "2x4", "subclusters": 1, "per_subcluster": 2,
             "collective": "broadcast", "gpu_read": 2.8e9,
-            "times": [{"network": n, "size": s, "time_ns": ns, "run": r} for n, s, ns, r in t],
+            "times": [{"network": n, "size": s, "time_ns": ns, "run": r} for n, s, ns, r in t]
+            + [{"network": "mpi", "size": 16384, "over_ns": 900.0, "run": 0},   # --cutoff
+               {"network": "hybrid", "size": 16384, "time_ns": 800.0, "run": 0}],
             "rows": [], "runs": [_stamp("1111111", "tune a"), _stamp("2222222", "tune b")]}
 
 
@@ -147,7 +149,8 @@ def test_take_tuning_copies_mpi_and_hybrid_with_the_tuning_stamp(tmp_path):
             "tuning sweep's `mpi` and `hybrid` times") in body
     for sizes, why in (([512], "mpi and hybrid measured by two runs"),
                        ([2048], "has not measured mpi there"),
-                       ([4096], "has not measured mpi there")):
+                       ([4096], "has not measured mpi there"),
+                       ([16384], "mpi was cut short there")):
         with pytest.raises(ValueError, match=why):
             take_tuning(saved, _tuning_entry(), "broadcast", sizes)
     with pytest.raises(ValueError, match="the curves have no machine"):
