@@ -9,7 +9,9 @@ section is measured again.  :func:`peach2.sim.bench.doc.rebuild` marks every sec
 document says what is stale instead of going stale silently; ``tb/bench/test_staleness.py``
 fails when a mark is missing or out of date.  A Python file whose code is the same once
 docstrings are left out (:func:`same_code`: only its comments, docstrings or layout changed)
-does not count either: it runs as it did.
+does not count either: it runs as it did. Nor does a file whose every change since the stamp
+came from a commit of :data:`NEUTRAL`: a change to code that was shown, by running the same
+simulations before and after it, to leave every simulated time the same.
 """
 
 import ast
@@ -19,7 +21,7 @@ import subprocess
 
 from .results import ROOT
 
-__all__ = ["DEPENDS", "GATEWARE", "changed_since", "same_code", "note", "mark"]
+__all__ = ["DEPENDS", "GATEWARE", "NEUTRAL", "changed_since", "same_code", "note", "mark"]
 
 #: The gateware the simulations run (not the CLI, synthesis or route tools around it): every
 #: module ``peach2.top`` imports (``tb/bench/test_staleness.py`` checks it).
@@ -60,6 +62,19 @@ DEPENDS = {
              "sim/infiniband", "sim/verbs", "sim/node", "sim/mpi", "sim/machine", "sim/system",
              "sim/hybrid", *_DRAWING),
 }
+#: Commits that changed code behind the figures without changing any figure, each with what
+#: showed it (the simulations run at the commit and at its parent, their times compared): a
+#: file whose every change since a stamp is one of these does not make the stamp stale.
+NEUTRAL = {
+    "9ca7a0e": "tuning sweeps' --cutoff (sim/hybrid): at 5cae057 and 9ca7a0e, `python -m "
+               "peach2.sim.hybrid.launch --shape 2x2 --subclusters 2 --gpu-read 2.8e9` with "
+               "Broadcasts (hybrid 8 B, 4 and 64 KiB; mpi 8 B, 4 KiB; tuned 64 B), Allgathers "
+               "(hybrid+ring+staged 16 B, 4 KiB; hybrid+hops1 1 KiB) and halos (hybrid, mpi; "
+               "small/2x4): every time, node end and hand-off the same; `python -m "
+               "peach2.sim.hybrid.sweep --tune --collective broadcast --sizes 8,4096 --checks "
+               "1024`: every time, table and tuned row the same",
+}
+
 _COMMIT = re.compile(r"\bat ([0-9a-f]{7,40})(\+changes)?\b")
 _MARKS = ("**Stale:**", "**Staleness unknown:**")
 
@@ -84,8 +99,30 @@ def changed_since(commit, paths, to=None):
         if status[0] in "MR" and names[-1].endswith(".py") and _unchanged_code(
                 commit, names[0], names[-1], to):
             continue
+        if _neutral_only(commit, names[-1], to):
+            continue
         files.append(names[-1])
     return files
+
+
+@functools.lru_cache(maxsize=4096)
+def _neutral_only(commit, path, to):
+    """Whether every commit that changed ``path`` after ``commit`` (up to ``to``, or HEAD with
+    the working tree the same as HEAD there) is one of :data:`NEUTRAL`."""
+    if not NEUTRAL:
+        return False
+    def git(*args):
+        out = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True,
+                             timeout=60)
+        return out.stdout if out.returncode == 0 else None
+    try:
+        if to is None and git("diff", "--quiet", "HEAD", "--", path) is None:
+            return False                # changed in the working tree: not shown neutral
+        log = git("log", "--format=%H", f"{commit}..{to or 'HEAD'}", "--", path)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    changes = (log or "").split()
+    return bool(changes) and all(any(c.startswith(n) for n in NEUTRAL) for c in changes)
 
 
 def same_code(old, new):

@@ -10,7 +10,9 @@ for GPU0), ``gpu_read`` (bytes/s of PEACH2's GPU reads; default the GPU model's)
 "hybrid" (with options: ``hybrid+ring+staged``) | "tuned", "sizes": [...]}]`` (the
 Broadcast's bytes, the Allgather's block, the halo's ``{"dims", "grid", "elem"}``: its groups
 follow its grid; ``"trace": true`` records the links' utilisation,
-:mod:`peach2.sim.system.link_trace`), ``out`` (JSON written by rank 0: every run's figures),
+:mod:`peach2.sim.system.link_trace`; ``"limits_ns"``: per size, None or the time after which
+the run is cut short, :func:`.runner.run_collective`: nothing runs after a cut run, and the
+result's ``"stopped"`` lists the runs left), ``out`` (JSON written by rank 0: every run's figures),
 ``tuning_table`` (the table network ``tuned`` reads, default the saved one: :mod:`.tuning`).
 """
 
@@ -83,17 +85,29 @@ async def hybrid_collectives(dut):
     table = params.get("tuning_table")
     if table is None and any(run["network"] == "tuned" for run in params["runs"]):
         table = load_table()                    # once, not per run
+    todo = []
     for run in params["runs"]:
-        for size in run["sizes"]:
-            mine, coll = build(groups, run["collective"], run["network"], size, seed, table)
-            r = await run_collective(sim, mine, coll, trace=run.get("trace", False))
-            dut._log.info("%s %s, %s on %d nodes (%d groups): %.0f ns (last MPI -> TCA start "
-                          "%.0f ns late), %.1f s wall", r["name"], r["network"], size,
-                          r["nodes"], r["groups"], r["time_ns"], r["handoff_ns"], r["wall_s"])
-            results.append({"size": size, **r, "asked": run["network"]})
+        limits = run.get("limits_ns") or [None] * len(run["sizes"])
+        todo += [(run, size, limit) for size, limit in zip(run["sizes"], limits)]
+    stopped = []
+    for i, (run, size, limit) in enumerate(todo):
+        mine, coll = build(groups, run["collective"], run["network"], size, seed, table)
+        r = await run_collective(sim, mine, coll, trace=run.get("trace", False),
+                                 limit_ps=None if limit is None else round(limit * 1000))
+        results.append({"size": size, **r, "asked": run["network"]})
+        if r["cut"]:
+            dut._log.info("%s %s, %s on %d nodes: cut short, over %.0f ns; the machine is left "
+                          "mid-run, %d runs after it not run", r["name"], r["network"], size,
+                          r["nodes"], r["over_ns"], len(todo) - i - 1)
+            stopped = [{"collective": run["collective"], "network": run["network"],
+                        "size": size} for run, size, _ in todo[i + 1:]]
+            break
+        dut._log.info("%s %s, %s on %d nodes (%d groups): %.0f ns (last MPI -> TCA start "
+                      "%.0f ns late), %.1f s wall", r["name"], r["network"], size,
+                      r["nodes"], r["groups"], r["time_ns"], r["handoff_ns"], r["wall_s"])
     if transport.rank == 0 and params.get("out"):
         with open(params["out"], "w") as f:
             json.dump({"shape": plan.shape, "subclusters": plan.subclusters,
                        "per_subcluster": groups.per_subcluster, "preset": config.name,
                        "ranks": transport.size, "window_ps": sim.machine.window_ps,
-                       "seed": seed, "runs": results}, f, indent=1)
+                       "seed": seed, "runs": results, "stopped": stopped}, f, indent=1)

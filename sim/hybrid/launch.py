@@ -98,8 +98,10 @@ def parse_run(text):
 def run(shape, subclusters, runs, *, per_subcluster=1, mpi=False, seed=1, out=None,
         preset="MV2GDR-QPI-Tuned", gpu_size=1 << 20, window_cycles=28, gpu_read=None,
         tuning_table=None, name=None):
-    """Run ``runs`` (dicts as :func:`parse_run` makes them) on the machine; return the figures
-    rank 0 wrote (``None`` on other ranks).  ``gpu_read``: bytes/s of PEACH2's GPU reads
+    """Run ``runs`` (dicts as :func:`parse_run` makes them, each with ``"limits_ns"`` if its
+    runs are to be cut short: :mod:`.hybrid_tb`) on the machine; return the figures rank 0
+    wrote (``None`` on other ranks): ``"runs"`` (a cut run's has ``"cut"`` and ``"over_ns"``,
+    no time) and ``"stopped"`` (the runs after a cut one, not run).  ``gpu_read``: bytes/s of PEACH2's GPU reads
     (default the GPU model's, 002's 870 MB/s); ``tuning_table``: what network ``tuned`` reads
     (default the saved table, :mod:`.tuning`); ``name``: the build folder's name under
     ``build/sim/`` (default ``hybrid-<shape>x<subclusters>-<rank>``: runs of one name take
@@ -109,6 +111,11 @@ def run(shape, subclusters, runs, *, per_subcluster=1, mpi=False, seed=1, out=No
     if any(r["network"] == "tuned" for r in runs) and tuning_table is None:
         tuning_table = load_table()
     for r in runs:
+        limits = r.get("limits_ns")
+        if limits is not None and (len(limits) != len(r["sizes"]) or any(
+                x is not None and not x > 0 for x in limits)):
+            raise ValueError(f"limits_ns: None or a positive time per size of {r['sizes']}, "
+                             f"not {limits}")
         if r["collective"] == "halo":
             for size in r["sizes"]:
                 grid = halo_grid(size)
@@ -186,7 +193,9 @@ def main(argv=None):
         for r in result["runs"]:
             size = r["size"] if r["name"] != "halo" else \
                 "x".join(map(str, r["size"]["dims"])) + "/" + "x".join(map(str, r["size"]["grid"]))
-            print(f"{r['name']:9} {r['network']:6} {size:>16}  {r['time_ns']:10.0f} ns")
+            took = (f"{r['time_ns']:10.0f} ns" if not r.get("cut")
+                    else f"over {r['over_ns']:.0f} ns (cut short)")
+            print(f"{r['name']:9} {r['network']:6} {size:>16}  {took}")
     return 0
 
 

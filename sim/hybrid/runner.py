@@ -26,6 +26,13 @@ time the rank's program returned), as 000 times its collectives from the start c
 ``trace=True`` also records every TCA cable's and InfiniBand port's bytes over the run
 (:class:`peach2.sim.system.link_trace.LinkTrace`; the result's ``links``); it only watches, so
 the times are the same with and without it.
+
+``limit_ps`` cuts a run short (a tuning sweep's ``--cutoff``: a choice that cannot be the
+fastest need not run to its end): a run not over ``limit_ps`` after its start (checked with the
+end of every node, every four windows, with eight windows to spare for an MPI end the machine
+has not reported yet) stops there, and its result says only that it takes longer (``cut``,
+``over_ns``), with no bytes checked. The machine is left in the middle of the collective, so
+nothing may run on it after a cut run.
 """
 
 import time
@@ -47,7 +54,8 @@ __all__ = ["run_collective"]
 TIMEOUT_PS = 20_000_000_000
 
 
-async def run_collective(sim, groups, coll, *, timeout_ps=TIMEOUT_PS, check=True, trace=False):
+async def run_collective(sim, groups, coll, *, timeout_ps=TIMEOUT_PS, check=True, trace=False,
+                         limit_ps=None):
     """Run ``coll`` (:class:`~.algorithms.Hybrid`) on ``sim`` (a started
     :class:`~peach2.sim.system.MachineSim` with its worlds); return its figures (the same on
     every MPI rank of the simulation).
@@ -58,20 +66,23 @@ async def run_collective(sim, groups, coll, *, timeout_ps=TIMEOUT_PS, check=True
     the nodes still in a phase.  ``trace``: record the links' utilisation too (the result's
     ``links``, :meth:`~peach2.sim.system.link_trace.LinkTrace.finish`; ``phase_kinds``:
     ``"tca"``, ``"mpi"`` or ``"overlap"`` per phase; ``phase_ps``: ``{"g:i": ps}`` when node
-    ``g``'s phase ``i`` ended).
+    ``g``'s phase ``i`` ended).  ``limit_ps``: stop a run not over by then (see above) and
+    return ``{"name", "network", "nodes", "groups", "bytes", "cut": True, "over_ns"}``.
     """
+    if limit_ps is not None and limit_ps <= 0:
+        raise ValueError(f"limit_ps must be positive, not {limit_ps}")
     groups = coll.groups or groups          # +hops: the collective's own, smaller groups
     ctx = Context(sim, groups, coll.nbytes)
     links = LinkTrace(sim) if trace else None
     try:
-        return await _run(sim, groups, coll, ctx, timeout_ps, check, links)
+        return await _run(sim, groups, coll, ctx, timeout_ps, check, links, limit_ps)
     finally:
         ctx.free()
         if links is not None:
             links.stop()
 
 
-async def _run(sim, groups, coll, ctx, timeout_ps, check, links):
+async def _run(sim, groups, coll, ctx, timeout_ps, check, links, limit_ps):
     local = ctx.nodes
     for g in local:
         ctx.write(g, coll.initial(g))
@@ -111,10 +122,16 @@ async def _run(sim, groups, coll, ctx, timeout_ps, check, links):
                                                gate=gate, notify=notify)))
     for g in local:
         state.phase_over(g, -1, start, machine=False)
+    spare = 8 * sim.machine.window_ps         # an MPI end is learned up to a window late
     while True:
         edge = await sim.driver.step()
-        if sim.driver.windows % 4 == 0 and all(sim.transport.allgather(state.finished)):
-            break
+        if sim.driver.windows % 4 == 0:
+            if all(sim.transport.allgather(state.finished)):
+                break
+            if limit_ps is not None and edge - start > limit_ps + spare:
+                return {"name": coll.name, "network": coll.network,
+                        "nodes": groups.plan.n_nodes, "groups": groups.count,
+                        "bytes": coll.nbytes, "cut": True, "over_ns": limit_ps / 1000}
         if edge - start > timeout_ps:
             raise TimeoutError(f"{coll.name} ({coll.network}) not over after {timeout_ps} ps: "
                                f"{state.pending()}")
@@ -148,7 +165,7 @@ async def _run(sim, groups, coll, ctx, timeout_ps, check, links):
             "done_ns": {str(g): (t - start) / 1000 for g, t in sorted(merged["done_ps"].items())},
             "phases": [p.name for p in coll.phases],
             "handoff_ns": max(merged["handoff_ps"], default=0) / 1000,
-            "wall_s": wall, "checked": check, **extra}
+            "wall_s": wall, "checked": check, "cut": False, **extra}
 
 
 def _kind(phase):

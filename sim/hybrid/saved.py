@@ -28,6 +28,10 @@ the same, two differ by 1 ns and two by 0.56 us (the 16-node hybrid Broadcast of
 
     python -m peach2.sim.hybrid.saved --shape 2x8 --subclusters 4 --collective allgather \
         --sizes 16384,65536
+
+A size whose ``mpi`` and ``hybrid`` times two runs measured (one choice a command, as the 64-node
+sweeps are run) gets a row stamped with both: the hybrid's run as every row's ``run``, the
+other as its ``mpi_run``.
 """
 
 import argparse
@@ -94,7 +98,8 @@ def merge_curves(saved, entry, run):
     """Merge one sweep's machine ``entry`` (its rows without run indices) measured by ``run``
     into ``saved`` (a curves file's dict, changed in place and returned): the machine's rows
     of the collectives and sizes ``entry`` has are replaced, the others kept; stamps no row
-    names any more are dropped.  The file has no section-wide stamp: each machine's stamps
+    names any more are dropped.  A row whose ``mpi_ns`` another run measured carries that
+    run's stamp (``"mpi_stamp"``); it is saved with the stamp's index (``"mpi_run"``).  The file has no section-wide stamp: each machine's stamps
     are shown under its heading."""
     machines = saved.setdefault("machines", [])
     old = next((m for m in machines if machine_key(m) == machine_key(entry)), None)
@@ -105,13 +110,24 @@ def merge_curves(saved, entry, run):
             kept = [r for r in values if r["size"] not in fresh]
             for r in kept:
                 kept_runs.setdefault(r.get("run", 0), len(kept_runs))
-            rows[collective] = [dict(r, run=kept_runs[r.get("run", 0)]) for r in kept]
+                if "mpi_run" in r:
+                    kept_runs.setdefault(r["mpi_run"], len(kept_runs))
+            rows[collective] = [dict(r, run=kept_runs[r.get("run", 0)],
+                                     **({"mpi_run": kept_runs[r["mpi_run"]]}
+                                        if "mpi_run" in r else {})) for r in kept]
     old_runs = (old.get("runs") or [None]) if old is not None else []
     runs = [old_runs[i] for i in kept_runs] + [run]
     for collective, values in entry["rows"].items():
-        rows[collective] = sorted(rows.get(collective, []) + [dict(r, run=len(runs) - 1)
-                                                              for r in values],
-                                  key=lambda r: r["size"])
+        new = []
+        for r in values:
+            r = dict(r, run=len(runs) - 1)
+            stamp = r.pop("mpi_stamp", None)        # its mpi time measured by another run
+            if stamp is not None:
+                if stamp not in runs:
+                    runs.append(stamp)
+                r["mpi_run"] = runs.index(stamp)
+            new.append(r)
+        rows[collective] = sorted(rows.get(collective, []) + new, key=lambda r: r["size"])
     merged = dict(entry, rows=rows, runs=runs)
     if old is None:
         machines.append(merged)
@@ -159,9 +175,10 @@ def stamp_tuning(saved, result, run, kept_runs=()):
 def take_tuning(curves, tuning, collective, sizes):
     """Copy the ``mpi`` and ``hybrid`` times at ``sizes`` of a tuning entry (``tuning``, of
     ``collective``) into the curves file's dict ``curves`` (changed in place and returned) as
-    rows of the same machine, each stamped with the tuning run that measured both (its stamp
+    rows of the same machine, each stamped with the tuning run that measured its hybrid time
+    and, if another run measured its mpi time, with that one too (``"mpi_run"``; the stamps
     marked ``"from_tuning"``), in place of the rows of those sizes.  ``ValueError`` when the
-    curves have no such machine, or a size lacks either time or has them from two runs."""
+    curves have no such machine, or a size lacks either time or has one cut short."""
     machine = next((m for m in curves.get("machines", ())
                     if machine_key(m) == machine_key(tuning)), None)
     if machine is None:
@@ -175,14 +192,18 @@ def take_tuning(curves, tuning, collective, sizes):
         if mpi is None or hybrid is None:
             raise ValueError(f"{collective} {size}: the tuning sweep has not measured "
                              f"{'mpi' if mpi is None else 'hybrid'} there")
-        run = mpi.get("run", 0)
-        if hybrid.get("run", 0) != run:
-            raise ValueError(f"{collective} {size}: mpi and hybrid measured by two runs")
+        cut = [t["network"] for t in (mpi, hybrid) if "time_ns" not in t]
+        if cut:
+            raise ValueError(f"{collective} {size}: {cut[0]} was cut short there (only a "
+                             f"lower bound)")
+        run, mpi_run = hybrid.get("run", 0), mpi.get("run", 0)
         algorithm = (select_bcast(tuning["nodes"], size)
                      if collective == "broadcast" else None)
         by_run.setdefault(run, []).append(
             {"size": size, "mpi_ns": mpi["time_ns"], "hybrid_ns": hybrid["time_ns"],
-             "ratio": mpi["time_ns"] / hybrid["time_ns"], "mpi_algorithm": algorithm})
+             "ratio": mpi["time_ns"] / hybrid["time_ns"], "mpi_algorithm": algorithm,
+             **({"mpi_stamp": dict(runs[mpi_run], from_tuning=True)} if mpi_run != run
+                else {})})
     base = {k: v for k, v in machine.items() if k not in ("rows", "runs")}
     for run, rows in by_run.items():
         merge_curves(curves, dict(base, rows={collective: rows}),

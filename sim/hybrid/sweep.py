@@ -21,7 +21,8 @@ time against the best fixed network's; the result is merged into the machine's e
 ``docs/results/tuning.json``, whose tables network ``tuned`` reads: the sizes measured replace
 the entry's, its other sizes stay (with their stamps), the table is built from both, and a kept
 size whose choice that changes is run ``tuned`` again (:func:`merge_tuning`; so a machine whose
-sizes take hours is measured a few sizes at a time)::
+sizes take hours is measured a few sizes at a time; ``--cutoff`` cuts a choice's run short
+once it is slower than the fastest known at its size, a lower bound is all the table needs)::
 
     python -m peach2.sim.hybrid.sweep --shape 2x4 --subclusters 1 --per-subcluster 2 \
         --collective allgather --tune
@@ -134,7 +135,7 @@ def choices(groups, collective):
 
 
 def tuning_sweep(shape, subclusters, collective, sizes=None, checks=None, *, per_subcluster=1,
-                 seed=1, gpu_read=GPU_READ, kept=None, networks=None):
+                 seed=1, gpu_read=GPU_READ, kept=None, networks=None, cutoff=False):
     """Measure every network of :func:`choices` (or those of ``networks``) at ``sizes``
     (default :data:`SIZES`) and ``checks`` (default :data:`CHECK_SIZES`), build the tuning
     table from the table sizes (``sizes`` and those of ``kept``) that have every choice
@@ -151,7 +152,14 @@ def tuning_sweep(shape, subclusters, collective, sizes=None, checks=None, *, per
     choices are not all measured yet has times and no row (``pending``), and a kept row whose
     choice the new table changes is run again (``tuned`` at its size, listed in ``retuned``).
     What this run measured has no ``run`` index; what was kept keeps its index into
-    ``kept``'s runs (:func:`~.saved.tuning_runs`)."""
+    ``kept``'s runs (:func:`~.saved.tuning_runs`).
+
+    ``cutoff``: a choice only has to be known slower than the fastest, not how much slower, so
+    each network runs in simulations of its own and a run that takes longer than the fastest
+    time known at its size (kept, of the networks not measured now, or measured before it) is
+    cut short there (:func:`_cut_runs`): its time is ``over_ns`` (a lower bound; a row's
+    ``over``), and it saves the rest of the run (at 64 nodes, hours for the slowest
+    choices)."""
     sizes = sorted(sizes or SIZES[collective])
     checks = sorted(set(checks if checks is not None else CHECK_SIZES[collective]) - set(sizes))
     plan = MachinePlan(shape, subclusters)
@@ -166,12 +174,17 @@ def tuning_sweep(shape, subclusters, collective, sizes=None, checks=None, *, per
     if unknown or not wanted:
         raise ValueError(f"networks {unknown or networks} are not among this machine's "
                          f"choices: {', '.join(nets)}")
-    fixed = run(shape, subclusters, [{"collective": collective, "network": n, "sizes": every}
-                                     for n in wanted],
-                gpu_size=gpu_window(collective, plan.n_nodes, max(every)), **kw)
-    fresh = [{"collective": collective, "nodes": plan.n_nodes, "groups": groups.count,
-              "network": r["network"], "size": r["size"], "time_ns": r["time_ns"]}
-             for r in fixed["runs"]]
+    window = gpu_window(collective, plan.n_nodes, max(every))
+    if cutoff:
+        fresh, preset = _cut_runs(shape, subclusters, collective, wanted, every,
+                                  _best_kept(kept, wanted), dict(kw, gpu_size=window))
+    else:
+        fixed = run(shape, subclusters, [{"collective": collective, "network": n,
+                                          "sizes": every} for n in wanted], gpu_size=window,
+                    **kw)
+        fresh, preset = [_time_of(r) for r in fixed["runs"]], fixed["preset"]
+    for t in fresh:
+        t.update(collective=collective, nodes=plan.n_nodes, groups=groups.count)
     merged = merge_tuning(kept, fresh, sizes, checks, nets)
     times, tuning = merged["times"], merged["table"]
     again = sorted(set(merged["new_rows"]) | set(merged["retune"]))
@@ -181,18 +194,59 @@ def tuning_sweep(shape, subclusters, collective, sizes=None, checks=None, *, per
                                           "sizes": again}], tuning_table=tuning,
                     gpu_size=gpu_window(collective, plan.n_nodes, max(again)), **kw)
         for r in tuned["runs"]:
-            mine = {t["network"]: t["time_ns"] for t in times if t["size"] == r["size"]}
+            here = [t for t in times if t["size"] == r["size"]]
+            mine = {t["network"]: t["time_ns"] for t in here if "time_ns" in t}
+            over = {t["network"]: t["over_ns"] for t in here if "time_ns" not in t}
             best = min(mine, key=lambda n: (mine[n], n))
             rows.append({"size": r["size"], "check": r["size"] in merged["checks"],
-                         "times": mine, "best": best, "best_ns": mine[best],
-                         "tuned": r["network"], "tuned_ns": r["time_ns"],
-                         "ratio": r["time_ns"] / mine[best]})
+                         "times": mine, **({"over": over} if over else {}), "best": best,
+                         "best_ns": mine[best], "tuned": r["network"],
+                         "tuned_ns": r["time_ns"], "ratio": r["time_ns"] / mine[best]})
     return {"nodes": plan.n_nodes, "groups": groups.count, "shape": shape,
             "subclusters": subclusters, "per_subcluster": per_subcluster,
-            "collective": collective, "preset": fixed["preset"], "gpu_read": gpu_read,
+            "collective": collective, "preset": preset, "gpu_read": gpu_read,
             "networks": nets, "table": tuning, "times": times,
             "rows": sorted(rows, key=lambda r: r["size"]), "checks": merged["checks"],
             "pending": merged["pending"], "retuned": merged["retune"]}
+
+
+def _time_of(r):
+    """A tuning time of one fixed network's run: ``time_ns``, or ``over_ns`` if it was cut."""
+    got = {"over_ns": r["over_ns"]} if r.get("cut") else {"time_ns": r["time_ns"]}
+    return {"network": r["network"], "size": r["size"], **got}
+
+
+def _best_kept(kept, measuring):
+    """``{size: ns}``: the fastest time ``kept`` holds per size, of networks other than
+    ``measuring`` (whose times this sweep replaces)."""
+    best = {}
+    for t in (kept or {}).get("times", ()):
+        if "time_ns" in t and t["network"] not in measuring:
+            best[t["size"]] = min(best.get(t["size"], t["time_ns"]), t["time_ns"])
+    return best
+
+
+def _cut_runs(shape, subclusters, collective, networks, sizes, best, kw):
+    """``--cutoff``: each of ``networks`` at ``sizes`` in simulations of its own, every run cut
+    short once it takes longer than the fastest time known at its size (``best``, ``{size:
+    ns}``, and the runs before it); after a cut run, the network's sizes left run in a new
+    simulation.  Returns the times (:func:`_time_of`) and the MPI preset."""
+    best, fresh, preset = dict(best), [], None
+    for network in networks:
+        left = list(sizes)
+        while left:
+            got = run(shape, subclusters, [{"collective": collective, "network": network,
+                                            "sizes": left,
+                                            "limits_ns": [best.get(s) for s in left]}], **kw)
+            preset, done = got["preset"], got["runs"]
+            if not done:
+                raise RuntimeError(f"{collective} {network}: a simulation ran none of {left}")
+            for r in done:
+                fresh.append(_time_of(r))
+                if not r["cut"]:
+                    best[r["size"]] = min(best.get(r["size"], r["time_ns"]), r["time_ns"])
+            left = left[len(done):]
+    return fresh, preset
 
 
 def merge_tuning(kept, fresh, sizes, checks, networks):
@@ -201,7 +255,9 @@ def merge_tuning(kept, fresh, sizes, checks, networks):
     whose choices are ``networks``.  Returns a dict: ``times`` (kept times of the networks and
     sizes not measured now, with their ``run`` index, 0 for an entry of one stamp, then
     ``fresh``), ``checks`` (every size the table is not built from), ``table`` (built from the
-    other sizes that have every choice measured), ``pending`` (sizes that have not),
+    other sizes that have every choice measured), ``pending`` (sizes that have not, or where a
+    choice cut short, ``over_ns``, was cut below the fastest time there now: it has to run
+    again),
     ``new_rows`` (sizes measured now that have every choice), ``kept_rows`` (the kept rows of
     sizes not measured now, by size) and ``retune`` (of those, the sizes whose tuned network
     the table now chooses differently)."""
@@ -216,10 +272,14 @@ def merge_tuning(kept, fresh, sizes, checks, networks):
         kept_checks = set(kept.get("checks", [r["size"] for r in kept["rows"] if r["check"]]))
     times = kept_times + fresh
     checks = sorted((kept_checks - set(sizes)) | set(checks))
-    have = {}
+    have, fastest = {}, {}
     for t in times:
         have.setdefault(t["size"], set()).add(t["network"])
-    complete = {s for s, nets in have.items() if set(networks) <= nets}
+        if "time_ns" in t:
+            fastest[t["size"]] = min(fastest.get(t["size"], t["time_ns"]), t["time_ns"])
+    undecided = {t["size"] for t in times
+                 if "time_ns" not in t and t["over_ns"] < fastest.get(t["size"], float("inf"))}
+    complete = {s for s, nets in have.items() if set(networks) <= nets} - undecided
     tuning = build_table([t for t in times if t["size"] in complete - set(checks)])
     first = times[0]
     retune = sorted(s for s, r in kept_rows.items()
@@ -279,6 +339,10 @@ def main(argv=None):
     ap.add_argument("--networks", help="with --tune: only these of the machine's choices "
                     "(comma-separated); a size gets its row, and goes into the table, once "
                     "every choice is measured there, over as many runs as it takes")
+    ap.add_argument("--cutoff", action="store_true",
+                    help="with --tune: cut a run short once it takes longer than the fastest "
+                         "choice known at its size (saved, or measured before it): the table "
+                         "shows > its time there; each network in simulations of its own")
     ap.add_argument("--max-size", type=int, metavar="BYTES",
                     help="only sizes up to BYTES (of SIZES, and CHECK_SIZES with --tune)")
     ap.add_argument("--out", help="JSON of the figures")
@@ -310,6 +374,8 @@ def main(argv=None):
             ap.error(f"--max-size {args.max_size} leaves no size")
     if args.networks and not args.tune:
         ap.error("--networks goes with --tune")
+    if args.cutoff and not args.tune:
+        ap.error("--cutoff goes with --tune")
     groups = Groups(MachinePlan(args.shape, args.subclusters), args.per_subcluster)
     for collective in (args.collective or SIZES) if args.networks else ():
         nets = choices(groups, collective)
@@ -402,7 +468,8 @@ def _tune(args, chosen, checks_given):
             kept = _kept_entry(out, key)
             r = tuning_sweep(args.shape, args.subclusters, collective, values, checks,
                              per_subcluster=args.per_subcluster, seed=args.seed, kept=kept,
-                             networks=args.networks and args.networks.split(","))
+                             networks=args.networks and args.networks.split(","),
+                             cutoff=args.cutoff)
             print(f"\n{collective}, {r['nodes']} nodes in {r['groups']} groups "
                   f"({args.subclusters} x {args.shape}), {r['preset']}, us (* = a size the "
                   f"table was not built from):\n")
@@ -451,7 +518,8 @@ def argv_of(args):
             f"--checks {args.checks}" if args.checks else "",
             f"--networks {args.networks}" if args.networks else "",
             f"--max-size {args.max_size}" if args.max_size else "",
-            "--tune" if args.tune else "", "--save" if args.save else ""]
+            "--tune" if args.tune else "", "--cutoff" if args.cutoff else "",
+            "--save" if args.save else ""]
 
 
 if __name__ == "__main__":

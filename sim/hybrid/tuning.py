@@ -45,12 +45,15 @@ def _key(collective, nodes, groups):
 def build_table(times):
     """``times``: ``[{"collective", "nodes", "groups", "network", "size", "time_ns"}]``
     (every choice measured at the same sizes; a choice missing at a size is not a candidate
-    there).  Returns ``{"collective:nodes:groups": [[max_bytes, network], ..., [-1,
-    network]]}``: sizes up to ``max_bytes`` take ``network``, the last range every larger
+    there, nor one cut short, with ``over_ns`` in place of ``time_ns``: slower than the
+    fastest there, :func:`peach2.sim.hybrid.sweep.tuning_sweep`).  Returns
+    ``{"collective:nodes:groups": [[max_bytes, network], ..., [-1, network]]}``: sizes up to ``max_bytes`` take ``network``, the last range every larger
     size."""
     by = {}
     for t in times:
         parse_network(t["network"], t["collective"])
+        if "time_ns" not in t:
+            continue
         by.setdefault(_key(t["collective"], t["nodes"], t["groups"]), {}) \
             .setdefault(t["size"], {})[t["network"]] = t["time_ns"]
     table = {}

@@ -117,3 +117,27 @@ def test_docstrings_comments_and_layout_do_not_make_code_change():
     assert not same_code(old, "def f(x:\n")                         # does not parse
     # a string that is not the first statement is code
     assert not same_code('def f():\n    x = 1\n    "a"\n', 'def f():\n    x = 1\n    "b"\n')
+
+
+def test_commits_shown_neutral_do_not_make_stamps_stale(monkeypatch):
+    """A file changed only by commits of ``NEUTRAL`` counts as unchanged; one changed by
+    another commit too, or in the working tree, still counts (9ca7a0e: the tuning sweeps'
+    ``--cutoff``, shown to leave every time the same)."""
+    _head()
+    if staleness.changed_since("9ca7a0e^", ["sim/hybrid"], to="9ca7a0e") is None:
+        pytest.skip("commit 9ca7a0e is not in this clone (shallow?)")
+    files = ["sim/hybrid/hybrid_tb.py", "sim/hybrid/launch.py", "sim/hybrid/runner.py",
+             "sim/hybrid/saved.py", "sim/hybrid/sweep.py", "sim/hybrid/tuning.py"]
+    monkeypatch.setattr(staleness, "NEUTRAL", {})
+    staleness._neutral_only.cache_clear()
+    assert [f for f in staleness.changed_since("9ca7a0e^", ["sim/hybrid"], to="9ca7a0e")
+            if not f.startswith("sim/hybrid/figures")] == files
+    monkeypatch.setattr(staleness, "NEUTRAL", {"9ca7a0e": "test"})
+    staleness._neutral_only.cache_clear()
+    assert staleness.changed_since("9ca7a0e^", staleness.DEPENDS["hybrid"], to="9ca7a0e") == []
+    # from two commits back, 5cae057 (docs only) and 9ca7a0e: still neutral
+    assert staleness.changed_since("9ca7a0e~2", ["sim/hybrid/runner.py"], to="9ca7a0e") == []
+    # 2439574 (--networks) changed sweep.py too, and is not in NEUTRAL: it counts
+    assert staleness.changed_since("2439574^", ["sim/hybrid/sweep.py"], to="9ca7a0e") == [
+        "sim/hybrid/sweep.py"]
+    staleness._neutral_only.cache_clear()

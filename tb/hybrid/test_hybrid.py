@@ -67,6 +67,9 @@ def test_refusals():
             parse_run(bad)
     with pytest.raises(ValueError, match="needs 8388608 bytes of GPU window"):
         run("2x2", 2, [parse_run("allgather:hybrid:1048576")])
+    for limits in ([5000], [5000, 0], [None, -1.0]):       # one per size, each positive
+        with pytest.raises(ValueError, match="limits_ns: None or a positive time per size"):
+            run("2x2", 2, [dict(parse_run("broadcast:mpi:8,16"), limits_ns=limits)])
 
 
 
@@ -98,9 +101,19 @@ def test_broadcast_and_allgather_on_8_nodes_in_2_subclusters(tmp_path):
                             parse_run("allgather:hybrid+ring+staged:4096"),
                             parse_run("broadcast:hybrid+staged:8"),
                             # the saved tuning table's choice for 8 nodes in 2 groups
-                            parse_run("broadcast:tuned:64")], out=tmp_path / "r.json")
+                            parse_run("broadcast:tuned:64"),
+                            # cut short after 5 us (a tuning sweep's --cutoff): it takes 8 us
+                            # more than the hybrid; the machine is left mid-run, so the run
+                            # after it is not run
+                            dict(parse_run("broadcast:hybrid+staged:16,8"),
+                                 limits_ns=[5000, None])], out=tmp_path / "r.json")
+    *result["runs"], cut = result["runs"]
+    assert (cut["network"], cut["size"], cut["cut"], cut["over_ns"]) == (
+        "hybrid+staged", 16, True, 5000.0) and "time_ns" not in cut
+    assert result["stopped"] == [{"collective": "broadcast", "network": "hybrid+staged",
+                                  "size": 8}]
     runs = {(r["name"], r["network"], r["size"]): r for r in result["runs"]}
-    assert len(runs) == 8 and all(r["checked"] for r in runs.values())
+    assert len(runs) == 8 and all(r["checked"] and not r["cut"] for r in runs.values())
     tuned = [r for r in result["runs"] if r["asked"] == "tuned"]
     assert [r["network"] for r in tuned] == [choose(load_table(), "broadcast", 8, 2, 64)]
     for r in runs.values():

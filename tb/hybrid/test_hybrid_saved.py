@@ -165,12 +165,14 @@ def test_sweep_save_refuses_bad_options(argv, why, capsys):
 
 def _tuning_entry():
     """A 2x4-split tuning entry of two runs: 8 B's mpi and hybrid by the first, 512 B's mpi by
-    the first and hybrid by the second, 2 KiB's hybrid only."""
+    the first and hybrid by the second, 2 KiB's hybrid only, 16 KiB's mpi cut short."""
     t = [("mpi", 8, 100.0, 0), ("hybrid", 8, 80.0, 0), ("mpi", 512, 300.0, 0),
          ("hybrid", 512, 250.0, 1), ("hybrid", 2048, 900.0, 1)]
     return {"nodes": 8, "groups": 2, "shape": "2x4", "subclusters": 1, "per_subcluster": 2,
             "collective": "broadcast", "gpu_read": 2.8e9,
-            "times": [{"network": n, "size": s, "time_ns": ns, "run": r} for n, s, ns, r in t],
+            "times": [{"network": n, "size": s, "time_ns": ns, "run": r} for n, s, ns, r in t]
+            + [{"network": "mpi", "size": 16384, "over_ns": 900.0, "run": 0},   # --cutoff
+               {"network": "hybrid", "size": 16384, "time_ns": 800.0, "run": 0}],
             "rows": [], "runs": [_stamp("1111111", "tune a"), _stamp("2222222", "tune b")]}
 
 
@@ -187,15 +189,47 @@ def test_take_tuning_copies_mpi_and_hybrid_with_the_tuning_stamp(tmp_path):
     assert m["runs"][bcast[8]["run"]] == dict(_stamp("1111111", "tune a"), from_tuning=True)
     assert m["label"].startswith("one 2x4") and m["rows"]["allgather"][0]["size"] == 16
     _, body = section(saved, tmp_path, draw=False)
-    assert ("Measured by `tune a` at 1111111 on 2026-11-29 (10 s, test): Broadcast 8 B (the "
-            "tuning sweep's `mpi` and `hybrid` times") in body
-    for sizes, why in (([512], "mpi and hybrid measured by two runs"),
-                       ([2048], "has not measured mpi there"),
-                       ([4096], "has not measured mpi there")):
+    assert ("Measured by `tune a` at 1111111 on 2026-11-29 (10 s, test): Broadcast 8 B (from "
+            "the tuning sweep, taken into these curves by") in body
+    for sizes, why in (([2048], "has not measured mpi there"),
+                       ([4096], "has not measured mpi there"),
+                       ([16384], "mpi was cut short there")):
         with pytest.raises(ValueError, match=why):
             take_tuning(saved, _tuning_entry(), "broadcast", sizes)
     with pytest.raises(ValueError, match="the curves have no machine"):
         take_tuning({"machines": []}, _tuning_entry(), "broadcast", [8])
+
+
+def test_take_tuning_stamps_a_size_measured_by_two_runs_with_both(tmp_path):
+    """512 B's mpi time is the first tuning run's, its hybrid time the second's: the row is
+    the second's, its mpi_run the first's, and both stamps say so; merging again keeps both."""
+    from peach2.sim.hybrid.saved import take_tuning
+    saved = {"machines": []}
+    merge_curves(saved, _entry({"broadcast": _rows(8, 512)}), _stamp("aaaaaaa"))
+    take_tuning(saved, _tuning_entry(), "broadcast", [512])
+    m = saved["machines"][0]
+    row = m["rows"]["broadcast"][1]
+    assert (row["mpi_ns"], row["hybrid_ns"], row["ratio"]) == (300.0, 250.0, 1.2)
+    assert m["runs"][row["run"]]["commit"] == "2222222"
+    assert m["runs"][row["mpi_run"]] == dict(_stamp("1111111", "tune a"), from_tuning=True)
+    _, body = section(saved, tmp_path, draw=False)
+    assert "at 2222222 on 2026-11-29 (10 s, test): Broadcast 512 B (the `hybrid` time) (from " \
+           "the tuning sweep" in body
+    assert "at 1111111 on 2026-11-29 (10 s, test): Broadcast 512 B (the `mpi` time) (from the " \
+           "tuning sweep" in body
+    # the 8 B row measured again: the 512 B row keeps both its stamps, renumbered
+    merge_curves(saved, _entry({"broadcast": _rows(8)}), _stamp("ccccccc"))
+    m = saved["machines"][0]
+    row = m["rows"]["broadcast"][1]
+    assert [r["commit"] for r in m["runs"]] == ["2222222", "1111111", "ccccccc"]
+    assert (row["run"], row["mpi_run"], m["rows"]["broadcast"][0]["run"]) == (0, 1, 2)
+    # both times from one run again: no mpi_run left, its stamp dropped
+    take_tuning(saved, dict(_tuning_entry(), times=[dict(t, run=1) for t in
+                                                    _tuning_entry()["times"]]),
+                "broadcast", [512])
+    m = saved["machines"][0]
+    assert "mpi_run" not in m["rows"]["broadcast"][1]
+    assert [r["commit"] for r in m["runs"]] == ["ccccccc", "2222222"]
 
 
 def test_take_tuning_from_the_command_line(tmp_path, capsys):
@@ -207,7 +241,7 @@ def test_take_tuning_from_the_command_line(tmp_path, capsys):
     tuning.write_text(json.dumps({"machines": [_tuning_entry()]}))
     base = ["--shape", "2x4", "--subclusters", "1", "--per-subcluster", "2", "--collective",
             "broadcast", "--tuning", str(tuning), "--curves", str(curves), "--sizes"]
-    assert main(base + ["512"]) == 1 and "two runs" in capsys.readouterr().err
+    assert main(base + ["2048"]) == 1 and "not measured mpi" in capsys.readouterr().err
     assert json.loads(curves.read_text()) == saved                  # nothing written
     assert main(base[:3] + ["3"] + base[4:] + ["8"]) == 1          # no such tuning entry
     assert main(base + ["8"]) == 0

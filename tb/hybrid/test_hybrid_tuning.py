@@ -174,6 +174,7 @@ def test_tuning_section_states_the_limit_and_draws(tmp_path):
     (["--tune", "--collective", "allgather", "--sizes", "16", "--checks", "0"], "at least 1"),
     (["--max-size", "0"], "at least 1 byte"),
     (["--collective", "broadcast", "--max-size", "4"], "leaves no size"),
+    (["--cutoff"], "--cutoff goes with --tune"),
 ])
 def test_sweep_refuses_bad_options_before_running(argv, why, capsys):
     from peach2.sim.hybrid.sweep import main
@@ -278,7 +279,7 @@ def test_tuning_stamps_name_each_runs_sizes():
     lines = stamp_lines(entry)
     assert lines == ["Measured by `a` at 1111111 on d (1 s): 16 B, 512 B, 4 KiB.",
                      "Measured by `b` at 2222222 on d (2 s): 32 KiB."]
-    assert stamp_lines(_kept()) == ["Measured by `?` at aaaaaaa on ? (? s)."]
+    assert stamp_lines(_kept()) == ["Measured by `?` at aaaaaaa (? s)."]
 
 
 def test_pending_sizes_are_named_with_the_choices_measured():
@@ -287,3 +288,87 @@ def test_pending_sizes_are_named_with_the_choices_measured():
     assert pending_lines(entry) == [
         "Pending, not in the table yet: 64 KiB: 1 of 2 choices measured so far (`mpi`).", ""]
     assert pending_lines(_kept()) == []
+
+
+def _cut(size, network, over):
+    return {"collective": "allgather", "nodes": 64, "groups": 4, "network": network,
+            "size": size, "over_ns": over}
+
+
+def test_a_choice_cut_short_counts_when_its_bound_is_above_the_fastest():
+    """``--cutoff``: a choice known only to take longer than some time completes its size when
+    that time is at least the fastest measured there (it is no candidate in the table); a
+    bound below the fastest (the fastest measured again, slower) leaves the size pending, and
+    the pending line says which choice has to run again."""
+    from peach2.sim.hybrid.figures.tuning import pending_lines
+    nets = ["mpi", "hybrid", "hybrid+staged"]
+    kept = dict(_kept(), times=[_t(65536, "mpi", 1800), _t(65536, "hybrid", 1600)], rows=[])
+    m = merge_tuning(kept, [_cut(65536, "hybrid+staged", 1600)], [65536], [], nets)
+    assert m["pending"] == [] and m["new_rows"] == [65536]
+    assert m["table"] == {"allgather:64:4": [[-1, "hybrid"]]}
+    # the bound ties the fastest: still slower (it was not over by then)
+    assert build_table(m["times"]) == m["table"]
+    m = merge_tuning(dict(kept, times=m["times"]), [_t(65536, "hybrid", 1700)], [65536], [],
+                     nets)
+    assert m["pending"] == [65536] and m["new_rows"] == [] and m["table"] == {}
+    entry = dict(kept, networks=nets, times=m["times"], pending=m["pending"])
+    assert pending_lines(entry) == [
+        "Pending, not in the table yet: 64 KiB: 3 of 3 choices measured so far (`mpi`, "
+        "`hybrid+staged`, `hybrid`); cut short below the fastest there now, to run again: "
+        "`hybrid+staged`.", ""]
+
+
+def test_cut_choices_show_their_bound_in_the_table():
+    row = dict(_row(65536, "hybrid"), times={"mpi": 1800e3, "hybrid": 1600e3},
+               over={"hybrid+staged": 1600e3})
+    text = tuning_table_text({"networks": ["mpi", "hybrid", "hybrid+staged"], "rows": [row]})
+    assert "| 64 KiB | 1800.0 | 1600.0 | > 1600.0 | `hybrid` | `hybrid` | 1.000 |" in text
+
+
+def test_cutoff_sweep_runs_each_network_alone_and_cuts_at_the_fastest(monkeypatch):
+    """With ``cutoff`` each network runs in simulations of its own, each size's limit the
+    fastest time before it (kept times of other networks first); a cut run ends its
+    simulation, so the network's sizes after it run in a new one."""
+    import peach2.sim.hybrid.sweep as sweep
+    took = {("mpi", 8): 100, ("mpi", 64): 200, ("mpi", 512): 900,
+            ("hybrid", 8): 90, ("hybrid", 64): 500, ("hybrid", 512): 800}
+    calls = []
+
+    def fake_run(shape, subclusters, runs, **kw):
+        (r,) = runs
+        if r["network"] == "tuned":         # the table's choice at 512 B: the hybrid
+            assert kw["tuning_table"] == {"broadcast:8:2": [[-1, "hybrid"]]}
+            return {"preset": "P", "runs": [{"network": "hybrid", "size": s, "cut": False,
+                                             "time_ns": 801} for s in r["sizes"]]}
+        calls.append((r["network"], r["sizes"], r["limits_ns"]))
+        out = []
+        for size, limit in zip(r["sizes"], r["limits_ns"]):
+            t = took[(r["network"], size)]
+            if limit is not None and t > limit:
+                out.append({"network": r["network"], "size": size, "cut": True,
+                            "over_ns": limit})
+                break
+            out.append({"network": r["network"], "size": size, "cut": False, "time_ns": t})
+        return {"preset": "P", "runs": out}
+    monkeypatch.setattr(sweep, "run", fake_run)
+    machine = {"collective": "broadcast", "nodes": 8, "groups": 2}
+    kept = dict(machine, rows=[], runs=[{}], times=[
+        dict(machine, network="hybrid+staged", size=512, time_ns=850, run=0),
+        dict(machine, network="mpi", size=8, time_ns=1, run=0)])
+    assert sweep.choices(Groups(MachinePlan("2x2", 2)), "broadcast") == [
+        "mpi", "hybrid", "hybrid+staged"]
+    r = sweep.tuning_sweep("2x2", 2, "broadcast", [8, 64, 512], [], kept=kept,
+                           networks=["mpi", "hybrid"], cutoff=True)
+    assert calls == [("mpi", [8, 64, 512], [None, None, 850]),      # mpi's kept 1 ns: replaced
+                     ("hybrid", [8, 64, 512], [100, 200, 850]),     # cut at 64 B
+                     ("hybrid", [512], [850])]
+    fresh = {(t["network"], t["size"]): t.get("time_ns", -t.get("over_ns", 0))
+             for t in r["times"] if "run" not in t}
+    assert fresh == {("mpi", 8): 100, ("mpi", 64): 200, ("mpi", 512): -850,
+                     ("hybrid", 8): 90, ("hybrid", 64): -200, ("hybrid", 512): 800}
+    # 512 B is complete: mpi's bound (850) is above the hybrid's 800; 8 and 64 B lack +staged
+    assert r["preset"] == "P" and r["pending"] == [8, 64]
+    (row,) = r["rows"]
+    assert (row["size"], row["times"], row["over"]) == (512, {"hybrid+staged": 850,
+                                                              "hybrid": 800}, {"mpi": 850})
+    assert (row["best"], row["tuned"], row["tuned_ns"]) == ("hybrid", "hybrid", 801)

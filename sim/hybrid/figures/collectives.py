@@ -297,9 +297,14 @@ def stamp_lines(machine):
     run's commit counts for the section's stale mark: :mod:`peach2.sim.bench.staleness`)."""
     out = []
     for i, run in enumerate(machine.get("runs") or [None]):
-        what = "; ".join(f"{c.capitalize()} {_measured(rs)}" for c, rs in (
-            (c, [r for r in rows if r.get("run", 0) == i]) for c, rows in machine["rows"].items())
-            if rs)
+        parts = []
+        for c, rows in machine["rows"].items():
+            both = [r for r in rows if r.get("run", 0) == i and r.get("mpi_run", i) == i]
+            hybrid = [r for r in rows if r.get("run", 0) == i and r.get("mpi_run", i) != i]
+            mpi = [r for r in rows if r.get("run", 0) != i and r.get("mpi_run") == i]
+            parts += [f"{c.capitalize()} {_measured(rs)}{only}" for rs, only in (
+                (both, ""), (hybrid, " (the `hybrid` time)"), (mpi, " (the `mpi` time)")) if rs]
+        what = "; ".join(parts)
         if not what:
             continue
         if run is None:
@@ -307,7 +312,7 @@ def stamp_lines(machine):
             continue
         where = [f"{run['seconds']} s" if run.get("seconds") is not None else None,
                  run.get("conditions")]
-        taken = (" (the tuning sweep's `mpi` and `hybrid` times, taken into these curves by "
+        taken = (" (from the tuning sweep, taken into these curves by "
                  "`python -m peach2.sim.hybrid.saved`)" if run.get("from_tuning") else "")
         out.append(run_sentence(run, details=where) + f": {what}{taken}.")
     return out

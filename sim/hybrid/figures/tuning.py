@@ -97,22 +97,29 @@ def pending_lines(machine):
     not in the table: :func:`peach2.sim.hybrid.sweep.merge_tuning`), and which are."""
     out = []
     for size in machine.get("pending", ()):
-        have = [t["network"] for t in machine["times"] if t["size"] == size]
-        out.append(f"{size_text(size)}: {len(have)} of {len(machine['networks'])} choices "
-                   f"measured so far ({', '.join(f'`{n}`' for n in have)}).")
+        here = [t for t in machine["times"] if t["size"] == size]
+        fastest = min((t["time_ns"] for t in here if "time_ns" in t), default=float("inf"))
+        again = [t["network"] for t in here if t.get("over_ns", fastest) < fastest]
+        have = [t["network"] for t in here]
+        out.append(f"{size_text(size)}: {len(here)} of {len(machine['networks'])} choices "
+                   f"measured so far ({', '.join(f'`{n}`' for n in have)})" +
+                   (f"; cut short below the fastest there now, to run again: "
+                    f"{', '.join(f'`{n}`' for n in again)}." if again else "."))
     return [f"Pending, not in the table yet: {' '.join(out)}", ""] if out else []
 
 
 def table_lines(machine):
     """Markdown lines of one tuning sweep (:func:`~peach2.sim.hybrid.sweep.tuning_sweep`):
-    every network's time per size (us; * marks a size the table was not built from), the
-    best, the tuned choice and its time against the best."""
+    every network's time per size (us; * marks a size the table was not built from; "> t": cut
+    short after t, slower than the best), the best, the tuned choice and its time against the
+    best."""
     nets = machine["networks"]
     out = ["| size | " + " | ".join(f"`{n}`" for n in nets) + " | best | tuned | tuned / best |",
            "| ---: |" + " ---: |" * len(nets) + " --- | --- | ---: |"]
     for r in machine["rows"]:
-        cells = " | ".join(f"{r['times'][n] / 1000:.1f}" if n in r["times"] else "-"
-                           for n in nets)
+        over = r.get("over", {})
+        cells = " | ".join(f"{r['times'][n] / 1000:.1f}" if n in r["times"] else
+                           f"> {over[n] / 1000:.1f}" if n in over else "-" for n in nets)
         out.append(f"| {size_text(r['size'])}{' *' if r['check'] else ''} | {cells} | "
                    f"`{r['best']}` | `{r['tuned']}` | {r['ratio']:.3f} |")
     return out
@@ -215,7 +222,8 @@ def section(saved, img, draw=True):
         "at the sweep's sizes; the table built from them (`peach2.sim.hybrid.tuning`); and "
         "network `tuned`, run with that table in its own simulation, at the same sizes and at "
         "sizes between them (marked *) that the table was not built from. Time in us from the "
-        "common start to the last node's end, every GPU's bytes checked.",
+        "common start to the last node's end, every GPU's bytes checked; `> t`: a choice cut "
+        "short (`--cutoff`) once it took longer than the fastest, t.",
         "",
     ]
     worst = []
