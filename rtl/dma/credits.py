@@ -3,7 +3,9 @@
 
 from amaranth.hdl import Cat, Const
 
-__all__ = ["cpl_credits", "rows_for"]
+from ..util import not_below
+
+__all__ = ["cpl_credits", "rows_for", "fits"]
 
 
 def cpl_credits(raddr, nbytes_m1):
@@ -19,3 +21,8 @@ def cpl_credits(raddr, nbytes_m1):
 def rows_for(lo, nb_m1):
     """Return the buffer rows of a read of ``nb_m1 + 1`` bytes from byte ``lo`` of a DW."""
     return (Cat(lo, Const(0, 2), Const(1, 1)) + nb_m1) >> 4
+
+
+def fits(need, room):
+    """``need <= room``, ``room`` signed (a negative room fits nothing)."""
+    return ~room[-1] & not_below(room[:-1], need)

@@ -2,20 +2,24 @@
 
 Functions of :class:`~peach2.dma.planner.Planner`'s ``elaborate``: :func:`load_checks` works out
 in CALC the descriptor a WAIT channel loads and whether it is malformed, :func:`load` loads it
-in ACT (or reports it malformed, in queue order).
+in ACT (or reports it malformed, in queue order).  A descriptor that is one read has that read
+issued by its load too: :func:`load_read_room` checks its room in CALC, :func:`load_read` is
+the read ACT issues.
 """
 
 from types import SimpleNamespace
 
-from amaranth.hdl import Cat, Const, Mux, Signal
+from amaranth.hdl import Cat, Const, Mux, Signal, signed
 
 from ..params import N_DMA_CHANNELS, N_DMA_SLOTS, DmaError
-from .common import Kind, bits, select
+from .common import Act, Kind, bits, select
+from .credits import fits
 from .descring import big, malformed
 from .descriptor import Descriptor
 from .fetch import fetch_changed
 
-__all__ = ["load_checks", "load", "follow_chain", "consume"]
+__all__ = ["load_checks", "load", "follow_chain", "consume", "load_read_registers",
+           "load_read_room", "load_read"]
 
 
 def load_checks(m, slots, ch, sel):
@@ -80,6 +84,58 @@ def load_checks(m, slots, ch, sel):
         ld.bad.eq(ld.bad_now), ld.ok.eq(ld.ok_now),
     ]
     return ld
+
+
+def load_read_registers(m, k, rb):
+    """The registers of a load's read, CALC's for ACT, into ``k``: per channel whether ACT's
+    load issues the descriptor's only read (``k.loading``, one-hot, held for ACT only), whether
+    the selected one does (``k.ld_one``), and the read's rows and credits."""
+    k.loading = [Signal(name=f"k_loading{c}") for c in range(N_DMA_CHANNELS)]
+    m.d.sync += [v.eq(0) for v in k.loading]
+    k.ld_rows = Signal(rb + 1, name="k_ld_rows")
+    k.ld_hdr, k.ld_dat = Signal(5, name="k_ld_hdr"), Signal(7, name="k_ld_dat")
+    k.ld_one = Signal(name="k_ld_one")
+
+
+def load_read_room(m, ch, k, room, iss, tags_now, room_hdr_now, room_dat_now):
+    """CALC: whether the load also issues the descriptor's only read, with room for it checked
+    here (ACT looks only at the read-request skid): the rows and credits left now (``room``,
+    the booking's counters), less the issue ``iss`` booked in this cycle (the rows) or in this
+    one or the last (the credits: ``room_*_now``); ACT comes before the next issue, and releases
+    only add room meanwhile.  A tag (``tags_now``) and queue room are needed too."""
+    sel = k.sel
+    ld_rows = Signal(len(k.ld_rows), name="c_ld_rows")
+    ld_hdr, ld_dat = Signal(5, name="c_ld_hdr"), Signal(7, name="c_ld_dat")
+    m.d.comb += [ld_rows.eq(k.ld.rows_now),
+                 ld_hdr.eq(select([n.hdr for n in ch.note], sel)),
+                 ld_dat.eq(select([n.dat for n in ch.note], sel))]
+    # (per channel, the channel multiplexer last)
+    free_now = Signal(signed(len(room.free_less) + 1), name="c_free_now")
+    m.d.comb += free_now.eq(room.free_less - Mux(iss.en, iss.rows, 0))
+    room_of = []
+    for c in range(N_DMA_CHANNELS):
+        n = ch.note[c]
+        rows_c = n.rows[:len(k.ld_rows)]
+        fit = Signal(name=f"ch{c}_ld_room")
+        m.d.comb += fit.eq(~(free_now - Cat(rows_c[:-1], ~rows_c[-1]).as_signed())[-1]
+                           & (room.hdr_free | fits(n.hdr, room_hdr_now))
+                           & (room.dat_free | fits(n.dat, room_dat_now)))
+        room_of.append(fit)
+    ld_room = select(room_of, sel) & tags_now & k.q_room
+    m.d.sync += [v.eq((k.acts[c] == Act.LOAD) & (sel == c) & k.ld.one_of[c] & room_of[c]
+                      & tags_now & k.q_room)
+                 for c, v in enumerate(k.loading)]
+    m.d.sync += [k.ld_one.eq(k.ld.one_now & ld_room),
+                 k.ld_rows.eq(ld_rows), k.ld_hdr.eq(ld_hdr), k.ld_dat.eq(ld_dat)]
+
+
+def load_read(k):
+    """The read a load issues (ACT, when ``k.ld_one``): the planner's ``issue_read``'s
+    arguments, the whole descriptor as one read."""
+    ld = k.ld
+    return {"raddr": ld.desc.src, "nbytes_": ld.desc.length[:13], "rows": k.ld_rows,
+            "kind": Kind.DATA, "credits": (k.ld_hdr, k.ld_dat), "addr": ld.desc.dst,
+            "desc": Cat(Const(0, 5), ld.ptr[5:])}
 
 
 def consume(m, ch, sel):

@@ -17,10 +17,10 @@ from ..util import not_below
 from .booking import RoomSignature, issue_layout
 from .channels import channel_registers, control, reports
 from .common import Act, Chan, Kind, bits, ceil_log2, entry_layout, select
-from .credits import cpl_credits, rows_for
+from .credits import cpl_credits, fits, rows_for
 from .descring import RingSignature
 from .fetch import fetch_act, fetch_plan, fetch_registers
-from .load import follow_chain, load, load_checks
+from .load import follow_chain, load, load_checks, load_read, load_read_registers, load_read_room
 from .writer import ReportSignature
 
 __all__ = ["Planner"]
@@ -35,11 +35,6 @@ _CSR_MEMBERS = ("ch_head_lo", "ch_head_hi", "ch_ctrl_stb", "ch_ctrl_data", "slot
 #: bytes from a 32-byte aligned address, not crossing a 512-byte boundary): 8 completions, 32
 #: data credits.
 FETCH_CREDITS = (8, 32)
-
-
-def fits(need, room):
-    """``need <= room``, ``room`` signed (a negative room fits nothing)."""
-    return ~room[-1] & not_below(room[:-1], need)
 
 
 class Planner(wiring.Component):
@@ -257,11 +252,8 @@ class Planner(wiring.Component):
         k.reading = [Signal(name=f"k_reading{c}") for c in range(NC)]
         m.d.sync += [v.eq(0) for v in k.reading]
         # Likewise whether ACT's load also issues the descriptor's only read (``k_loading``),
-        # with that read's rows (and less the buffer's, as ``rows_less``).
-        k.loading = [Signal(name=f"k_loading{c}") for c in range(NC)]
-        m.d.sync += [v.eq(0) for v in k.loading]
-        k.ld_rows = Signal(RB + 1, name="k_ld_rows")
-        k.ld_hdr, k.ld_dat = Signal(5, name="k_ld_hdr"), Signal(7, name="k_ld_dat")
+        # with that read's rows and credits (peach2.dma.load, ``load_read_room``).
+        load_read_registers(m, k, RB)
         m.d.sync += k.mark_en.eq(0)
         # Room in the queue for the entries of the next two actions (two each at most: a
         # closing read and its mark), registered (the level rises by at most one a cycle, so
@@ -283,8 +275,7 @@ class Planner(wiring.Component):
                                  & ~(room.free_less - k.rows_less)[-1]
                                  & (room.hdr_free | fits(k.hdr, k.room_hdr))
                                  & (room.dat_free | fits(k.dat, k.room_dat)))
-        # A load's read: its room checked in CALC (below, ``k_ld_one``), but the skid.
-        k.ld_one = Signal(name="k_ld_one")
+        # A load's read: its room checked in CALC (``k_ld_one``), but the skid.
         k.go_load = Signal(name="go_load", attrs={"keep": 1})
         m.d.comb += k.go_load.eq(k.ld_one & ~room.rd_busy)
         # A descriptor fetch: its credits checked in CALC (FETCH_CREDITS), no rows.
@@ -348,33 +339,7 @@ class Planner(wiring.Component):
         last_now = ch.last_pre[sel]
         tag_limit = Mux(self.ext_tags, self.n_tags, min(self.n_tags, 32))
         tags_now = Mux(iss.en, room.outstanding + 1 < tag_limit, room.outstanding < tag_limit)
-        # A load that also issues the descriptor's only read: with room for it, checked here
-        # (ACT looks only at the read-request skid): the rows and credits left now, less the
-        # issue booked in this cycle (the rows) or in this one or the last (the credits); ACT
-        # comes before the next issue, and releases only add room meanwhile.
-        ld_rows = Signal(len(k.ld_rows), name="c_ld_rows")
-        ld_hdr, ld_dat = Signal(5, name="c_ld_hdr"), Signal(7, name="c_ld_dat")
-        m.d.comb += [ld_rows.eq(k.ld.rows_now),
-                     ld_hdr.eq(select([n.hdr for n in ch.note], sel)),
-                     ld_dat.eq(select([n.dat for n in ch.note], sel))]
-        # (per channel, the channel multiplexer last)
-        free_now = Signal(signed(len(room.free_less) + 1), name="c_free_now")
-        m.d.comb += free_now.eq(room.free_less - Mux(iss.en, iss.rows, 0))
-        room_of = []
-        for c in range(N_DMA_CHANNELS):
-            n = ch.note[c]
-            rows_c = n.rows[:len(k.ld_rows)]
-            fit = Signal(name=f"ch{c}_ld_room")
-            m.d.comb += fit.eq(~(free_now - Cat(rows_c[:-1], ~rows_c[-1]).as_signed())[-1]
-                               & (room.hdr_free | fits(n.hdr, room_hdr_now))
-                               & (room.dat_free | fits(n.dat, room_dat_now)))
-            room_of.append(fit)
-        ld_room = select(room_of, sel) & tags_now & k.q_room
-        m.d.sync += [v.eq((k.acts[c] == Act.LOAD) & (sel == c) & k.ld.one_of[c] & room_of[c]
-                          & tags_now & k.q_room)
-                     for c, v in enumerate(k.loading)]
-        m.d.sync += [k.ld_one.eq(k.ld.one_now & ld_room),
-                     k.ld_rows.eq(ld_rows), k.ld_hdr.eq(ld_hdr), k.ld_dat.eq(ld_dat)]
+        load_read_room(m, ch, k, room, iss, tags_now, room_hdr_now, room_dat_now)
         # Every candidate's sums are made at once and picked with the winner's index: no
         # adder after the compares.
         cand1 = [v + 1 for v in cand]
@@ -457,11 +422,8 @@ class Planner(wiring.Component):
             load(m, ch, sel, k.ld, push, k.qroom)
             # A descriptor that is one read: the load issues it too (``_close`` then closes
             # the descriptor, as a DATA action's last read does).
-            ld = k.ld
             with m.If(k.ld_one):
-                issue_read(ld.desc.src, ld.desc.length[:13], k.ld_rows, Kind.DATA,
-                           credits=(k.ld_hdr, k.ld_dat), addr=ld.desc.dst,
-                           desc=Cat(Const(0, 5), ld.ptr[5:]))
+                issue_read(**load_read(k))
         with m.If(k.do[Act.PF]):
             # Announced descriptors into the ring, from its next free slot.
             # (the announced descriptors up to the next min(MRRS, 512)-byte boundary, so no
