@@ -6,7 +6,7 @@ the completions of its outstanding reads within the hard IP's completion buffer
 boundary) from its issue until its tag is freed.
 """
 
-from amaranth.hdl import Module, Mux, Signal, signed
+from amaranth.hdl import Cat, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -38,6 +38,9 @@ class RoomSignature(wiring.Signature):
     -------
     outstanding : Out(range(n_tags + 1))
         Reads outstanding.
+    tags_free : Out(2)
+        Registered with ``outstanding``: bit 0, a tag is free (``outstanding`` below the
+        tag limit, 32 without ``ext_tags``); bit 1, a tag is free after one more read.
     free_less : Out(signed(log2 rows + 1))
         Buffer rows not held by a read, less ``rows`` (0 when every row is free): a register
         reset to 0 (the ALM flow keeps one reset to another value inverted, with a NOT in front
@@ -53,6 +56,7 @@ class RoomSignature(wiring.Signature):
     def __init__(self, *, n_tags, rows):
         super().__init__({
             "outstanding": Out(range(n_tags + 1)),
+            "tags_free":   Out(2, init=0b11),      # none outstanding at reset
             "free_less":   Out(signed(ceil_log2(rows) + 1)),
             "room_hdr":    Out(signed(10)),
             "room_dat":    Out(signed(14)),
@@ -162,7 +166,13 @@ class Booking(wiring.Component):
             m.d.sync += [acc.eq(v) for acc, v in zip((acc_rows, acc_hdr, acc_dat), rel_now)]
         with m.If(rel.en):
             m.d.sync += head_seq.eq(head_seq + 1)
-        m.d.sync += outstanding.eq(outstanding + iss.en - rel.en)
+        out_next = Signal.like(outstanding, name="outstanding_next")
+        m.d.comb += out_next.eq(outstanding + iss.en - rel.en)
+        m.d.sync += outstanding.eq(out_next)
+        # Whether a tag is free, now and after one more read, from the count's next value (so
+        # the planner's check is a register, not a compare behind the issue).
+        limit = Mux(self.ext_tags, NT, min(NT, 32))
+        m.d.sync += self.room.tags_free.eq(Cat(out_next < limit, out_next + 1 < limit))
 
         room = self.room
         m.d.sync += [room.hdr_free.eq(self.cpl_space[:8] == 0),

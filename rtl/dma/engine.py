@@ -196,7 +196,7 @@ class DMA(wiring.Component):
 
         # -- planner ------------------------------------------------------------------------
         m.d.comb += [
-            pl.mrrs_m1.eq(mrrs_m1), pl.min_mask.eq(min_mask), pl.ext_tags.eq(ext_tags),
+            pl.mrrs_m1.eq(mrrs_m1), pl.min_mask.eq(min_mask),
             pl.ch_head_lo.eq(self.ch_head_lo), pl.ch_head_hi.eq(self.ch_head_hi),
             pl.ch_ctrl_stb.eq(self.ch_ctrl_stb), pl.ch_ctrl_data.eq(self.ch_ctrl_data),
             pl.slots.eq(self.slots),

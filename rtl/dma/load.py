@@ -50,7 +50,17 @@ def load_checks(m, slots, ch, sel):
                          ptr=Signal(64, name="ld_ptr"), grow=Signal(8, name="ld_grow"),
                          end=Signal(name="ld_end"),
                          **{f"case_{n}": Signal(name=f"ld_case_{n}") for n in names})
-    ld.bad_now = Mux(regm, select(slot_bad, idx), select([note[c].bad for c in range(4)], sel))
+    # Malformed: per channel first (its slot's check, or its staged descriptor's), then the
+    # selected channel's (the channel multiplexer last, not a 16-way one behind the slot's).
+    bad_of = []
+    for c in range(N_DMA_CHANNELS):
+        bad = Signal(name=f"ch{c}_ld_bad")
+        m.d.comb += bad.eq(Mux(ch.regmode[c],
+                               select(slot_bad[c * N_DMA_SLOTS:(c + 1) * N_DMA_SLOTS],
+                                      ch.slot[c][:2]),
+                               note[c].bad))
+        bad_of.append(bad)
+    ld.bad_now = select(bad_of, sel)
     ld.ok_now = regm | nxt_valid[sel]
     # Which case the load is (see follow_chain), from the staged descriptor's note: each case
     # per channel first (a good staged descriptor, not register mode: the slots' checks stay
@@ -145,9 +155,11 @@ def consume(m, ch, sel):
             m.d.comb += ch.nxt_clear[c].eq(1)
 
 
-def load(m, ch, sel, ld, push, room):
+def load(m, ch, sel, ld, push, room, dst_limit):
     """ACT of a LOAD: make ``ld`` channel ``sel``'s current descriptor, or push a FAULT entry
-    (with ``room`` in the queue) if it is malformed; nothing if CALC saw it incomplete."""
+    (with ``room`` in the queue) if it is malformed; nothing if CALC saw it incomplete.
+    ``dst_limit``: the chunk's destination candidate of a destination address (kept beside
+    it, ``dst_lim``)."""
     regm = ch.regmode[sel]
     d = ld.desc
     ext = bits(d.control, "ext")
@@ -169,6 +181,7 @@ def load(m, ch, sel, ld, push, room):
             ch.cur_addr[sel].eq(Mux(regm, ch.slot[sel], Cat(Const(0, 5), ptr[5:]))),
             ch.cur_src[sel].eq(d.src),
             ch.cur_dst[sel].eq(d.dst),
+            ch.dst_lim[sel].eq(dst_limit(d.dst)),
             ch.brem_m1[sel].eq(d.length - 1),
             ch.bbig[sel].eq(ld.big), ch.lbig[sel].eq(ld.big),
             ch.bleft[sel].eq(Mux(ext, d.count, 1)),

@@ -63,8 +63,6 @@ class Planner(wiring.Component):
     -------
     mrrs_m1, min_mask : In(10)
         The max read request size less 1; min(MPS, MRRS) less 1.
-    ext_tags : In(1)
-        8-bit tags (else 32 reads outstanding at most).
     room : In(RoomSignature)
         The room for the next read (:class:`~peach2.dma.booking.Booking`'s).
     issue : Out(issue_layout)
@@ -92,7 +90,6 @@ class Planner(wiring.Component):
         super().__init__({
             "mrrs_m1":         In(10),
             "min_mask":        In(10),
-            "ext_tags":        In(1),
             "room":            In(RoomSignature(n_tags=n_tags, rows=rows)),
             "issue":           Out(issue_layout(rb)),
             "o_entry":         Out(stream.Signature(entry_layout(tb, rb), always_ready=True)),
@@ -175,13 +172,20 @@ class Planner(wiring.Component):
                 with m.Else():
                     m.next = "SEL"
                 self._act(m, ch, k)
-        with m.If(k.do[Act.LOAD]):
+        m.d.comb += k.load_go.eq(k.do[Act.LOAD] & ~k.ld_stall)
+        with m.If(k.load_go):
             follow_chain(m, ch, k.sel, k.ld)
         self._issue(m, ch, k)
         self._close(m, ch, k)
         self._mark(m, ch, k)
         reports(m, self, ch)
         return m
+
+    def dst_limit(self, dst):
+        """The chunk's destination candidate for a read to ``dst``, less 1: at most MRRS, and
+        ending on a min(MPS, MRRS) boundary (``mrrs - (dst & min_mask) - 1`` is ``(mrrs - 1) ^
+        (dst & min_mask)``, both below ``mrrs``)."""
+        return (self.mrrs_m1 ^ (dst[:10] & self.min_mask))[:12]
 
     def _calc_registers(self, m, ch):
         """Return the selected channel, the chunk's candidates and what CALC registers for ACT
@@ -193,7 +197,7 @@ class Planner(wiring.Component):
                             mark_en=Signal(name="mark_en"),
                             mark_chan=Signal(range(NC), name="mark_chan"))
         sel, room = k.sel, self.room
-        c_src, c_dst, c_brem_m1 = ch.cur_src[sel], ch.cur_dst[sel], ch.brem_m1[sel]
+        c_src, c_brem_m1 = ch.cur_src[sel], ch.brem_m1[sel]
         # Chunk of the current burst (CALC): at most MRRS, within the source 4 KiB page, ending
         # on a destination min(MPS, MRRS) boundary where it can: the least of four candidates,
         # found by comparing every pair at once.  Each is held minus one, which needs no adder:
@@ -202,7 +206,7 @@ class Planner(wiring.Component):
         # mrrs); 4096 - src[:12] - 1 is ~src[:12]; and the burst's rest is kept minus one.
         cand = [Signal(12, name=n) for n in ("c_lim_dst", "c_lim_dw", "c_lim_src", "c_rem")]
         m.d.comb += [
-            cand[0].eq(self.mrrs_m1 ^ (c_dst[:10] & self.min_mask)),
+            cand[0].eq(ch.dst_lim[sel]),            # dst_limit(cur_dst), kept beside it
             cand[1].eq(self.mrrs_m1 ^ c_src[:2]),
             cand[2].eq(~c_src[:12]),
             cand[3].eq(c_brem_m1[:12]),
@@ -240,7 +244,7 @@ class Planner(wiring.Component):
                             ("rows", RB + 1), ("rows_less", signed(RB + 1)), ("hdr", 5),
                             ("dat", 7), ("len_m1", 32), ("brem_next", 32), ("bbig", 1),
                             ("bl_one", 1), ("fetch_ok", 1),
-                            ("st_en", 1), ("st_new", Chan), ("qroom", 1),
+                            ("st_new", Chan), ("qroom", 1),
                             ("tags", 1), ("room_hdr", signed(11)), ("room_dat", signed(15))):
             setattr(k, name, reg(name, shape))
         # What ACT does, one-hot, registered in CALC and held for ACT only (a channel stopped
@@ -260,7 +264,9 @@ class Planner(wiring.Component):
         # a cycle old it is one entry more conservative): 7 free entries cover them.
         k.q_room = Signal(name="q_room")
         m.d.sync += k.q_room.eq(self.queue_level < 2 * self.n_tags - 6)
-        m.d.sync += k.st_en.eq(0)
+        # The load's state change, one-hot by channel (``_close`` needs no channel compare).
+        k.st_en_c = [Signal(name=f"k_st_en{c}") for c in range(NC)]
+        m.d.sync += [v.eq(0) for v in k.st_en_c]
         # The credits left, as ACT will see them: registered in CALC from ``room_*`` (the
         # counters a cycle ago), less the issue booked in the last cycle or in this one (issues
         # are booked at most every other cycle, and the issue's credits hold until the next).
@@ -275,9 +281,13 @@ class Planner(wiring.Component):
                                  & ~(room.free_less - k.rows_less)[-1]
                                  & (room.hdr_free | fits(k.hdr, k.room_hdr))
                                  & (room.dat_free | fits(k.dat, k.room_dat)))
-        # A load's read: its room checked in CALC (``k_ld_one``), but the skid.
+        # A load's read: its room checked in CALC (``k_ld_one``), but the skid.  A load whose
+        # read finds the skid taken does nothing (``load_go`` low): it is done again.
         k.go_load = Signal(name="go_load", attrs={"keep": 1})
-        m.d.comb += k.go_load.eq(k.ld_one & ~room.rd_busy)
+        k.ld_stall = Signal(name="ld_stall", attrs={"keep": 1})
+        m.d.comb += [k.go_load.eq(k.ld_one & ~room.rd_busy),
+                     k.ld_stall.eq(k.ld_one & room.rd_busy)]
+        k.load_go = Signal(name="load_go")
         # A descriptor fetch: its credits checked in CALC (FETCH_CREDITS), no rows.
         k.go_fetch = k.fetch_ok & ~room.rd_busy
         return k
@@ -337,8 +347,7 @@ class Planner(wiring.Component):
         # the channel multiplexer).
         m.d.sync += [v.eq((k.acts[c] == Act.DATA) & (sel == c)) for c, v in enumerate(k.reading)]
         last_now = ch.last_pre[sel]
-        tag_limit = Mux(self.ext_tags, self.n_tags, min(self.n_tags, 32))
-        tags_now = Mux(iss.en, room.outstanding + 1 < tag_limit, room.outstanding < tag_limit)
+        tags_now = Mux(iss.en, room.tags_free[1], room.tags_free[0])
         load_read_room(m, ch, k, room, iss, tags_now, room_hdr_now, room_dat_now)
         # Every candidate's sums are made at once and picked with the winner's index: no
         # adder after the compares.
@@ -378,7 +387,8 @@ class Planner(wiring.Component):
         # closes the descriptor (``_close``) ends the run; a head fetch waits for the
         # descriptor.
         with m.If(act == Act.LOAD):     # (a stopped channel's act is NONE)
-            m.d.sync += k.st_en.eq(k.ld.ok_now & (~k.ld.bad_now | k.q_room))
+            m.d.sync += [v.eq((sel == c) & k.ld.ok_now & (~k.ld.bad_now | k.q_room))
+                         for c, v in enumerate(k.st_en_c)]
         # The state it would change to, from the state alone (WAIT: the load, RUN: the
         # closing read; st_en or ``_close`` says whether it changes).
         c_st = ch.st[sel]
@@ -418,8 +428,8 @@ class Planner(wiring.Component):
             push(kind, None, rows=rows, src_lo=raddr[:2], nbytes=nbytes_[:10], chdr=hdrs,
                  cdat=dats, **extra)
 
-        with m.If(k.do[Act.LOAD]):
-            load(m, ch, sel, k.ld, push, k.qroom)
+        with m.If(k.load_go):
+            load(m, ch, sel, k.ld, push, k.qroom, self.dst_limit)
             # A descriptor that is one read: the load issues it too (``_close`` then closes
             # the descriptor, as a DATA action's last read does).
             with m.If(k.ld_one):
@@ -438,6 +448,7 @@ class Planner(wiring.Component):
                 m.d.sync += [
                     ch.cur_src[sel].eq(c_src + k.src_step),
                     ch.cur_dst[sel].eq(c_dst + k.dst_step),
+                    ch.dst_lim[sel].eq(self.dst_limit(c_dst + k.dst_step)),
                     ch.brem_m1[sel].eq(Mux(k.end, k.len_m1, k.brem_next)),
                     ch.bbig[sel].eq(Mux(k.end, k.bbig, k.brem_next[12:].any())),
                     ch.bleft[sel].eq(ch.bleft[sel] - k.end),
@@ -467,15 +478,15 @@ class Planner(wiring.Component):
             ends = Signal(name=f"ch{c}_ends", attrs={"keep": 1})
             new_st = Signal(name=f"ch{c}_st_en", attrs={"keep": 1})
             closes = ends & k.go_read
+            # A load that also issues the descriptor's only read closes it: the channel waits
+            # for the next descriptor, or drains after the chain's last (``loading``); a load
+            # whose read waits for the skid is not done (``ld_stall``).
             m.d.comb += [ends.eq(reading & k.end & k.bl_one),
-                         new_st.eq(closes | k.st_en & (k.sel == c))]
-            # A load that also issues the descriptor's only read closes it (its ``st_en`` is
-            # set): the channel waits for the next descriptor, or drains after the chain's
-            # last; unless the read waits for the skid, then it runs as any load does.
+                         new_st.eq(closes | k.st_en_c[c] & ~k.ld_stall)]
             load_closes = Signal(name=f"ch{c}_load_closes", attrs={"keep": 1})
             m.d.comb += load_closes.eq(k.loading[c] & ~self.room.rd_busy)
             with m.If(new_st):
-                m.d.sync += ch.st[c].eq(Mux(load_closes, Mux(k.ld.end, Chan.DRAIN, Chan.WAIT),
+                m.d.sync += ch.st[c].eq(Mux(k.loading[c], Mux(k.ld.end, Chan.DRAIN, Chan.WAIT),
                                             k.st_new))
             with m.If(closes | load_closes):
                 m.d.sync += k.mark_en.eq(1)

@@ -55,17 +55,20 @@ class DmaHarness(Harness):
         pl = self.add_block(m, "planner", Planner(n_tags=NT, rows=ROWS), platform)
         for name in ("free_less", "room_hdr", "room_dat", "hdr_free", "dat_free", "rd_busy"):
             m.d.comb += getattr(pl.room, name).eq(getattr(bk.room, name))
-        seen = bk.room.outstanding
-        if self.mutant == "blind_tag":
-            seen = Mux(seen == 0, 0, seen - 1)
-        m.d.comb += pl.room.outstanding.eq(seen)
-        m.d.comb += bk.issue.eq(pl.issue)
+        m.d.comb += pl.room.outstanding.eq(bk.room.outstanding)
         ext_tags = self.constant(m, 1, "ext_tags")
+        if self.mutant == "blind_tag":      # the planner sees one read fewer outstanding
+            seen = Mux(bk.room.outstanding == 0, 0, bk.room.outstanding - 1)
+            blind = Mux(ext_tags, NT, min(NT, 32))
+            m.d.comb += pl.room.tags_free.eq(Cat(seen < blind, seen + 1 < blind))
+        else:
+            m.d.comb += pl.room.tags_free.eq(bk.room.tags_free)
+        m.d.comb += bk.issue.eq(pl.issue)
         cpl_space = self.constant(m, 20, "cpl_space")
         mrrs = self.constant(m, 2, "mrrs_code")
         mins = self.constant(m, 2, "min_code")
         m.d.comb += [Assume(mrrs < 3), Assume(mins <= mrrs)]
-        m.d.comb += [pl.ext_tags.eq(ext_tags), bk.ext_tags.eq(ext_tags),
+        m.d.comb += [bk.ext_tags.eq(ext_tags),
                      bk.cpl_space.eq(cpl_space),
                      pl.mrrs_m1.eq((128 << mrrs) - 1), pl.min_mask.eq((128 << mins) - 1),
                      bk.o_rd.ready.eq(self.anyseq(m, 1, "rd_ready")),
@@ -124,6 +127,7 @@ class DmaHarness(Harness):
         m.d.sync += started.eq(1)
         room, state = bk.room, pli("planner_state")
         self.lemma(m, outstanding == count)
+        self.lemma(m, bk.room.tags_free == Cat(outstanding < limit, outstanding + 1 < limit))
         self.lemma(m, head == (new - outstanding)[:TB])
         for t in range(NT):
             self.lemma(m, held[t] == ((new - 1 - t)[:TB] < outstanding))
