@@ -4,7 +4,7 @@ from amaranth.hdl import Cat, Const, Module, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["RegisterSlice", "count_saturating", "dw_mask", "not_below", "members_with_prefix",
+__all__ = ["RegisterSlice", "count_saturating", "dw_mask", "below", "not_below", "members_with_prefix",
            "forward_members"]
 
 
@@ -85,12 +85,18 @@ def dw_mask(count):
             | ((count >= 4).as_unsigned() << 3))
 
 
+def below(a, b):
+    """Return ``a < b`` (unsigned) as the borrow of ``a - b``: one carry chain, as
+    :func:`not_below`, its output not inverted."""
+    a, b = Value.cast(a), Value.cast(b)
+    n = max(len(a), len(b))
+    return (Cat(a, Const(0, n + 1 - len(a))) - Cat(b, Const(0, n + 1 - len(b))))[n]
+
+
 def not_below(a, b):
     """Return ``a >= b`` (unsigned) as the borrow of ``a - b``.
 
     One carry chain: Yosys maps a plain ``>=`` to a tree of LUTs in the ALM flow, several
     levels deep for a dozen bits or more.
     """
-    a, b = Value.cast(a), Value.cast(b)
-    n = max(len(a), len(b))
-    return ~(Cat(a, Const(0, n + 1 - len(a))) - Cat(b, Const(0, n + 1 - len(b))))[n]
+    return ~below(a, b)

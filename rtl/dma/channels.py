@@ -37,10 +37,6 @@ def channel_registers(nxt, nxt_valid, note):
         cur_addr=per_chan("cur_addr", 64),
         cur_src=per_chan("src", 64),
         cur_dst=per_chan("dst", 64),
-        # The chunk's destination candidate (MRRS, or the min(MPS, MRRS) boundary of cur_dst),
-        # less 1: mrrs - 1 ^ (cur_dst & min_mask), written with cur_dst (from DMA_CONFIG as it
-        # stands then: it is changed only while every channel is idle), so CALC only picks it.
-        dst_lim=per_chan("dst_lim", 12),
         brem_m1=per_chan("brem_m1", 32),    # bytes left in the current burst, minus 1
         bbig=per_chan("bbig", 1),           # brem_m1 >= 4096 (kept with it: no wide OR in CALC)
         lbig=per_chan("lbig", 1),           # the descriptor's length - 1 >= 4096

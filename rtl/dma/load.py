@@ -119,15 +119,19 @@ def load_read_room(m, ch, k, room, iss, tags_now, room_hdr_now, room_dat_now):
     m.d.comb += [ld_rows.eq(k.ld.rows_now),
                  ld_hdr.eq(select([n.hdr for n in ch.note], sel)),
                  ld_dat.eq(select([n.dat for n in ch.note], sel))]
-    # (per channel, the channel multiplexer last)
-    free_now = Signal(signed(len(room.free_less) + 1), name="c_free_now")
-    m.d.comb += free_now.eq(room.free_less - Mux(iss.en, iss.rows, 0))
+    # (per channel, the channel multiplexer last).  The rows: free rows (``free_less``: less
+    # the buffer's) less this cycle's issue, at least the read's: the read's rows (less the
+    # buffer's: its top bit flipped) and the issue's added first (one carry chain each, the
+    # issue's multiplexer inside the first), then compared with ``free_less``.
+    iss_rows = Mux(iss.en, iss.rows, 0)
     room_of = []
     for c in range(N_DMA_CHANNELS):
         n = ch.note[c]
         rows_c = n.rows[:len(k.ld_rows)]
+        need = Signal(signed(len(room.free_less) + 1), name=f"ch{c}_ld_need")
+        m.d.comb += need.eq(Cat(rows_c[:-1], ~rows_c[-1]).as_signed() + iss_rows)
         fit = Signal(name=f"ch{c}_ld_room")
-        m.d.comb += fit.eq(~(free_now - Cat(rows_c[:-1], ~rows_c[-1]).as_signed())[-1]
+        m.d.comb += fit.eq(~(room.free_less - need)[-1]
                            & (room.hdr_free | fits(n.hdr, room_hdr_now))
                            & (room.dat_free | fits(n.dat, room_dat_now)))
         room_of.append(fit)
@@ -155,11 +159,9 @@ def consume(m, ch, sel):
             m.d.comb += ch.nxt_clear[c].eq(1)
 
 
-def load(m, ch, sel, ld, push, room, dst_limit):
+def load(m, ch, sel, ld, push, room):
     """ACT of a LOAD: make ``ld`` channel ``sel``'s current descriptor, or push a FAULT entry
-    (with ``room`` in the queue) if it is malformed; nothing if CALC saw it incomplete.
-    ``dst_limit``: the chunk's destination candidate of a destination address (kept beside
-    it, ``dst_lim``)."""
+    (with ``room`` in the queue) if it is malformed; nothing if CALC saw it incomplete."""
     regm = ch.regmode[sel]
     d = ld.desc
     ext = bits(d.control, "ext")
@@ -181,7 +183,6 @@ def load(m, ch, sel, ld, push, room, dst_limit):
             ch.cur_addr[sel].eq(Mux(regm, ch.slot[sel], Cat(Const(0, 5), ptr[5:]))),
             ch.cur_src[sel].eq(d.src),
             ch.cur_dst[sel].eq(d.dst),
-            ch.dst_lim[sel].eq(dst_limit(d.dst)),
             ch.brem_m1[sel].eq(d.length - 1),
             ch.bbig[sel].eq(ld.big), ch.lbig[sel].eq(ld.big),
             ch.bleft[sel].eq(Mux(ext, d.count, 1)),

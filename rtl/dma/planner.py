@@ -13,7 +13,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..params import N_DMA_CHANNELS
 from ..signatures import DmaControlSignature
-from ..util import not_below
+from ..util import below
 from .booking import RoomSignature, issue_layout
 from .channels import channel_registers, control, reports
 from .common import Act, Chan, Kind, bits, ceil_log2, entry_layout, select
@@ -172,20 +172,13 @@ class Planner(wiring.Component):
                 with m.Else():
                     m.next = "SEL"
                 self._act(m, ch, k)
-        m.d.comb += k.load_go.eq(k.do[Act.LOAD] & ~k.ld_stall)
-        with m.If(k.load_go):
+        with m.If(k.do[Act.LOAD]):
             follow_chain(m, ch, k.sel, k.ld)
         self._issue(m, ch, k)
         self._close(m, ch, k)
         self._mark(m, ch, k)
         reports(m, self, ch)
         return m
-
-    def dst_limit(self, dst):
-        """The chunk's destination candidate for a read to ``dst``, less 1: at most MRRS, and
-        ending on a min(MPS, MRRS) boundary (``mrrs - (dst & min_mask) - 1`` is ``(mrrs - 1) ^
-        (dst & min_mask)``, both below ``mrrs``)."""
-        return (self.mrrs_m1 ^ (dst[:10] & self.min_mask))[:12]
 
     def _calc_registers(self, m, ch):
         """Return the selected channel, the chunk's candidates and what CALC registers for ACT
@@ -197,7 +190,7 @@ class Planner(wiring.Component):
                             mark_en=Signal(name="mark_en"),
                             mark_chan=Signal(range(NC), name="mark_chan"))
         sel, room = k.sel, self.room
-        c_src, c_brem_m1 = ch.cur_src[sel], ch.brem_m1[sel]
+        c_src, c_dst, c_brem_m1 = ch.cur_src[sel], ch.cur_dst[sel], ch.brem_m1[sel]
         # Chunk of the current burst (CALC): at most MRRS, within the source 4 KiB page, ending
         # on a destination min(MPS, MRRS) boundary where it can: the least of four candidates,
         # found by comparing every pair at once.  Each is held minus one, which needs no adder:
@@ -206,21 +199,23 @@ class Planner(wiring.Component):
         # mrrs); 4096 - src[:12] - 1 is ~src[:12]; and the burst's rest is kept minus one.
         cand = [Signal(12, name=n) for n in ("c_lim_dst", "c_lim_dw", "c_lim_src", "c_rem")]
         m.d.comb += [
-            cand[0].eq(ch.dst_lim[sel]),            # dst_limit(cur_dst), kept beside it
+            cand[0].eq(self.mrrs_m1 ^ (c_dst[:10] & self.min_mask)),
             cand[1].eq(self.mrrs_m1 ^ c_src[:2]),
             cand[2].eq(~c_src[:12]),
             cand[3].eq(c_brem_m1[:12]),
         ]
         # The six compares, kept as nets (the mapping otherwise spreads them over the picks
         # below and adds levels).  The rest >= 4 KiB loses every compare (``bbig``).
+        # (Kept as the chains' borrows, cand[j] < cand[i], not inverted: a kept inverted net
+        # is a NOT of its own in the ALM flow, and the picks below then take two levels.)
         le = {}
         for i, j in ((0, 1), (0, 2), (1, 2), (3, 0), (3, 1), (3, 2)):
-            le[i, j] = Signal(name=f"c_le{i}{j}", attrs={"keep": 1})
+            gt = Signal(name=f"c_gt{i}{j}", attrs={"keep": 1})
             if i == 3:      # the rest, with bbig as its 13th bit: one chain
-                m.d.comb += le[i, j].eq(not_below(Cat(cand[j], Const(0, 1)),
-                                                  Cat(cand[3], ch.bbig[sel])))
+                m.d.comb += gt.eq(below(Cat(cand[j], Const(0, 1)), Cat(cand[3], ch.bbig[sel])))
             else:
-                m.d.comb += le[i, j].eq(not_below(cand[j], cand[i]))
+                m.d.comb += gt.eq(below(cand[j], cand[i]))
+            le[i, j] = ~gt
         # The winner as a 2-bit index (0..2: the candidates above, 3: the rest of the burst,
         # which wins ties, so the chunk then ends the burst).  Each index bit is a function of
         # the six compares (one LUT), and each pick a 4:1 multiplexer (one more).
@@ -281,13 +276,9 @@ class Planner(wiring.Component):
                                  & ~(room.free_less - k.rows_less)[-1]
                                  & (room.hdr_free | fits(k.hdr, k.room_hdr))
                                  & (room.dat_free | fits(k.dat, k.room_dat)))
-        # A load's read: its room checked in CALC (``k_ld_one``), but the skid.  A load whose
-        # read finds the skid taken does nothing (``load_go`` low): it is done again.
+        # A load's read: its room checked in CALC (``k_ld_one``), but the skid.
         k.go_load = Signal(name="go_load", attrs={"keep": 1})
-        k.ld_stall = Signal(name="ld_stall", attrs={"keep": 1})
-        m.d.comb += [k.go_load.eq(k.ld_one & ~room.rd_busy),
-                     k.ld_stall.eq(k.ld_one & room.rd_busy)]
-        k.load_go = Signal(name="load_go")
+        m.d.comb += k.go_load.eq(k.ld_one & ~room.rd_busy)
         # A descriptor fetch: its credits checked in CALC (FETCH_CREDITS), no rows.
         k.go_fetch = k.fetch_ok & ~room.rd_busy
         return k
@@ -428,8 +419,8 @@ class Planner(wiring.Component):
             push(kind, None, rows=rows, src_lo=raddr[:2], nbytes=nbytes_[:10], chdr=hdrs,
                  cdat=dats, **extra)
 
-        with m.If(k.load_go):
-            load(m, ch, sel, k.ld, push, k.qroom, self.dst_limit)
+        with m.If(k.do[Act.LOAD]):
+            load(m, ch, sel, k.ld, push, k.qroom)
             # A descriptor that is one read: the load issues it too (``_close`` then closes
             # the descriptor, as a DATA action's last read does).
             with m.If(k.ld_one):
@@ -448,7 +439,6 @@ class Planner(wiring.Component):
                 m.d.sync += [
                     ch.cur_src[sel].eq(c_src + k.src_step),
                     ch.cur_dst[sel].eq(c_dst + k.dst_step),
-                    ch.dst_lim[sel].eq(self.dst_limit(c_dst + k.dst_step)),
                     ch.brem_m1[sel].eq(Mux(k.end, k.len_m1, k.brem_next)),
                     ch.bbig[sel].eq(Mux(k.end, k.bbig, k.brem_next[12:].any())),
                     ch.bleft[sel].eq(ch.bleft[sel] - k.end),
@@ -476,18 +466,20 @@ class Planner(wiring.Component):
         After the other writes of the state (control, drain, abort), so it wins."""
         for c, reading in enumerate(k.reading):
             ends = Signal(name=f"ch{c}_ends", attrs={"keep": 1})
-            new_st = Signal(name=f"ch{c}_st_en", attrs={"keep": 1})
-            closes = ends & k.go_read
-            # A load that also issues the descriptor's only read closes it: the channel waits
-            # for the next descriptor, or drains after the chain's last (``loading``); a load
-            # whose read waits for the skid is not done (``ld_stall``).
-            m.d.comb += [ends.eq(reading & k.end & k.bl_one),
-                         new_st.eq(closes | k.st_en_c[c] & ~k.ld_stall)]
+            closes = Signal(name=f"ch{c}_closes", attrs={"keep": 1})
+            m.d.comb += [ends.eq(reading & k.end & k.bl_one), closes.eq(ends & k.go_read)]
+            # A load changes the state (``st_en``, one-hot); one that also issues the
+            # descriptor's only read closes it: the channel waits for the next descriptor, or
+            # drains after the chain's last; unless the read waits for the skid, then it runs
+            # as any load does.  The close's write comes last (the two never meet: a load is
+            # not a read), so the room check is the last multiplexer before the register.
             load_closes = Signal(name=f"ch{c}_load_closes", attrs={"keep": 1})
             m.d.comb += load_closes.eq(k.loading[c] & ~self.room.rd_busy)
-            with m.If(new_st):
-                m.d.sync += ch.st[c].eq(Mux(k.loading[c], Mux(k.ld.end, Chan.DRAIN, Chan.WAIT),
+            with m.If(k.st_en_c[c]):
+                m.d.sync += ch.st[c].eq(Mux(load_closes, Mux(k.ld.end, Chan.DRAIN, Chan.WAIT),
                                             k.st_new))
+            with m.If(closes):
+                m.d.sync += ch.st[c].eq(k.st_new)
             with m.If(closes | load_closes):
                 m.d.sync += k.mark_en.eq(1)
             with m.If(closes):
