@@ -45,7 +45,7 @@ class Planner(wiring.Component):
     counters) enters the queue in the cycle after the read's entry, where no action pushes.
 
     CALC works out the action (from each channel's own registers, then the selected one's), the
-    chunk (the least of four candidates, as a 2-bit index from six carry-chain compares), its
+    chunk (the least of four candidates, two choices from six carry-chain compares), its
     credits, the rest of the burst after it and the channel's next state, all into registers
     (``k_*``); ACT only adds and enables: the read's and the entry's fields are written whatever
     the room checks say, which decide only whether they count.  Every read needs room for its
@@ -208,23 +208,24 @@ class Planner(wiring.Component):
         # below and adds levels).  The rest >= 4 KiB loses every compare (``bbig``).
         # (Kept as the chains' borrows, cand[j] < cand[i], not inverted: a kept inverted net
         # is a NOT of its own in the ALM flow, and the picks below then take two levels.)
-        le = {}
+        gt = {}
         for i, j in ((0, 1), (0, 2), (1, 2), (3, 0), (3, 1), (3, 2)):
-            gt = Signal(name=f"c_gt{i}{j}", attrs={"keep": 1})
+            gt[i, j] = Signal(name=f"c_gt{i}{j}", attrs={"keep": 1})
             if i == 3:      # the rest, with bbig as its 13th bit: one chain
-                m.d.comb += gt.eq(below(Cat(cand[j], Const(0, 1)), Cat(cand[3], ch.bbig[sel])))
+                m.d.comb += gt[i, j].eq(below(Cat(cand[j], Const(0, 1)),
+                                              Cat(cand[3], ch.bbig[sel])))
             else:
-                m.d.comb += gt.eq(below(cand[j], cand[i]))
-            le[i, j] = ~gt
-        # The winner as a 2-bit index (0..2: the candidates above, 3: the rest of the burst,
-        # which wins ties, so the chunk then ends the burst).  Each index bit is a function of
-        # the six compares (one LUT), and each pick a 4:1 multiplexer (one more).
-        win_r = le[3, 0] & le[3, 1] & le[3, 2]
-        win_a = ~win_r & le[0, 1] & le[0, 2]
-        win_b = ~win_r & ~win_a & le[1, 2]
-        w_idx = Signal(2, attrs={"keep": 1})
-        m.d.comb += w_idx.eq(Cat(win_r | win_b, win_r | (~win_a & ~win_b)))
-        k.cand, k.win_r, k.w_idx = cand, win_r, w_idx
+                m.d.comb += gt[i, j].eq(below(cand[j], cand[i]))
+        # The winner, as two choices made at once from the compares (one LUT each): the rest of
+        # the burst, if no other is below it (it wins ties, so the chunk then ends the burst:
+        # ``win_r``); else candidate 2, if it is below the less of 0 and 1 (``win_2``); else
+        # that one (ties among 0..2 pick equal values).  Each pick is then the less of 0 and 1
+        # (one LUT, beside the choices) and a 3:1 multiplexer of it (one more).
+        win_r = Signal(name="c_win_r", attrs={"keep": 1})
+        win_2 = Signal(name="c_win_2", attrs={"keep": 1})
+        m.d.comb += [win_r.eq(~gt[3, 0] & ~gt[3, 1] & ~gt[3, 2]),
+                     win_2.eq(Mux(gt[0, 1], gt[1, 2], gt[0, 2]))]
+        k.cand, k.win_r, k.win_2, k.gt01 = cand, win_r, win_2, gt[0, 1]
 
         def reg(name, shape=1):
             return Signal(shape, name=f"k_{name}")
@@ -331,7 +332,8 @@ class Planner(wiring.Component):
         c_src, c_brem_m1, c_cur = ch.cur_src[sel], ch.brem_m1[sel], ch.cur[sel]
 
         def pick_of(values):
-            return select(values, k.w_idx)
+            return Mux(k.win_r, values[3], Mux(k.win_2, values[2],
+                                               Mux(k.gt01, values[1], values[0])))
         d_hdrs, d_dats = zip(*[cpl_credits(c_src, v) for v in cand])
         m.d.sync += [v.eq(act == a) for a, v in k.do.items()]
         # ACT's data read, one-hot by channel (from each channel's own action, not through
