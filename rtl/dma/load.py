@@ -25,9 +25,9 @@ __all__ = ["load_checks", "load", "follow_chain", "consume", "load_read_register
 def load_checks(m, slots, ch, sel):
     """Return the descriptor a WAIT channel loads and its checks, registered in CALC: ``ld``
     (``desc``, ``bad``, ``ok``, ``big``, ``ptr``, the cases of :func:`follow_chain` and
-    ``grow``, ``end``; registered) and this cycle's ``ok_now``, ``bad_now``, ``one_now`` (the
-    load may issue the descriptor's only read too), ``rows_now`` (that read's rows), and per
-    channel whether its load would be one read (``one_of``).
+    ``grow``, ``end``; registered) and this cycle's ``ok_now``, ``bad_now``, ``rows_now`` (the
+    rows of the read the load may issue too), and per channel whether its load would be one
+    read (``one_of``).
 
     A staged descriptor comes with its note (:func:`~peach2.dma.descring.note_layout`: its
     checks and what its load means for fetching, worked out by the ring as it came in, from the
@@ -54,7 +54,7 @@ def load_checks(m, slots, ch, sel):
     # selected channel's (the channel multiplexer last, not a 16-way one behind the slot's).
     bad_of = []
     for c in range(N_DMA_CHANNELS):
-        bad = Signal(name=f"ch{c}_ld_bad")
+        bad = Signal(name=f"ch{c}_ld_bad", attrs={"keep": 1})     # (else a chain of them)
         m.d.comb += bad.eq(Mux(ch.regmode[c],
                                select(slot_bad[c * N_DMA_SLOTS:(c + 1) * N_DMA_SLOTS],
                                       ch.slot[c][:2]),
@@ -87,7 +87,6 @@ def load_checks(m, slots, ch, sel):
                  ld.grow.eq(select([n.more for n in notes], sel)),
                  ld.end.eq(select([n.end for n in notes], sel))]
     ld.rows_now = select([n.rows for n in notes], sel)
-    ld.one_now = select(ld.one_of, sel)
     m.d.sync += [
         ld.big.eq(Mux(regm, select(slot_big, idx), select([n.big for n in notes], sel))),
         ld.desc.eq(Mux(regm, slots[idx], nxt[sel])),
@@ -128,18 +127,19 @@ def load_read_room(m, ch, k, room, iss, tags_now, room_hdr_now, room_dat_now):
     for c in range(N_DMA_CHANNELS):
         n = ch.note[c]
         rows_c = n.rows[:len(k.ld_rows)]
-        need = Signal(signed(len(room.free_less) + 1), name=f"ch{c}_ld_need")
+        # (nets of their own: the mapping otherwise puts CALC's decode between the chains)
+        need = Signal(signed(len(room.free_less) + 1), name=f"ch{c}_ld_need",
+                      attrs={"keep": 1})
         m.d.comb += need.eq(Cat(rows_c[:-1], ~rows_c[-1]).as_signed() + iss_rows)
-        fit = Signal(name=f"ch{c}_ld_room")
-        m.d.comb += fit.eq(~(room.free_less - need)[-1]
+        # The channel's load issues the read if it is one read and it fits.
+        fit = Signal(name=f"ch{c}_ld_room", attrs={"keep": 1})
+        m.d.comb += fit.eq(k.ld.one_of[c] & ~(room.free_less - need)[-1]
                            & (room.hdr_free | fits(n.hdr, room_hdr_now))
                            & (room.dat_free | fits(n.dat, room_dat_now)))
         room_of.append(fit)
-    ld_room = select(room_of, sel) & tags_now & k.q_room
-    m.d.sync += [v.eq((k.acts[c] == Act.LOAD) & (sel == c) & k.ld.one_of[c] & room_of[c]
-                      & tags_now & k.q_room)
+    m.d.sync += [v.eq((k.acts[c] == Act.LOAD) & (sel == c) & room_of[c] & tags_now & k.q_room)
                  for c, v in enumerate(k.loading)]
-    m.d.sync += [k.ld_one.eq(k.ld.one_now & ld_room),
+    m.d.sync += [k.ld_one.eq(select(room_of, sel) & tags_now & k.q_room),
                  k.ld_rows.eq(ld_rows), k.ld_hdr.eq(ld_hdr), k.ld_dat.eq(ld_dat)]
 
 
