@@ -124,9 +124,11 @@ def load_read_room(m, ch, k, room, iss, tags_now, room_hdr_now, room_dat_now):
     # issue's multiplexer inside the first), then compared with ``free_less``.
     iss_rows = Mux(iss.en, iss.rows, 0)
     room_of = []
+    width = len(k.ld_rows)
     for c in range(N_DMA_CHANNELS):
         n = ch.note[c]
-        rows_c = n.rows[:len(k.ld_rows)]
+        # (the note's rows widened to the buffer's: its top bit, flipped below, is then 0)
+        rows_c = Cat(n.rows, Const(0, max(0, width - len(n.rows))))[:width]
         # (nets of their own: the mapping otherwise puts CALC's decode between the chains)
         need = Signal(signed(len(room.free_less) + 1), name=f"ch{c}_ld_need",
                       attrs={"keep": 1})
