@@ -109,9 +109,10 @@ def load_read_registers(m, k, rb):
 def load_read_room(m, ch, k, room, iss, tags_now, room_hdr_now, room_dat_now):
     """CALC: whether the load also issues the descriptor's only read, with room for it checked
     here (ACT looks only at the read-request skid): the rows and credits left now (``room``,
-    the booking's counters), less the issue ``iss`` booked in this cycle (the rows) or in this
-    one or the last (the credits: ``room_*_now``); ACT comes before the next issue, and releases
-    only add room meanwhile.  A tag (``tags_now``) and queue room are needed too."""
+    the booking's counters), less the issue ``iss`` booked in this cycle (the rows: or the last
+    one, kept) or in this one or the last (the credits: ``room_*_now``); ACT comes before the
+    next issue, and releases only add room meanwhile.  A tag (``tags_now``) and queue room are
+    needed too."""
     sel = k.sel
     ld_rows = Signal(len(k.ld_rows), name="c_ld_rows")
     ld_hdr, ld_dat = Signal(5, name="c_ld_hdr"), Signal(7, name="c_ld_dat")
@@ -120,9 +121,12 @@ def load_read_room(m, ch, k, room, iss, tags_now, room_hdr_now, room_dat_now):
                  ld_dat.eq(select([n.dat for n in ch.note], sel))]
     # (per channel, the channel multiplexer last).  The rows: free rows (``free_less``: less
     # the buffer's) less this cycle's issue, at least the read's: the read's rows (less the
-    # buffer's: its top bit flipped) and the issue's added first (one carry chain each, the
-    # issue's multiplexer inside the first), then compared with ``free_less``.
-    iss_rows = Mux(iss.en, iss.rows, 0)
+    # buffer's: its top bit flipped) and the issue's added first, then compared with
+    # ``free_less`` (two carry chains).  The issue's rows are taken off whether it is booked
+    # now or was the last one (they are kept until the next): too strict by at most one read
+    # when the buffer is nearly full, and then the load runs as any load and a later action
+    # issues the read (checked exactly).
+    iss_rows = iss.rows
     room_of = []
     width = len(k.ld_rows)
     for c in range(N_DMA_CHANNELS):
