@@ -96,19 +96,19 @@ def load_checks(m, slots, ch, sel):
 
 
 def load_read_registers(m, k, rb):
-    """The registers of a load's read, CALC's for ACT, into ``k``: per channel whether ACT's
-    load issues the descriptor's only read (``k.loading``, one-hot, held for ACT only), whether
-    the selected one does (``k.ld_one``), and the read's rows and credits."""
+    """The registers of a load's read, CALC's for ACT, into ``k`` (registered every cycle: only
+    a LOAD's ACT looks at them): per channel whether ACT's load issues the descriptor's only
+    read (``k.loading``, one-hot), whether the selected one does (``k.ld_one``), and the read's
+    rows and credits."""
     k.loading = [Signal(name=f"k_loading{c}") for c in range(N_DMA_CHANNELS)]
-    m.d.sync += [v.eq(0) for v in k.loading]
     k.ld_rows = Signal(rb + 1, name="k_ld_rows")
     k.ld_hdr, k.ld_dat = Signal(5, name="k_ld_hdr"), Signal(7, name="k_ld_dat")
     k.ld_one = Signal(name="k_ld_one")
 
 
 def load_read_room(m, ch, k, room, iss, tags_now, room_hdr_now, room_dat_now):
-    """CALC: whether the load also issues the descriptor's only read, with room for it checked
-    here (ACT looks only at the read-request skid): the rows and credits left now (``room``,
+    """Whether the load also issues the descriptor's only read (for ACT, worked out in CALC,
+    and in every other cycle too), with room for it checked here (ACT looks only at the read-request skid): the rows and credits left now (``room``,
     the booking's counters), less the issue ``iss`` booked in this cycle (the rows: or the last
     one, kept) or in this one or the last (the credits: ``room_*_now``); ACT comes before the
     next issue, and releases only add room meanwhile.  A tag (``tags_now``) and queue room are

@@ -153,6 +153,10 @@ class Planner(wiring.Component):
                 m.d.comb += pick.eq(c)
             found = found | cond
         k.ld = load_checks(m, self.slots, ch, k.sel)
+        # (every cycle, outside the state machine: only ACT looks at what CALC registered, and
+        # CALC's decode would otherwise sit between the room's carry chains)
+        load_read_room(m, ch, k, self.room, self.issue, k.tags_now, k.room_hdr_now,
+                       k.room_dat_now)
 
         with m.FSM(name="planner"):
             with m.State("SEL"):
@@ -318,6 +322,9 @@ class Planner(wiring.Component):
         k.acts = acts
         k.act = act = Signal(Act, name="act")
         m.d.comb += act.eq(select(acts, sel))
+        # A tag free for ACT's read: one more than an issue being booked now.
+        k.tags_now = Signal(name="tags_now")
+        m.d.comb += k.tags_now.eq(Mux(iss.en, room.tags_free[1], room.tags_free[0]))
         k.room_hdr_now = room_hdr_now = Signal(signed(11), name="room_hdr_now")
         k.room_dat_now = room_dat_now = Signal(signed(15), name="room_dat_now")
         m.d.comb += [room_hdr_now.eq(room.room_hdr - Mux(k.unbooked, iss.hdr, 0)),
@@ -327,7 +334,7 @@ class Planner(wiring.Component):
         """CALC: what ACT will do, and everything it needs that does not change meanwhile (only
         the channel's own ACT changes its registers; an abort is looked at here).  The next
         descriptor is prefetched before the current one's reads (002 section 3.4)."""
-        sel, cand, iss, room, act = k.sel, k.cand, self.issue, self.room, k.act
+        sel, cand, room, act = k.sel, k.cand, self.room, k.act
         room_hdr_now, room_dat_now = k.room_hdr_now, k.room_dat_now
         c_src, c_brem_m1, c_cur = ch.cur_src[sel], ch.brem_m1[sel], ch.cur[sel]
 
@@ -340,8 +347,7 @@ class Planner(wiring.Component):
         # the channel multiplexer).
         m.d.sync += [v.eq((k.acts[c] == Act.DATA) & (sel == c)) for c, v in enumerate(k.reading)]
         last_now = ch.last_pre[sel]
-        tags_now = Mux(iss.en, room.tags_free[1], room.tags_free[0])
-        load_read_room(m, ch, k, room, iss, tags_now, room_hdr_now, room_dat_now)
+        tags_now = k.tags_now
         # Every candidate's sums are made at once and picked with the winner's index: no
         # adder after the compares.
         cand1 = [v + 1 for v in cand]
@@ -476,7 +482,7 @@ class Planner(wiring.Component):
             # as any load does.  The close's write comes last (the two never meet: a load is
             # not a read), so the room check is the last multiplexer before the register.
             load_closes = Signal(name=f"ch{c}_load_closes", attrs={"keep": 1})
-            m.d.comb += load_closes.eq(k.loading[c] & ~self.room.rd_busy)
+            m.d.comb += load_closes.eq(k.loading[c] & k.do[Act.LOAD] & ~self.room.rd_busy)
             with m.If(k.st_en_c[c]):
                 m.d.sync += ch.st[c].eq(Mux(load_closes, Mux(k.ld.end, Chan.DRAIN, Chan.WAIT),
                                             k.st_new))
