@@ -9,9 +9,10 @@ the read ACT issues.
 
 from types import SimpleNamespace
 
-from amaranth.hdl import Cat, Const, Mux, Signal, signed
+from amaranth.hdl import Cat, Const, Mux, Signal
 
 from ..params import N_DMA_CHANNELS, N_DMA_SLOTS, DmaError
+from ..util import not_below
 from .common import Act, Kind, bits, select
 from .credits import fits
 from .descring import big, malformed
@@ -119,27 +120,25 @@ def load_read_room(m, ch, k, room, iss, tags_now, room_hdr_now, room_dat_now):
     m.d.comb += [ld_rows.eq(k.ld.rows_now),
                  ld_hdr.eq(select([n.hdr for n in ch.note], sel)),
                  ld_dat.eq(select([n.dat for n in ch.note], sel))]
-    # (per channel, the channel multiplexer last).  The rows: free rows (``free_less``: less
-    # the buffer's) less this cycle's issue, at least the read's: the read's rows (less the
-    # buffer's: its top bit flipped) and the issue's added first, then compared with
-    # ``free_less`` (two carry chains).  The issue's rows are taken off whether it is booked
-    # now or was the last one (they are kept until the next): too strict by at most one read
-    # when the buffer is nearly full, and then the load runs as any load and a later action
-    # issues the read (checked exactly).
-    iss_rows = iss.rows
+    # (per channel, the channel multiplexer last).  The rows: the read's and this cycle's
+    # issue's, at most the free rows (``free_less`` is less the buffer's, a power of two: its
+    # top bit flipped is the count, and that NOT runs beside the first chain), two carry
+    # chains.  The issue's rows are taken off whether it is booked now or was the last one
+    # (they are kept until the next): too strict by at most one read when the buffer is
+    # nearly full, and then the load runs as any load and a later action issues the read
+    # (checked exactly).
+    fl = room.free_less
+    free = Cat(fl[:-1], ~fl[-1])
     room_of = []
-    width = len(k.ld_rows)
     for c in range(N_DMA_CHANNELS):
         n = ch.note[c]
-        # (the note's rows widened to the buffer's: its top bit, flipped below, is then 0)
-        rows_c = Cat(n.rows, Const(0, max(0, width - len(n.rows))))[:width]
         # (nets of their own: the mapping otherwise puts CALC's decode between the chains)
-        need = Signal(signed(len(room.free_less) + 1), name=f"ch{c}_ld_need",
+        need = Signal(max(len(n.rows), len(iss.rows)) + 1, name=f"ch{c}_ld_need",
                       attrs={"keep": 1})
-        m.d.comb += need.eq(Cat(rows_c[:-1], ~rows_c[-1]).as_signed() + iss_rows)
+        m.d.comb += need.eq(n.rows + iss.rows)
         # The channel's load issues the read if it is one read and it fits.
         fit = Signal(name=f"ch{c}_ld_room", attrs={"keep": 1})
-        m.d.comb += fit.eq(k.ld.one_of[c] & ~(room.free_less - need)[-1]
+        m.d.comb += fit.eq(k.ld.one_of[c] & not_below(free, need)
                            & (room.hdr_free | fits(n.hdr, room_hdr_now))
                            & (room.dat_free | fits(n.dat, room_dat_now)))
         room_of.append(fit)
