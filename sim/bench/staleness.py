@@ -73,6 +73,9 @@ NEUTRAL = {
                "small/2x4): every time, node end and hand-off the same; `python -m "
                "peach2.sim.hybrid.sweep --tune --collective broadcast --sizes 8,4096 --checks "
                "1024`: every time, table and tuned row the same",
+    "5969485": "a run cut short keeps its buffers (sim/hybrid/runner.py): the same eleven "
+               "launcher runs at 5cae057 and 5969485, every time, node end and hand-off the "
+               "same",
 }
 
 _COMMIT = re.compile(r"\bat ([0-9a-f]{7,40})(\+changes)?\b")

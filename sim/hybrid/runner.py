@@ -74,10 +74,15 @@ async def run_collective(sim, groups, coll, *, timeout_ps=TIMEOUT_PS, check=True
     groups = coll.groups or groups          # +hops: the collective's own, smaller groups
     ctx = Context(sim, groups, coll.nbytes)
     links = LinkTrace(sim) if trace else None
+    result = None
     try:
-        return await _run(sim, groups, coll, ctx, timeout_ps, check, links, limit_ps)
+        result = await _run(sim, groups, coll, ctx, timeout_ps, check, links, limit_ps)
+        return result
     finally:
-        ctx.free()
+        # The buffers go back after a whole run; a run cut short or failed leaves the machine
+        # mid-collective, its MPI requests pending on them, and nothing runs after it.
+        if result is not None and not result["cut"]:
+            ctx.free()
         if links is not None:
             links.stop()
 

@@ -102,16 +102,15 @@ def test_broadcast_and_allgather_on_8_nodes_in_2_subclusters(tmp_path):
                             parse_run("broadcast:hybrid+staged:8"),
                             # the saved tuning table's choice for 8 nodes in 2 groups
                             parse_run("broadcast:tuned:64"),
-                            # cut short after 5 us (a tuning sweep's --cutoff): it takes 8 us
-                            # more than the hybrid; the machine is left mid-run, so the run
-                            # after it is not run
-                            dict(parse_run("broadcast:hybrid+staged:16,8"),
-                                 limits_ns=[5000, None])], out=tmp_path / "r.json")
+                            # cut short after 30 us (a tuning sweep's --cutoff), its
+                            # messages still on their way: the machine is left mid-run, so the
+                            # run after it is not run
+                            dict(parse_run("broadcast:hybrid:65536,8"),
+                                 limits_ns=[30000, None])], out=tmp_path / "r.json")
     *result["runs"], cut = result["runs"]
     assert (cut["network"], cut["size"], cut["cut"], cut["over_ns"]) == (
-        "hybrid+staged", 16, True, 5000.0) and "time_ns" not in cut
-    assert result["stopped"] == [{"collective": "broadcast", "network": "hybrid+staged",
-                                  "size": 8}]
+        "hybrid", 65536, True, 30000.0) and "time_ns" not in cut
+    assert result["stopped"] == [{"collective": "broadcast", "network": "hybrid", "size": 8}]
     runs = {(r["name"], r["network"], r["size"]): r for r in result["runs"]}
     assert len(runs) == 8 and all(r["checked"] and not r["cut"] for r in runs.values())
     tuned = [r for r in result["runs"] if r["asked"] == "tuned"]
