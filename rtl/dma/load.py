@@ -75,7 +75,7 @@ def load_checks(m, slots, ch, sel):
         # The load may issue the descriptor's only read too (planner, ``_act``): a good staged
         # descriptor that is one read, unless nothing is known to follow it (its next's fetch
         # then goes first, ``fwait``).
-        one = Signal(name=f"ch{c}_ld_one")
+        one = Signal(name=f"ch{c}_ld_one", attrs={"keep": 1})   # (the room check's one input)
         m.d.comb += one.eq(good & nc.one & ~nc.empty)
         ld.one_of.append(one)
         for n, v in (("end", nc.end), ("grow", nc.grow), ("new", nc.new), ("empty", nc.empty)):
