@@ -107,13 +107,12 @@ def load_read_registers(m, k, rb):
     k.ld_one = Signal(name="k_ld_one")
 
 
-def load_read_room(m, ch, k, room, iss, tags_now, room_hdr_now, room_dat_now):
+def load_read_room(m, ch, k, room, iss, tags_now):
     """Whether the load also issues the descriptor's only read (for ACT, worked out in CALC,
     and in every other cycle too), with room for it checked here (ACT looks only at the read-request skid): the rows and credits left now (``room``,
-    the booking's counters), less the issue ``iss`` booked in this cycle (the rows: or the last
-    one, kept) or in this one or the last (the credits: ``room_*_now``); ACT comes before the
-    next issue, and releases only add room meanwhile.  A tag (``tags_now``) and queue room are
-    needed too."""
+    the booking's counters), less the last issue ``iss`` (booked now, or before and already
+    counted: too strict by one read then); ACT comes before the next issue, and releases only
+    add room meanwhile.  A tag (``tags_now``) and queue room are needed too."""
     sel = k.sel
     ld_rows = Signal(len(k.ld_rows), name="c_ld_rows")
     ld_hdr, ld_dat = Signal(5, name="c_ld_hdr"), Signal(7, name="c_ld_dat")
@@ -136,11 +135,16 @@ def load_read_room(m, ch, k, room, iss, tags_now, room_hdr_now, room_dat_now):
         need = Signal(max(len(n.rows), len(iss.rows)) + 1, name=f"ch{c}_ld_need",
                       attrs={"keep": 1})
         m.d.comb += need.eq(n.rows + iss.rows)
+        # The credits likewise: the read's and the last issue's, within the credits left (a
+        # cycle old, so the last issue's may not be in them yet).
+        hdr_need = Signal(len(n.hdr) + 1, name=f"ch{c}_ld_hdr_need", attrs={"keep": 1})
+        dat_need = Signal(len(n.dat) + 1, name=f"ch{c}_ld_dat_need", attrs={"keep": 1})
+        m.d.comb += [hdr_need.eq(n.hdr + iss.hdr), dat_need.eq(n.dat + iss.dat)]
         # The channel's load issues the read if it is one read and it fits.
         fit = Signal(name=f"ch{c}_ld_room", attrs={"keep": 1})
         m.d.comb += fit.eq(k.ld.one_of[c] & not_below(free, need)
-                           & (room.hdr_free | fits(n.hdr, room_hdr_now))
-                           & (room.dat_free | fits(n.dat, room_dat_now)))
+                           & (room.hdr_free | fits(hdr_need, room.room_hdr))
+                           & (room.dat_free | fits(dat_need, room.room_dat)))
         room_of.append(fit)
     m.d.sync += [v.eq((k.acts[c] == Act.LOAD) & (sel == c) & room_of[c] & tags_now & k.q_room)
                  for c, v in enumerate(k.loading)]

@@ -155,8 +155,7 @@ class Planner(wiring.Component):
         k.ld = load_checks(m, self.slots, ch, k.sel)
         # (every cycle, outside the state machine: only ACT looks at what CALC registered, and
         # CALC's decode would otherwise sit between the room's carry chains)
-        load_read_room(m, ch, k, self.room, self.issue, k.tags_now, k.room_hdr_now,
-                       k.room_dat_now)
+        load_read_room(m, ch, k, self.room, self.issue, k.tags_now)
 
         with m.FSM(name="planner"):
             with m.State("SEL"):
