@@ -82,20 +82,26 @@ _COMMIT = re.compile(r"\bat ([0-9a-f]{7,40})(\+changes)?\b")
 _MARKS = ("**Stale:**", "**Staleness unknown:**")
 
 
+def _git(*args):
+    """``git -C ROOT args``'s standard output, or None when it exits non-zero (``OSError`` and
+    ``subprocess.TimeoutExpired`` propagate)."""
+    out = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True,
+                         timeout=60)
+    return out.stdout if out.returncode == 0 else None
+
+
 def changed_since(commit, paths, to=None):
     """Files of ``paths`` (git pathspecs) that differ between ``commit`` and the working tree
     (or commit ``to``), pure renames left out; ``None`` when a commit is not in this clone or
     git cannot say."""
     try:
-        out = subprocess.run(["git", "-C", str(ROOT), "diff", "--name-status", "-M", commit,
-                              *([to] if to else []), "--", *paths],
-                             capture_output=True, text=True, timeout=60)
+        out = _git("diff", "--name-status", "-M", commit, *([to] if to else []), "--", *paths)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    if out.returncode:
+    if out is None:
         return None
     files = []
-    for line in out.stdout.splitlines():
+    for line in out.splitlines():
         status, *names = line.split("\t")
         if status == "R100":
             continue
@@ -114,14 +120,10 @@ def _neutral_only(commit, path, to):
     the working tree the same as HEAD there) is one of :data:`NEUTRAL`."""
     if not NEUTRAL:
         return False
-    def git(*args):
-        out = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True,
-                             timeout=60)
-        return out.stdout if out.returncode == 0 else None
     try:
-        if to is None and git("diff", "--quiet", "HEAD", "--", path) is None:
+        if to is None and _git("diff", "--quiet", "HEAD", "--", path) is None:
             return False                # changed in the working tree: not shown neutral
-        log = git("log", "--format=%H", f"{commit}..{to or 'HEAD'}", "--", path)
+        log = _git("log", "--format=%H", f"{commit}..{to or 'HEAD'}", "--", path)
     except (OSError, subprocess.TimeoutExpired):
         return False
     changes = (log or "").split()
@@ -151,9 +153,7 @@ def _unchanged_code(commit, old_path, new_path, to):
     """Whether ``new_path`` (at ``to``, or in the working tree) is :func:`same_code` as
     ``old_path`` at ``commit``; False when either cannot be read."""
     def show(rev, path):
-        out = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{path}"],
-                             capture_output=True, text=True, timeout=60)
-        return out.stdout if out.returncode == 0 else None
+        return _git("show", f"{rev}:{path}")
     try:
         old = show(commit, old_path)
         new = show(to, new_path) if to else (ROOT / new_path).read_text()

@@ -132,10 +132,10 @@ not their times, so those are what is compared):
   of them. At 64 KiB blocks the balance turns: MPI alone, its blocks under MVAPICH2's 1 MiB
   staging limit, runs all six recursive-doubling steps host to host on the 4 MiB result and
   copies it back into the GPU, while the hybrid gathers each group's 1 MiB over TCA and leaves
-  MPI the last two steps. The tuning section's 64-node table, built from 16 B-16 KiB blocks,
-  does not know it: it keeps its 16 KiB choice, MPI alone, 7.5% slower than the plain hybrid
-  there (built up to 4 KiB it kept `+hops1+staged`, 1817.7 us at 64 KiB blocks in the
-  tuning sweep at 384c621: 8.4%); the table needs the large sizes in its sweep.
+  MPI the last two steps. With 64 KiB blocks in its sweep the tuning section's 64-node
+  table takes the hybrid along the rings there (`+ring`, 1375.6 us: 0.76 of MPI alone's
+  time), where recursive doubling over a whole 2x8 shares ring cables; built from 16 B-16 KiB
+  blocks it had kept MPI alone, 31% slower.
 - **Smaller TCA groups do not help** (000 section 6.2's idea, the first measurement of the
   issue's item 4: multi-hop TCA steps sent over InfiniBand instead). On 32 nodes with groups of
   8 and 4 (each 2x8 split in 2 and 4), Broadcast 8 B falls from 1.25 to 1.01 and 0.89,

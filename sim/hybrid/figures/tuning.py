@@ -188,25 +188,28 @@ NOTES = """
   Allgather's hybrid at 16-64 B and 1 KiB blocks, MPI alone at 128 B, `+hops1+staged` at 512 B
   (level with MPI alone, 43.3 us), `+ring` at 2-4 KiB. Its worst, 1.006 at 16 B blocks, is the
   best choice itself run again (`tuned` runs in a simulation of its own, after other runs).
-- **64 nodes, the whole machine** (4 x 2x8, four groups; Allgather blocks of 16 B-16 KiB,
-  Broadcasts of 8 B, 2 KiB and 32 KiB: a 64-node run of one choice at 16 KiB blocks takes
-  minutes): the hybrid wins nowhere. MPI alone is the best choice for the 8 B and 2 KiB
-  Broadcast (22.1 and 31.7 us; the plain hybrid 23.6 and 58.0) and for 16 B and 16 KiB
-  Allgather blocks (28.7 and 485.3 us; 30.2 and 585.1); at 512 B and 4 KiB blocks and the 32
-  KiB Broadcast the staged hybrid is level with it (`+hops1+staged` 55.3 against 55.3 us and
-  155.8 against 156.8, 487.2 against 485.3 at 16 KiB; `+staged` 111.8 against 113.3). `tuned`
-  takes the best at each measured size (at most 1.003). Between them the table is not checked,
-  and on 32 nodes a table from too few sizes missed MVAPICH2's protocol steps by up to 1.9x, so
-  sizes between these may be far from the best. Unstaged, the farther TCA steps sent over MPI
-  cost most here: `+hops1` takes 830 us for the 32 KiB Broadcast (`+hops2` 682; 669 on 32
-  nodes), MPI alone 113. Above the table's sizes it goes wrong: at 64 KiB Allgather blocks the
-  plain hybrid is best of those measured (1676 us against MPI alone's 1802, both at 384c621,
-  pending above), but the table keeps its 16 KiB choice there, MPI alone: 1.075 (with
-  the table built up to 4 KiB it kept `+hops1+staged`, 1817.7 us there, also pending above:
-  1.084). The 128 KiB Broadcast is complete: MPI alone is best (299.1 us; `+hops1+staged`
-  308.6, the plain hybrid 389.9, unstaged `+hops1` 2820.9), and the table picks it (1.000).
-  The 64-node sweeps still need the 64 KiB blocks and the 512 KiB Broadcast before the table
-  can be trusted there.
+- **64 nodes, the whole machine** (4 x 2x8, four groups; Allgather blocks of 16 B-64 KiB,
+  Broadcasts of 8 B-512 KiB, five sizes each: one choice of 64 KiB blocks takes up to an hour
+  of simulation, so these were measured a choice or two a command and merged). Up to 16 KiB
+  blocks and at every Broadcast size the hybrid does not win: MPI alone is the best choice for
+  the 8 B and 2 KiB Broadcast (22.1 and 31.7 us; the plain hybrid 23.6 and 58.0) and for 16 B
+  and 16 KiB Allgather blocks (28.7 and 485.3 us; 30.2 and 586.0); at 512 B and 4 KiB blocks
+  and the 32 KiB Broadcast the staged hybrid is level with it (`+hops1+staged` 55.3 against
+  55.3 us and 155.8 against 156.8; `+staged` 111.8 against 113.3). From 128 KiB the Broadcast
+  is MPI alone's (299.1 us at 128 KiB, `+hops1+staged` 308.6; 877.4 us at 512 KiB, the plain
+  hybrid 1238.4, every other choice cut short at MPI alone's time, `--cutoff`). Unstaged, the
+  farther TCA steps sent over MPI cost most: `+hops1` takes 830 us for the 32 KiB Broadcast
+  (`+hops2` 682; 669 on 32 nodes), MPI alone 113. **At 64 KiB blocks the hybrid wins, along
+  the rings**: `+ring` 1375.6 us against MPI alone's 1802.5 (0.763), where recursive doubling
+  over a whole 2x8 puts up to four flows on a ring cable (the plain hybrid 1676.3, `+hops2`
+  1521.6, `+hops1` 1541.6: sending the far steps over InfiniBand instead helps, but less than
+  not sharing the cables). Staged, every hybrid loses there (`+staged` 2364.1,
+  `+ring+staged` 2063.3, `+hops2+staged` 1876.6, `+hops1+staged` 1817.7): its MPI steps
+  move 1-2 MiB a rank through two `cudaMemcpy`. So the 64-node table takes MPI alone at 16
+  KiB and `+ring` from 32 KiB (half-way in log scale), which no size between them checks.
+  `tuned` takes the best at every measured size (at most 1.003). Between the sizes the table
+  is not checked, and on 32 nodes a table from too few sizes missed MVAPICH2's protocol steps
+  by up to 1.9x, so sizes between these may be far from the best.
 """
 
 
