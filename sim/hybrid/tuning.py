@@ -24,7 +24,7 @@ from pathlib import Path
 
 from .algorithms import parse_network
 
-__all__ = ["CHOICES", "build_table", "choose", "load_table", "TABLE_FILE", "table_rows"]
+__all__ = ["CHOICES", "build_table", "choose", "fastest_times", "load_table", "TABLE_FILE", "table_rows"]
 
 #: What the table chooses among, per collective (options a machine cannot take, and ``hops``
 #: that leave the groups as they are, are skipped: :func:`peach2.sim.hybrid.sweep.choices`).
@@ -66,6 +66,16 @@ def build_table(times):
         ranges.append([-1, best[-1][1]])
         table[key] = ranges
     return table
+
+
+def fastest_times(times, skip=()):
+    """``{size: ns}``: the fastest measured time (``time_ns``; a run cut short, with
+    ``over_ns``, is not a time) per size in ``times``, of networks not in ``skip``."""
+    best = {}
+    for t in times:
+        if "time_ns" in t and t["network"] not in skip:
+            best[t["size"]] = min(best.get(t["size"], t["time_ns"]), t["time_ns"])
+    return best
 
 
 def choose(table, collective, nodes, groups, size):

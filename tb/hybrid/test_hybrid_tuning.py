@@ -11,7 +11,7 @@ from peach2.sim.hybrid.algorithms import parse_network
 from peach2.sim.hybrid.launch import parse_run
 from peach2.sim.hybrid.saved import stamp_tuning, tuning_runs
 from peach2.sim.hybrid.sweep import choices, merge_tuning, tuning_table_text
-from peach2.sim.hybrid.tuning import build_table, choose, load_table, table_rows
+from peach2.sim.hybrid.tuning import build_table, choose, fastest_times, load_table, table_rows
 from peach2.sim.system import MachinePlan
 
 SPLIT = Groups(MachinePlan("2x4", 1), per_subcluster=2)          # 000 Figure 11, 8 nodes
@@ -318,6 +318,17 @@ def test_a_choice_cut_short_counts_when_its_bound_is_above_the_fastest():
         "`hybrid+staged`.", ""]
 
 
+def test_fastest_times_skips_bounds_and_the_networks_named():
+    times = [{"network": "mpi", "size": 8, "time_ns": 300},
+             {"network": "hybrid", "size": 8, "time_ns": 200},
+             {"network": "hybrid+staged", "size": 8, "over_ns": 100},    # cut: a bound only
+             {"network": "hybrid+staged", "size": 64, "over_ns": 900},
+             {"network": "hybrid", "size": 512, "time_ns": 700}]
+    assert fastest_times(times) == {8: 200, 512: 700}
+    assert fastest_times(times, skip=["hybrid"]) == {8: 300}
+    assert fastest_times([]) == {}
+
+
 def test_cut_choices_show_their_bound_in_the_table():
     row = dict(_row(65536, "hybrid"), times={"mpi": 1800e3, "hybrid": 1600e3},
                over={"hybrid+staged": 1600e3})
@@ -329,6 +340,7 @@ def test_cutoff_sweep_runs_each_network_alone_and_cuts_at_the_fastest(monkeypatc
     """With ``cutoff`` each network runs in simulations of its own, each size's limit the
     fastest time before it (kept times of other networks first); a cut run ends its
     simulation, so the network's sizes after it run in a new one."""
+    import peach2.sim.hybrid.cutoff as cutoff
     import peach2.sim.hybrid.sweep as sweep
     took = {("mpi", 8): 100, ("mpi", 64): 200, ("mpi", 512): 900,
             ("hybrid", 8): 90, ("hybrid", 64): 500, ("hybrid", 512): 800}
@@ -350,7 +362,8 @@ def test_cutoff_sweep_runs_each_network_alone_and_cuts_at_the_fastest(monkeypatc
                 break
             out.append({"network": r["network"], "size": size, "cut": False, "time_ns": t})
         return {"preset": "P", "runs": out}
-    monkeypatch.setattr(sweep, "run", fake_run)
+    monkeypatch.setattr(sweep, "run", fake_run)      # the tuned run
+    monkeypatch.setattr(cutoff, "run", fake_run)     # the fixed networks' runs
     machine = {"collective": "broadcast", "nodes": 8, "groups": 2}
     kept = dict(machine, rows=[], runs=[{}], times=[
         dict(machine, network="hybrid+staged", size=512, time_ns=850, run=0),

@@ -10,7 +10,7 @@ from pathlib import Path
 from peach2.sim.run.provenance import run_sentence
 
 from ..saved import tuning_runs
-from ..tuning import table_rows
+from ..tuning import fastest_times, table_rows
 from .collectives import save_figure, size_text
 
 __all__ = ["LIMIT", "MACHINES", "NOTES", "PLOT_MACHINES", "plot_name", "plot", "section",
@@ -95,10 +95,10 @@ def stamp_lines(machine):
 def pending_lines(machine):
     """A line naming the sizes of ``machine`` whose choices are not all measured yet (no row,
     not in the table: :func:`peach2.sim.hybrid.sweep.merge_tuning`), and which are."""
-    out = []
+    out, fastest_at = [], fastest_times(machine.get("times", ()))
     for size in machine.get("pending", ()):
         here = [t for t in machine["times"] if t["size"] == size]
-        fastest = min((t["time_ns"] for t in here if "time_ns" in t), default=float("inf"))
+        fastest = fastest_at.get(size, float("inf"))
         again = [t["network"] for t in here if t.get("over_ns", fastest) < fastest]
         have = [t["network"] for t in here]
         out.append(f"{size_text(size)}: {len(here)} of {len(machine['networks'])} choices "
