@@ -46,7 +46,14 @@ CH_CTRL_FIELDS = (
     ("start", 0, 1, "walk the chain from CH_HEAD"),
     ("reg_start", 1, 1, "run register-mode slots 0 .. slots-1"),
     ("abort", 2, 1, "stop the running chain (error ABORTED); ignored once its last read is issued"),
-    ("slots", 8, 3, "register mode: number of slots, 1..4"),
+    ("queue", 3, 1, "with reg_start: the slots are a queue (0..4 to start with): the channel runs "
+                    "what is appended and waits when none is left, until stop"),
+    ("append", 4, 1, "a queue: slots more slots follow the last appended (slot numbers wrap "
+                     "after 3); refused (CH_STATUS.append_refused) unless the channel runs a "
+                     "queue not stopped and at most 4 slots are then held"),
+    ("stop", 5, 1, "a queue: end once the slots appended are done (busy falls, no error); "
+                   "refused unless the channel runs a queue"),
+    ("slots", 8, 3, "register mode: number of slots, 1..4 (a queue: 0..4); append: 1..4"),
     ("adj", 16, 6, "with start: descriptors of the head's size that follow it immediately in "
                    "memory, fetched with it, up to 63 (the most of this and CH_HEAD[4:1])"),
 )
@@ -55,7 +62,12 @@ CH_CTRL_FIELDS = (
 CH_STATUS_FIELDS = (
     ("busy", 0, 1, "the channel runs a chain"),
     ("start_ignored", 1, 1, "a start arrived while busy"),
+    ("append_refused", 2, 1, "an append or stop was refused since the last accepted start"),
+    ("slot_refused", 3, 1, "a SLOT write to a slot the channel holds was dropped since the last "
+                           "accepted start"),
     ("error", 4, 4, "error code of the last chain (DMA_ERROR)"),
+    ("held", 8, 3, "register mode: slots held (started or appended, not yet closed), 0..4"),
+    ("tail", 12, 2, "a queue: the slot the next append starts at"),
 )
 
 #: PUT_STATUS (the put engine's ``status``).
@@ -82,6 +94,11 @@ class DmaControlSignature(wiring.Signature):
         Register-mode slot ``N_DMA_SLOTS * c + s``: the SLOT_*[c][s] registers at the byte
         offsets of the same fields in a descriptor (``DMA_SLOT_MEMBERS`` of the register map);
         the bytes no slot register covers (``next``, ``reserved``) are 0.
+    slot_held : In(N_DMA_CHANNELS * N_DMA_SLOTS)
+        Per slot, registered: its channel holds it (started or appended, not yet closed); a
+        write to it is dropped.
+    slot_refused : Out(ArrayLayout(1, N_DMA_CHANNELS))
+        A one-cycle strobe per channel a write to one of whose held slots was dropped.
     ch_status, ch_desc_done, ch_bytes_lo, ch_bytes_hi, ch_desc_addr_lo, ch_desc_addr_hi
         : In(ArrayLayout(32, N_DMA_CHANNELS)) -- the channels' status registers, read as given.
     """
@@ -97,6 +114,8 @@ class DmaControlSignature(wiring.Signature):
             "ch_ctrl_stb":     Out(data.ArrayLayout(1, N_DMA_CHANNELS)),
             "ch_ctrl_data":    Out(32),
             "slots":           Out(data.ArrayLayout(Descriptor, N_DMA_CHANNELS * N_DMA_SLOTS)),
+            "slot_held":       In(N_DMA_CHANNELS * N_DMA_SLOTS),
+            "slot_refused":    Out(data.ArrayLayout(1, N_DMA_CHANNELS)),
             "ch_status":       In(arr),
             "ch_desc_done":    In(arr),
             "ch_bytes_lo":     In(arr),

@@ -12,7 +12,14 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..params import DEFAULT_BUFFER_BEATS, DEFAULT_DMA_BUFFER, DEFAULT_DMA_TAGS, DEFAULT_N_ROUTES
+from ..params import (
+    DEFAULT_BUFFER_BEATS,
+    DEFAULT_DMA_BUFFER,
+    DEFAULT_DMA_TAGS,
+    DEFAULT_N_ROUTES,
+    N_DMA_CHANNELS,
+    N_DMA_SLOTS,
+)
 from ..router.common import RouteEntry
 from ..signatures import DmaControlSignature
 from ..tlp.stream import TLPBeat, TLPStream
@@ -234,6 +241,9 @@ class CSR(wiring.Component):
         # -- storage, counters and what each DW reads -----------------------------------------
         reads = {}      # DW index -> value
         rm = self.regmap
+        # A register-mode slot its channel holds is not written (the DMA may be loading it):
+        # the write is dropped and the channel told (CH_STATUS.slot_refused).
+        refused = [Const(0, 1)] * N_DMA_CHANNELS
         for reg in rm:
             for flat, offset in reg.elements():
                 dw = offset >> 2
@@ -244,7 +254,15 @@ class CSR(wiring.Component):
                     reads[dw] = Value.cast(self.port(reg, flat)) & reg.mask
                 elif reg.access is Access.RW:
                     store = Signal(reg.width, init=reg.value, name=f"reg_{reg.port_name}{suffix}")
-                    with m.If(_written(w, dw)):
+                    write = _written(w, dw)
+                    if reg.group == "SLOT":
+                        # (or in the cycle the channel's CH_CTRL strobe is out: an append's
+                        # slots are in ``slot_held`` from the next)
+                        held = self.dma.slot_held[flat] | self.dma.ch_ctrl_stb[flat // N_DMA_SLOTS]
+                        refused[flat // N_DMA_SLOTS] = refused[flat // N_DMA_SLOTS] \
+                            | write & held
+                        write = write & ~held
+                    with m.If(write):
                         m.d.sync += store.eq(((store & ~w.mask) | (w.data & w.mask)) & reg.mask)
                     m.d.comb += self.port(reg, flat).eq(store)
                     reads[dw] = store
@@ -252,6 +270,8 @@ class CSR(wiring.Component):
                     self._counters[flat] = reads[dw] = Signal(
                         self._counter_width, name=f"count_{reg.element_name(flat).lower()}"
                         .replace("[", "_").replace("]", ""))
+        for c in range(N_DMA_CHANNELS):
+            m.d.comb += self.dma.slot_refused[c].eq(refused[c])
         return reads
 
     def _actions_and_counters(self, m, w):

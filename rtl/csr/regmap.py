@@ -131,6 +131,13 @@ descriptor format is in `docs/dma.md` (generated from `rtl/dma/descriptor.py`).
   `control.end`.
 - Register mode: write slots `0 .. n-1` of the channel (the same fields as a descriptor,
   without `next`), then `CH_CTRL` with `reg_start` and `slots` = n.  No descriptor is fetched.
+- Queue mode (register mode appended while it runs): `CH_CTRL` with `reg_start`, `queue` and
+  `slots` = n (0..4) runs slots `0 .. n-1`, then waits (busy); write the next slots (after
+  the last appended, wrapping after 3) and `CH_CTRL` with `append` and `slots` = k to run
+  them; `CH_CTRL.stop` ends the queue once they are done.  At most four slots are held
+  (`CH_STATUS.held`: appended, not yet closed); a held slot is not written (the write is
+  dropped, `CH_STATUS.slot_refused`), an append that would hold more is refused
+  (`CH_STATUS.append_refused`), and neither changes what runs.
 - A start clears `CH_DESC_DONE`, `CH_BYTES` and the error code.  A start while the channel is
   busy is ignored and sets `CH_STATUS.start_ignored` (cleared by the next accepted start).
 - `CH_STATUS.busy` falls when the last descriptor is done or after a fault, once every read the

@@ -66,6 +66,24 @@ def channel_registers(nxt, nxt_valid, note):
         regmode=per_chan("regmode", 1),
         slot=per_chan("slot", 3),
         nslots=per_chan("nslots", 3),
+        # A register-mode queue (``CH_CTRL.queue``): the slot after the last appended (``slot``
+        # and ``tail`` count modulo 8, a slot's number is their low two bits), stopped
+        # (``qstop``: ends once ``slot`` reaches ``tail``), and whether a slot is left to load,
+        # registered from the tail after this cycle's append: ``has_slot`` (``slot`` is not
+        # the tail) and ``has_after`` (nor the slot after it), which a load looks at the cycle
+        # after a close moved ``slot`` (``closed_d``; the planner may pick the channel again
+        # in the action that closes its slot).
+        queue=per_chan("queue", 1),
+        tail=per_chan("tail", 3),
+        qstop=per_chan("qstop", 1),
+        has_slot=per_chan("has_slot", 1),
+        has_after=per_chan("has_after", 1),
+        closed_d=per_chan("closed_d", 1),
+        # Slots held (started or appended, not closed), registered from the control write's
+        # next values, and the sticky refusals of CH_STATUS.
+        held=per_chan("held", 3),
+        app_refused=per_chan("append_refused", 1),
+        slot_refused=per_chan("slot_refused", 1),
         pending=per_chan("pending", 8),     # queue entries not yet retired
         desc_done=per_chan("desc_done", 32),
         nbytes=per_chan("bytes", 64),
@@ -120,7 +138,11 @@ def control(m, pl, ch):
         m.d.comb += [
             field(status, "busy", CH_STATUS).eq(st[c] != Chan.IDLE),
             field(status, "start_ignored", CH_STATUS).eq(ch.ignored[c]),
+            field(status, "append_refused", CH_STATUS).eq(ch.app_refused[c]),
+            field(status, "slot_refused", CH_STATUS).eq(ch.slot_refused[c]),
             field(status, "error", CH_STATUS).eq(ch_err[c]),
+            field(status, "held", CH_STATUS).eq(ch.held[c]),
+            field(status, "tail", CH_STATUS).eq(ch.tail[c][:2]),
             pl.ch_status[c].eq(status),
             pl.ch_desc_done[c].eq(ch.desc_done[c]),
             pl.ch_bytes_lo[c].eq(ch.nbytes[c][:32]),
@@ -143,7 +165,7 @@ def control(m, pl, ch):
         accept = stb & (start | rstart) & ~busy
         lo = pl.ch_head_lo[c]
         ch.abort_set.append(stb & field(ctrl, "abort", CH_CTRL) & _stoppable(st[c])
-                            | accept & ~start & ((n == 0) | (n > N_DMA_SLOTS))
+                            | accept & ~start & _bad_count(n, field(ctrl, "queue", CH_CTRL))
                             | accept & start & lo[0] & lo[5])
         ch.abort_clear.append(accept)
     for c in range(NC):
@@ -165,6 +187,8 @@ def control(m, pl, ch):
                     ch.ignored[c].eq(0), ch_err[c].eq(0),
                     ch.unroutable[c].eq(0), ch.desc_done[c].eq(0), ch.nbytes[c].eq(0),
                     ch.regmode[c].eq(~start), ch.slot[c].eq(0), ch.nslots[c].eq(n),
+                    ch.queue[c].eq(~start & field(ctrl, "queue", CH_CTRL)), ch.qstop[c].eq(0),
+                    ch.app_refused[c].eq(0), ch.slot_refused[c].eq(0),
                     cur_addr[c].eq(head & ~0x1f),
                     ch.start_d[c].eq(start),
                 ]
@@ -176,11 +200,71 @@ def control(m, pl, ch):
                                  fault_addr[c].eq(head & ~0x1f)]
                 with m.Elif(start):
                     m.d.sync += st[c].eq(Chan.WAIT)
-                with m.Elif((n == 0) | (n > N_DMA_SLOTS)):
+                with m.Elif(_bad_count(n, field(ctrl, "queue", CH_CTRL))):
                     m.d.sync += [st[c].eq(Chan.DRAIN), ch_err[c].eq(DmaError.DESC_MALFORMED),
                                  cur_addr[c].eq(0), fault_addr[c].eq(0)]
                 with m.Else():
                     m.d.sync += [st[c].eq(Chan.WAIT), cur_addr[c].eq(0)]
+    queue_control(m, pl, ch)
+
+
+def _bad_count(n, queue):
+    """A register-mode start's slot count is malformed: 1..4 slots (a queue: 0..4)."""
+    return (n > N_DMA_SLOTS) | (n == 0) & ~queue
+
+
+def queue_control(m, pl, ch):
+    """A register-mode queue's appends and stop (``CH_CTRL.append``, ``stop``), the slots the
+    channels hold (``slot_held``: the register block drops a write to one) and the refusals.
+
+    ``slot`` and ``tail`` count modulo 8, so ``tail - slot`` is the slots held (0..4, the one
+    running included).  An append is taken when the channel runs a queue that is not stopped
+    (WAIT or RUN) and at most four slots would then be held, counted from this cycle's ``slot``
+    and ``tail`` (a close in the same cycle only frees one).  The held slots are registered
+    from the control write's next values, so a SLOT write right after an append (the next DW)
+    already finds the appended slots held; a close frees its slot a cycle late."""
+    ctrl = pl.ch_ctrl_data
+    for c in range(N_DMA_CHANNELS):
+        st, stb = ch.st[c], pl.ch_ctrl_stb[c]
+        running = (st == Chan.WAIT) | (st == Chan.RUN)
+        k = field(ctrl, "slots", CH_CTRL)
+        append, stop = field(ctrl, "append", CH_CTRL), field(ctrl, "stop", CH_CTRL)
+        rstart, qbit = field(ctrl, "reg_start", CH_CTRL), field(ctrl, "queue", CH_CTRL)
+        start = field(ctrl, "start", CH_CTRL)
+        is_q = ch.regmode[c] & ch.queue[c] & running
+        held_now = (ch.tail[c] - ch.slot[c])[:3]
+        # The control write is not a start of another kind (a start wins: an append or stop
+        # in the start's own write is refused with it when the start is ignored).
+        plain = ~start & ~rstart & ~field(ctrl, "abort", CH_CTRL)
+        take_app = Signal(name=f"ch{c}_take_append")
+        take_stop = Signal(name=f"ch{c}_take_stop")
+        m.d.comb += [
+            take_app.eq(stb & plain & append & is_q & ~ch.qstop[c] & (k != 0)
+                        & (k <= N_DMA_SLOTS) & ((held_now + k)[:4] <= N_DMA_SLOTS)),
+            take_stop.eq(stb & plain & stop & is_q),
+        ]
+        with m.If(stb & plain & (append & ~take_app | stop & ~is_q)):
+            m.d.sync += ch.app_refused[c].eq(1)
+        with m.If(take_stop):
+            m.d.sync += ch.qstop[c].eq(1)
+        # The tail after this cycle, and the slots held from it.
+        acc_r = stb & rstart & ~start & (st == Chan.IDLE)
+        tail_nx = Signal(3, name=f"ch{c}_tail_nx")
+        m.d.comb += tail_nx.eq(Mux(acc_r, k, Mux(take_app, ch.tail[c] + k, ch.tail[c])))
+        m.d.sync += ch.tail[c].eq(tail_nx)
+        m.d.sync += [ch.has_slot[c].eq(ch.slot[c] != tail_nx),
+                     ch.has_after[c].eq(ch.slot[c] + 1 != tail_nx)]
+        first = Mux(acc_r, 0, ch.slot[c])
+        last = Mux(Mux(acc_r, qbit, ch.queue[c]), tail_nx, Mux(acc_r, k, ch.nslots[c]))
+        on = acc_r & ~_bad_count(k, qbit) | ch.regmode[c] & (st != Chan.IDLE)
+        held_nx = Signal(3, name=f"ch{c}_held_nx")
+        m.d.comb += held_nx.eq(Mux(on, last - first, 0))
+        m.d.sync += ch.held[c].eq(held_nx)
+        for s in range(N_DMA_SLOTS):
+            m.d.sync += pl.slot_held[N_DMA_SLOTS * c + s].eq(
+                ((s - first)[:2] < held_nx) & (held_nx != 0))
+        with m.If(pl.slot_refused[c]):
+            m.d.sync += ch.slot_refused[c].eq(1)
 
 
 def _stoppable(state):

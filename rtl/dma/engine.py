@@ -89,6 +89,9 @@ class DMA(wiring.Component):
     ch_ctrl_stb : In(ArrayLayout(1, 4)) ; ch_ctrl_data : In(32)
     slots : In(ArrayLayout(Descriptor, 16))
         Register-mode slot ``4 * c + s``.
+    slot_held : Out(16) ; slot_refused : In(ArrayLayout(1, 4))
+        The slots the channels hold (a write to one is dropped), and per channel a strobe when
+        one was.
     ch_status, ch_desc_done, ch_bytes_lo, ch_bytes_hi, ch_desc_addr_lo, ch_desc_addr_hi
         : Out(ArrayLayout(32, 4)) -- the status registers.
     cpl_space : In(20)
@@ -199,7 +202,8 @@ class DMA(wiring.Component):
             pl.mrrs_m1.eq(mrrs_m1), pl.min_mask.eq(min_mask),
             pl.ch_head_lo.eq(self.ch_head_lo), pl.ch_head_hi.eq(self.ch_head_hi),
             pl.ch_ctrl_stb.eq(self.ch_ctrl_stb), pl.ch_ctrl_data.eq(self.ch_ctrl_data),
-            pl.slots.eq(self.slots),
+            pl.slots.eq(self.slots), pl.slot_refused.eq(self.slot_refused),
+            self.slot_held.eq(pl.slot_held),
             self.ch_status.eq(pl.ch_status), self.ch_desc_done.eq(pl.ch_desc_done),
             self.ch_bytes_lo.eq(pl.ch_bytes_lo), self.ch_bytes_hi.eq(pl.ch_bytes_hi),
             self.ch_desc_addr_lo.eq(pl.ch_desc_addr_lo),

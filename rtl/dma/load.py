@@ -62,7 +62,15 @@ def load_checks(m, slots, ch, sel):
                                note[c].bad))
         bad_of.append(bad)
     ld.bad_now = select(bad_of, sel)
-    ld.ok_now = regm | nxt_valid[sel]
+    # Something to load: a register-mode slot (in a queue, one appended and not loaded yet),
+    # or a staged descriptor.
+    ok_of = []
+    for c in range(N_DMA_CHANNELS):
+        ok = Signal(name=f"ch{c}_ld_ok")
+        left = Mux(ch.closed_d[c], ch.has_after[c], ch.has_slot[c])
+        m.d.comb += ok.eq(Mux(ch.regmode[c], ~ch.queue[c] | left, nxt_valid[c]))
+        ok_of.append(ok)
+    ld.ok_now = select(ok_of, sel)
     # Which case the load is (see follow_chain), from the staged descriptor's note: each case
     # per channel first (a good staged descriptor, not register mode: the slots' checks stay
     # out of these), then the selected channel's.
@@ -179,7 +187,7 @@ def load(m, ch, sel, ld, push, room):
         pass
     with m.Elif(ld.bad):
         # Reported in order, behind the earlier descriptors' writes (a FAULT entry).
-        here = Mux(regm, ch.slot[sel], Cat(Const(0, 5), ptr[5:]))
+        here = Mux(regm, ch.slot[sel][:2], Cat(Const(0, 5), ptr[5:]))
         push(Kind.FAULT, room, code=DmaError.DESC_MALFORMED, desc=here)
         with m.If(room):
             m.d.sync += ch.cur_addr[sel].eq(here)
@@ -189,13 +197,15 @@ def load(m, ch, sel, ld, push, room):
             ch.cur[sel].count.eq(Mux(ext, d.count, 1)),
             ch.sgap1[sel].eq(Mux(ext, d.src_gap, 0) + 1),
             ch.dgap1[sel].eq(Mux(ext, d.dst_gap, 0) + 1),
-            ch.cur_addr[sel].eq(Mux(regm, ch.slot[sel], Cat(Const(0, 5), ptr[5:]))),
+            ch.cur_addr[sel].eq(Mux(regm, ch.slot[sel][:2], Cat(Const(0, 5), ptr[5:]))),
             ch.cur_src[sel].eq(d.src),
             ch.cur_dst[sel].eq(d.dst),
             ch.brem_m1[sel].eq(d.length - 1),
             ch.bbig[sel].eq(ld.big), ch.lbig[sel].eq(ld.big),
             ch.bleft[sel].eq(Mux(ext, d.count, 1)),
-            ch.last_pre[sel].eq(Mux(regm, ch.slot_last[sel], bits(d.control, "end"))),
+            # (a queue's slot is never the last: the channel waits for appends, or a stop)
+            ch.last_pre[sel].eq(Mux(regm, ch.slot_last[sel] & ~ch.queue[sel],
+                                    bits(d.control, "end"))),
         ]
         consume(m, ch, sel)
 

@@ -26,9 +26,9 @@ from .writer import ReportSignature
 __all__ = ["Planner"]
 
 #: The members of :class:`~peach2.signatures.DmaControlSignature` the planner takes.
-_CSR_MEMBERS = ("ch_head_lo", "ch_head_hi", "ch_ctrl_stb", "ch_ctrl_data", "slots", "ch_status",
-                "ch_desc_done", "ch_bytes_lo", "ch_bytes_hi", "ch_desc_addr_lo",
-                "ch_desc_addr_hi")
+_CSR_MEMBERS = ("ch_head_lo", "ch_head_hi", "ch_ctrl_stb", "ch_ctrl_data", "slots",
+                "slot_held", "slot_refused", "ch_status", "ch_desc_done", "ch_bytes_lo",
+                "ch_bytes_hi", "ch_desc_addr_lo", "ch_desc_addr_hi")
 
 
 #: A descriptor fetch's completion credits, counted at the worst for the largest fetch (512
@@ -77,8 +77,8 @@ class Planner(wiring.Component):
         The descriptor rings' staging registers (:class:`~peach2.dma.descring.DescRing`).
     abort, unroutable : Out(4)
         Per channel: stopped by a fault; a write of it found no route.
-    ch_head_lo, ch_head_hi, ch_ctrl_stb, ch_ctrl_data, slots, ch_status, ch_desc_done,
-    ch_bytes_lo, ch_bytes_hi, ch_desc_addr_lo, ch_desc_addr_hi, msi_req
+    ch_head_lo, ch_head_hi, ch_ctrl_stb, ch_ctrl_data, slots, slot_held, slot_refused,
+    ch_status, ch_desc_done, ch_bytes_lo, ch_bytes_hi, ch_desc_addr_lo, ch_desc_addr_hi, msi_req
         As :class:`~peach2.dma.engine.DMA`'s.
     """
 
@@ -130,9 +130,14 @@ class Planner(wiring.Component):
         wants = Signal(NC)
         drained = Signal(NC)
         for c in range(NC):
+            slot_ok = ch.regmode[c] & (~ch.queue[c] | ch.has_slot[c])
             m.d.comb += wants[c].eq((st[c] == Chan.RUN) |
-                                    ((st[c] == Chan.WAIT) & (ch.nxt_valid[c] | ch.regmode[c]
+                                    ((st[c] == Chan.WAIT) & (ch.nxt_valid[c] | slot_ok
                                                              | ch.can_pf[c])))
+            # A stopped queue with nothing left to load drains (no load can be under way: it
+            # needs ``has_slot``, and a stopped queue takes no appends).
+            with m.If(ch.queue[c] & ch.qstop[c] & (st[c] == Chan.WAIT) & ~ch.has_slot[c]):
+                m.d.sync += st[c].eq(Chan.DRAIN)
             # Done draining: nothing of the channel in the queue a cycle ago, nothing entering
             # it then (so nothing is in it now), and nothing entering it now.
             m.d.sync += drained[c].eq((ch.pending[c] == 0) & ~(pq_en & (pq_chan == c)))
@@ -491,6 +496,8 @@ class Planner(wiring.Component):
                 m.d.sync += k.mark_en.eq(1)
             with m.If(closes):
                 m.d.sync += ch.slot[c].eq(ch.slot[c] + 1)
+            # (a queue's load the cycle after looks at ``has_after``, not ``has_slot``)
+            m.d.sync += ch.closed_d[c].eq(closes)
         # The mark's channel: ACT's (``mark_chan`` is looked at only when ``mark_en``).
         m.d.sync += k.mark_chan.eq(k.sel)
 

@@ -15,7 +15,9 @@ and for users scripting a simulation:
   with :class:`peach2.sim.driver.chain.Chain` (``tcaSetDMADesc_Memcpy``) and registered with
   :meth:`Driver.dma_desc_set` (``tcaDescSet``), :meth:`Driver.dma_start` (``tcaStartDMADesc``),
   :meth:`Driver.dma_wait` (``tcaWaitDMADesc``), register mode (:meth:`Driver.dma_reg_set`,
-  :meth:`Driver.dma_reg_start`), :meth:`Driver.dma_abort`, :meth:`Driver.dma_status`.
+  :meth:`Driver.dma_reg_start`), register-mode queues appended while they run
+  (:meth:`Driver.dma_queue_start`, :meth:`Driver.dma_append`, :meth:`Driver.dma_stop`),
+  :meth:`Driver.dma_abort`, :meth:`Driver.dma_status`.
 - Routes: :class:`~peach2.routes.Topology` says which port of which node is cabled to which
   node (rings and the papers' 2xK double ring); :class:`~peach2.routes.AddressMap` places every
   node's region and its host/GPU windows in the shared TCA address space; a
@@ -114,6 +116,7 @@ class Driver:
         self.memory = memory
         self._n_routes = None
         self._announced = {}        # channel: CH_CTRL.adj of its next start (dma_desc_set)
+        self._queue = {}            # channel: its queue's next slot and slots held, as known
 
     # -- registers by name ----------------------------------------------------------------------
 
@@ -486,26 +489,90 @@ class Driver:
             raise ValueError(f"register mode takes 1..{N_DMA_SLOTS} descriptors, not "
                              f"{len(transfers)}")
         for s, t in enumerate(transfers):
-            d = t if isinstance(t, dict) else t.fields()
-            index = (channel, s)
-            await self.write_wide("SLOT_SRC", d["src"], index)
-            await self.write_wide("SLOT_DST", d["dst"], index)
-            await self.write_reg("SLOT_LENGTH", d["length"], index)
-            await self.write_reg("SLOT_CONTROL", d["control"], index)
-            if d["ext"]:
-                await self.write_reg("SLOT_COUNT", d["count"], index)
-                await self.write_reg("SLOT_SRC_GAP", d["src_gap"], index)
-                await self.write_reg("SLOT_DST_GAP", d["dst_gap"], index)
-                if d["seq"]:
-                    await self.write_reg("SLOT_SEQ_VALUE", d["seq_value"], index)
-                    await self.write_wide("SLOT_SEQ_ADDR", d["seq_addr"], index)
+            await self.dma_slot_set(channel, s, t)
         return len(transfers)
+
+    async def dma_slot_set(self, channel, slot, transfer):
+        """Write ``transfer`` (a :class:`peach2.sim.driver.chain.Transfer` or its field dict)
+        into register slot ``slot`` (0..3) of ``channel``.  A slot the channel holds (started
+        or appended and not yet closed, ``CH_STATUS.held``) is not written: the chip drops
+        the write and sets ``CH_STATUS.slot_refused``."""
+        channel = self._channel(channel)
+        if not 0 <= slot < N_DMA_SLOTS:
+            raise IndexError(f"slot {slot} out of range 0..{N_DMA_SLOTS - 1}")
+        d = transfer if isinstance(transfer, dict) else transfer.fields()
+        index = (channel, slot)
+        await self.write_wide("SLOT_SRC", d["src"], index)
+        await self.write_wide("SLOT_DST", d["dst"], index)
+        await self.write_reg("SLOT_LENGTH", d["length"], index)
+        await self.write_reg("SLOT_CONTROL", d["control"], index)
+        if d["ext"]:
+            await self.write_reg("SLOT_COUNT", d["count"], index)
+            await self.write_reg("SLOT_SRC_GAP", d["src_gap"], index)
+            await self.write_reg("SLOT_DST_GAP", d["dst_gap"], index)
+            if d["seq"]:
+                await self.write_reg("SLOT_SEQ_VALUE", d["seq_value"], index)
+                await self.write_wide("SLOT_SEQ_ADDR", d["seq_addr"], index)
 
     async def dma_reg_start(self, channel, slots):
         """Run register-mode slots ``0 .. slots-1`` of ``channel`` (one write, no fetch)."""
         if not 1 <= slots <= N_DMA_SLOTS:
             raise ValueError(f"slots must be 1..{N_DMA_SLOTS}, not {slots}")
         await self.write_reg("CH_CTRL", index=self._channel(channel), reg_start=1, slots=slots)
+
+    async def dma_queue_start(self, channel, transfers=()):
+        """Start ``channel`` as a register-mode queue (``CH_CTRL.queue``, docs/dma.md, "Queue
+        mode") with ``transfers`` (0..4) in slots 0.. : it runs them, then what
+        :meth:`dma_append` adds, and waits (busy) when none is left, until :meth:`dma_stop`.
+        Return the number of slots started."""
+        channel = self._channel(channel)
+        transfers = list(transfers)
+        if len(transfers) > N_DMA_SLOTS:
+            raise ValueError(f"a queue starts with 0..{N_DMA_SLOTS} descriptors, not "
+                             f"{len(transfers)}")
+        for s, t in enumerate(transfers):
+            await self.dma_slot_set(channel, s, t)
+        await self.write_reg("CH_CTRL", index=channel, reg_start=1, queue=1,
+                             slots=len(transfers))
+        self._queue[channel] = {"tail": len(transfers) % N_DMA_SLOTS, "held": len(transfers)}
+        return len(transfers)
+
+    async def dma_append(self, channel, transfers):
+        """Append ``transfers`` (1..4) to ``channel``'s running queue: write them into the
+        slots after the last appended (wrapping after slot 3), then one ``CH_CTRL.append``.
+        Waits (polling ``CH_STATUS.held``) until the queue has room for them, so an append
+        through this method is never refused; one the chip refuses (the channel no longer
+        runs a queue, or too many slots) leaves the queue as it was and shows in
+        :meth:`dma_status` (``append_refused``, ``slot_refused``).  Raises
+        :class:`~peach2.sim.driver.errors.DriverError` if the queue has ended (a fault, an
+        abort) while it waited for room."""
+        channel = self._channel(channel)
+        transfers = list(transfers)
+        if not 1 <= len(transfers) <= N_DMA_SLOTS:
+            raise ValueError(f"an append takes 1..{N_DMA_SLOTS} descriptors, not "
+                             f"{len(transfers)}")
+        q = self._queue.get(channel)
+        if q is None:
+            raise DriverError(f"DMA channel {channel} was not started as a queue "
+                              f"(dma_queue_start)")
+        while q["held"] + len(transfers) > N_DMA_SLOTS:
+            st = await self.read_fields("CH_STATUS", channel)
+            if not st["busy"]:
+                raise DriverError(f"DMA channel {channel}'s queue has ended: "
+                                  f"{await self.dma_status(channel)}")
+            q["held"] = st["held"]
+        for i, t in enumerate(transfers):
+            await self.dma_slot_set(channel, (q["tail"] + i) % N_DMA_SLOTS, t)
+        await self.write_reg("CH_CTRL", index=channel, append=1, slots=len(transfers))
+        q["tail"] = (q["tail"] + len(transfers)) % N_DMA_SLOTS
+        q["held"] += len(transfers)
+
+    async def dma_stop(self, channel):
+        """Stop ``channel``'s queue once what was appended is done (busy then falls, no
+        error; :meth:`dma_wait` waits for it)."""
+        channel = self._channel(channel)
+        await self.write_reg("CH_CTRL", index=channel, stop=1)
+        self._queue.pop(channel, None)
 
     async def dma_abort(self, channel):
         """Stop ``channel``'s chain (it ends with error ABORTED once its reads are done)."""
@@ -514,13 +581,16 @@ class Driver:
     async def dma_status(self, channel):
         """Return ``channel``'s state.
 
-        A dict: ``busy``, ``start_ignored`` (bool), ``error`` (:class:`DmaError`),
-        ``desc_done``, ``bytes``, ``desc_addr`` (ints).
+        A dict: ``busy``, ``start_ignored``, ``append_refused``, ``slot_refused`` (bool),
+        ``error`` (:class:`DmaError`), ``held``, ``tail`` (register mode, a queue: slots held,
+        the next append's slot), ``desc_done``, ``bytes``, ``desc_addr`` (ints).
         """
         channel = self._channel(channel)
         st = await self.read_fields("CH_STATUS", channel)
         return {"busy": bool(st["busy"]), "start_ignored": bool(st["start_ignored"]),
-                "error": DmaError(st["error"]),
+                "append_refused": bool(st["append_refused"]),
+                "slot_refused": bool(st["slot_refused"]), "held": st["held"],
+                "tail": st["tail"], "error": DmaError(st["error"]),
                 "desc_done": await self.read_reg("CH_DESC_DONE", channel),
                 "bytes": await self.read_wide("CH_BYTES", channel),
                 "desc_addr": await self.read_wide("CH_DESC_ADDR", channel)}

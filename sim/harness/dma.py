@@ -80,11 +80,13 @@ class Arena:
 
 @dataclass
 class Job:
-    """One channel start: a chain, or register-mode slots (``reg``)."""
+    """One channel start: a chain, register-mode slots (``reg``), or a register-mode queue
+    (``queue``: ``transfers`` as started and appended, in order; the test appends them)."""
     node: int
     channel: int
     transfers: list
     reg: bool = False
+    queue: bool = False
     chain: Chain = None
     outcome: dma_model.Outcome = None
     status: dict = None
@@ -291,7 +293,10 @@ class DmaHarness:
     def plan(self, job, routable=None, readable=None):
         """Compute the job's expected outcome; arm the completion-write order checks."""
         read = self.read_src(job.node)
-        if job.reg:
+        if job.queue:
+            job.outcome = dma_model.run_queue(job.transfers, read, routable=routable,
+                                              readable=readable)
+        elif job.reg:
             job.outcome = dma_model.run_slots(job.transfers, read, routable=routable,
                                               readable=readable)
         else:
@@ -353,7 +358,8 @@ class DmaHarness:
     def check_job(self, job):
         """Assert the channel's final registers agree with the model's outcome."""
         o = job.outcome
-        what = f"node {job.node} channel {job.channel} ({'reg' if job.reg else 'chain'})"
+        kind = "queue" if job.queue else "reg" if job.reg else "chain"
+        what = f"node {job.node} channel {job.channel} ({kind})"
         if o.error == DmaError.NONE:
             assert job.fault is None, f"{what}: {job.fault}"
             assert (job.status["desc_done"], job.status["bytes"]) == (o.desc_done, o.bytes), \

@@ -8,8 +8,8 @@ registers and the MSIs with what these functions return.
   (the checks of ``docs/dma.md``, error ``DESC_MALFORMED``);
 - :func:`transfer_writes` gives the bytes one descriptor writes, burst by burst, then its
   completion write;
-- :func:`run_chain` / :func:`run_slots` give the whole :class:`Outcome` of a chained or a
-  register-mode start: writes in order, ``CH_DESC_DONE``, ``CH_BYTES``, MSIs, the error code
+- :func:`run_chain` / :func:`run_slots` / :func:`run_queue` give the whole :class:`Outcome` of
+  a chained or a register-mode start, or of a register-mode queue: writes in order, ``CH_DESC_DONE``, ``CH_BYTES``, MSIs, the error code
   and ``CH_DESC_ADDR`` of a fault the model can foresee (a malformed descriptor, an unroutable
   destination, a read of source memory that fails);
 - :func:`write_tlps` / :func:`read_requests` give the memory writes a burst is cut into (at
@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 
 from peach2.dma import descriptor
 from peach2.dma.common import MAX_ANNOUNCED
-from peach2.params import DmaError
+from peach2.params import N_DMA_SLOTS, DmaError
 
 __all__ = ["Outcome", "MalformedDescriptor", "check_descriptor", "walk_chain",
-           "transfer_writes", "run_chain", "run_slots", "apply", "write_tlps",
+           "transfer_writes", "run_chain", "run_slots", "run_queue", "apply", "write_tlps",
            "read_requests", "bursts"]
 
 _U64 = (1 << 64) - 1
@@ -246,18 +246,33 @@ def run_slots(slots, read_src, *, routable=None, readable=None):
     ``slots`` are :class:`~peach2.sim.driver.chain.Transfer` s or field dicts; ``next`` and ``end`` are
     ignored.  ``CH_DESC_ADDR`` of a fault is the slot number.
     """
-    items = []
     if not slots:
         return Outcome(error=DmaError.DESC_MALFORMED, desc_addr=0)
+    if len(slots) > N_DMA_SLOTS:
+        raise ValueError(f"a register-mode start takes 1..{N_DMA_SLOTS} slots, not {len(slots)}")
+    return _run_slots(slots, read_src, routable, readable)
+
+
+def run_queue(slots, read_src, *, routable=None, readable=None):
+    """Return the :class:`Outcome` of a register-mode queue (``CH_CTRL.queue``) that ran
+    ``slots`` in order, as started and appended (any number, 0 included), then was stopped.
+
+    Slot ``i`` of the queue is register slot ``i % 4``: a fault's ``CH_DESC_ADDR``.  A fault
+    ends the queue as it ends a register-mode start: the slots after it are not run."""
+    return _run_slots(slots, read_src, routable, readable)
+
+
+def _run_slots(slots, read_src, routable, readable):
+    items = []
     for i, s in enumerate(slots):
         d = _fields(s)
         reason = check_descriptor(d, register_mode=True)
         if reason is not None:
             o = _run(items, read_src, routable, readable, True)
             if o.error == DmaError.NONE:
-                o.error, o.desc_addr = DmaError.DESC_MALFORMED, i
+                o.error, o.desc_addr = DmaError.DESC_MALFORMED, i % N_DMA_SLOTS
             return o
-        items.append((i, d))
+        items.append((i % N_DMA_SLOTS, d))
     return _run(items, read_src, routable, readable, True)
 
 
