@@ -96,9 +96,10 @@ class DmaControlSignature(wiring.Signature):
         the bytes no slot register covers (``next``, ``reserved``) are 0.
     slot_held : In(N_DMA_CHANNELS * N_DMA_SLOTS)
         Per slot, registered: its channel holds it (started or appended, not yet closed); a
-        write to it is dropped.
+        write to it is dropped, as is a write to a slot of a channel whose CH_CTRL was written
+        in the last two cycles (while the write's changes reach ``slot_held``).
     slot_refused : Out(ArrayLayout(1, N_DMA_CHANNELS))
-        A one-cycle strobe per channel a write to one of whose held slots was dropped.
+        A one-cycle strobe per channel a write to one of whose slots was dropped (registered).
     ch_status, ch_desc_done, ch_bytes_lo, ch_bytes_hi, ch_desc_addr_lo, ch_desc_addr_hi
         : In(ArrayLayout(32, N_DMA_CHANNELS)) -- the channels' status registers, read as given.
     """

@@ -244,6 +244,11 @@ class CSR(wiring.Component):
         # A register-mode slot its channel holds is not written (the DMA may be loading it):
         # the write is dropped and the channel told (CH_STATUS.slot_refused).
         refused = [Const(0, 1)] * N_DMA_CHANNELS
+        ctrl_recent = []
+        for c in range(N_DMA_CHANNELS):
+            stb_d = Signal(name=f"ch{c}_ctrl_stb_d")
+            m.d.sync += stb_d.eq(self.dma.ch_ctrl_stb[c])
+            ctrl_recent.append(self.dma.ch_ctrl_stb[c] | stb_d)
         for reg in rm:
             for flat, offset in reg.elements():
                 dw = offset >> 2
@@ -256,9 +261,9 @@ class CSR(wiring.Component):
                     store = Signal(reg.width, init=reg.value, name=f"reg_{reg.port_name}{suffix}")
                     write = _written(w, dw)
                     if reg.group == "SLOT":
-                        # (or in the cycle the channel's CH_CTRL strobe is out: an append's
-                        # slots are in ``slot_held`` from the next)
-                        held = self.dma.slot_held[flat] | self.dma.ch_ctrl_stb[flat // N_DMA_SLOTS]
+                        # (or in the two cycles after the channel's CH_CTRL write, while
+                        # what it changes reaches ``slot_held``)
+                        held = self.dma.slot_held[flat] | ctrl_recent[flat // N_DMA_SLOTS]
                         refused[flat // N_DMA_SLOTS] = refused[flat // N_DMA_SLOTS] \
                             | write & held
                         write = write & ~held
@@ -271,7 +276,7 @@ class CSR(wiring.Component):
                         self._counter_width, name=f"count_{reg.element_name(flat).lower()}"
                         .replace("[", "_").replace("]", ""))
         for c in range(N_DMA_CHANNELS):
-            m.d.comb += self.dma.slot_refused[c].eq(refused[c])
+            m.d.sync += self.dma.slot_refused[c].eq(refused[c])
         return reads
 
     def _actions_and_counters(self, m, w):

@@ -69,15 +69,22 @@ def channel_registers(nxt, nxt_valid, note):
         # A register-mode queue (``CH_CTRL.queue``): the slot after the last appended (``slot``
         # and ``tail`` count modulo 8, a slot's number is their low two bits), stopped
         # (``qstop``: ends once ``slot`` reaches ``tail``), and whether a slot is left to load,
-        # registered from the tail after this cycle's append: ``has_slot`` (``slot`` is not
-        # the tail) and ``has_after`` (nor the slot after it), which a load looks at the cycle
-        # after a close moved ``slot`` (``closed_d``; the planner may pick the channel again
-        # in the action that closes its slot).
+        # registered: ``has_slot`` (``slot`` is not the tail) and ``has_after`` (nor the slot
+        # after it), which a load looks at the cycle after a close moved ``slot``
+        # (``closed_d``; the planner may pick the channel again in the action that closes its
+        # slot); an append a cycle ago (``app_d``) is not in them yet.
         queue=per_chan("queue", 1),
         tail=per_chan("tail", 3),
         qstop=per_chan("qstop", 1),
         has_slot=per_chan("has_slot", 1),
         has_after=per_chan("has_after", 1),
+        app_d=per_chan("app_d", 1),
+        # A stopped queue has nothing left (``qdone``, registered): it drains, a cycle later,
+        # as a stopped channel does (``to_drain``: ``abort`` or that, registered, so the
+        # state's update has no input more than before queues; a fault's stop reaches the
+        # state a cycle after ``abort``, while ``abort`` already holds the channel's actions).
+        qdone=per_chan("qdone", 1),
+        to_drain=per_chan("to_drain", 1),
         closed_d=per_chan("closed_d", 1),
         # Slots held (started or appended, not closed), registered from the control write's
         # next values, and the sticky refusals of CH_STATUS.
@@ -220,16 +227,17 @@ def queue_control(m, pl, ch):
     ``slot`` and ``tail`` count modulo 8, so ``tail - slot`` is the slots held (0..4, the one
     running included).  An append is taken when the channel runs a queue that is not stopped
     (WAIT or RUN) and at most four slots would then be held, counted from this cycle's ``slot``
-    and ``tail`` (a close in the same cycle only frees one).  The held slots are registered
-    from the control write's next values, so a SLOT write right after an append (the next DW)
-    already finds the appended slots held; a close frees its slot a cycle late."""
+    and ``tail`` (a close in the same cycle only frees one).  The held slots (``slot_held``)
+    follow the registers a cycle late; the register block covers the gap (it drops a
+    channel's SLOT writes in the two cycles after its CH_CTRL strobe), and a close frees its
+    slot a cycle late."""
     ctrl = pl.ch_ctrl_data
     for c in range(N_DMA_CHANNELS):
         st, stb = ch.st[c], pl.ch_ctrl_stb[c]
         running = (st == Chan.WAIT) | (st == Chan.RUN)
         k = field(ctrl, "slots", CH_CTRL)
         append, stop = field(ctrl, "append", CH_CTRL), field(ctrl, "stop", CH_CTRL)
-        rstart, qbit = field(ctrl, "reg_start", CH_CTRL), field(ctrl, "queue", CH_CTRL)
+        rstart = field(ctrl, "reg_start", CH_CTRL)
         start = field(ctrl, "start", CH_CTRL)
         is_q = ch.regmode[c] & ch.queue[c] & running
         held_now = (ch.tail[c] - ch.slot[c])[:3]
@@ -247,22 +255,24 @@ def queue_control(m, pl, ch):
             m.d.sync += ch.app_refused[c].eq(1)
         with m.If(take_stop):
             m.d.sync += ch.qstop[c].eq(1)
-        # The tail after this cycle, and the slots held from it.
+        # The tail: a register-mode start's count, plus each append's.
         acc_r = stb & rstart & ~start & (st == Chan.IDLE)
-        tail_nx = Signal(3, name=f"ch{c}_tail_nx")
-        m.d.comb += tail_nx.eq(Mux(acc_r, k, Mux(take_app, ch.tail[c] + k, ch.tail[c])))
-        m.d.sync += ch.tail[c].eq(tail_nx)
-        m.d.sync += [ch.has_slot[c].eq(ch.slot[c] != tail_nx),
-                     ch.has_after[c].eq(ch.slot[c] + 1 != tail_nx)]
-        first = Mux(acc_r, 0, ch.slot[c])
-        last = Mux(Mux(acc_r, qbit, ch.queue[c]), tail_nx, Mux(acc_r, k, ch.nslots[c]))
-        on = acc_r & ~_bad_count(k, qbit) | ch.regmode[c] & (st != Chan.IDLE)
-        held_nx = Signal(3, name=f"ch{c}_held_nx")
-        m.d.comb += held_nx.eq(Mux(on, last - first, 0))
-        m.d.sync += ch.held[c].eq(held_nx)
+        m.d.sync += ch.tail[c].eq(Mux(acc_r, k, Mux(take_app, ch.tail[c] + k, ch.tail[c])))
+        # Whether a slot is left, from the registers: a cycle behind an append (``app_d``
+        # keeps a stop taken with it from draining the queue meanwhile) and behind a close
+        # (a load the cycle after one looks at ``has_after``).
+        m.d.sync += [ch.has_slot[c].eq(ch.slot[c] != ch.tail[c]),
+                     ch.has_after[c].eq(ch.slot[c] + 1 != ch.tail[c]),
+                     ch.app_d[c].eq(take_app)]
+        # The slots held, from the registers (a cycle behind them; the register block drops
+        # a channel's slot writes in the two cycles after its CH_CTRL strobe, while the
+        # write's changes reach ``slot_held``).
+        on = ch.regmode[c] & (st != Chan.IDLE)
+        held = Signal(3, name=f"ch{c}_held_now")
+        m.d.comb += held.eq(Mux(on, Mux(ch.queue[c], ch.tail[c], ch.nslots[c]) - ch.slot[c], 0))
+        m.d.sync += ch.held[c].eq(held)
         for s in range(N_DMA_SLOTS):
-            m.d.sync += pl.slot_held[N_DMA_SLOTS * c + s].eq(
-                ((s - first)[:2] < held_nx) & (held_nx != 0))
+            m.d.sync += pl.slot_held[N_DMA_SLOTS * c + s].eq((s - ch.slot[c])[:2] < held)
         with m.If(pl.slot_refused[c]):
             m.d.sync += ch.slot_refused[c].eq(1)
 
@@ -297,8 +307,9 @@ def reports(m, pl, ch):
     # start, else kept; written as that (no multiplexer), so the mapping makes no clock
     # enable of it, which would put the reset into the enable behind the reports (a level).
     for c in range(NC):
-        m.d.sync += ch.abort[c].eq(hits["fail", c] | hits["fail_route", c] | ch.abort_set[c]
-                                   | ch.abort[c] & ~ch.abort_clear[c])
+        abort = hits["fail", c] | hits["fail_route", c] | ch.abort_set[c] \
+            | ch.abort[c] & ~ch.abort_clear[c]
+        m.d.sync += [ch.abort[c].eq(abort), ch.to_drain[c].eq(ch.abort[c] | ch.qdone[c])]
     m.d.sync += pl.msi_req.eq(0)
     cnt = pl.report.count
     with m.If(cnt.en):

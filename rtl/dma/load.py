@@ -169,11 +169,16 @@ def load_read(k):
             "desc": Cat(Const(0, 5), ld.ptr[5:])}
 
 
-def consume(m, ch, sel):
-    """Channel ``sel``'s staged descriptor was loaded (``nxt_valid`` falls next cycle)."""
+def consume(m, ch, sel, ld, do_load):
+    """Channel ``sel``'s staged descriptor is loaded (``nxt_valid`` falls next cycle): ACT of a
+    LOAD (``do_load``) of a whole descriptor that is not malformed.  Per channel, as nets of
+    their own, outside the planner's state machine (``do_load`` is held for ACT only): the
+    mapping otherwise chains the state's decode, the checks and the channel compare in
+    two-input LUTs in front of the rings' staging registers (a level more)."""
     for c in range(N_DMA_CHANNELS):
-        with m.If(sel == c):
-            m.d.comb += ch.nxt_clear[c].eq(1)
+        clear = Signal(name=f"ch{c}_nxt_clear", attrs={"keep": 1})
+        m.d.comb += [clear.eq(do_load & ld.ok & ~ld.bad & (sel == c)),
+                     ch.nxt_clear[c].eq(clear)]
 
 
 def load(m, ch, sel, ld, push, room):
@@ -207,7 +212,6 @@ def load(m, ch, sel, ld, push, room):
             ch.last_pre[sel].eq(Mux(regm, ch.slot_last[sel] & ~ch.queue[sel],
                                     bits(d.control, "end"))),
         ]
-        consume(m, ch, sel)
 
 
 def follow_chain(m, ch, sel, ld):

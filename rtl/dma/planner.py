@@ -20,7 +20,15 @@ from .common import Act, Chan, Kind, bits, ceil_log2, entry_layout, select
 from .credits import cpl_credits, fits, rows_for
 from .descring import RingSignature
 from .fetch import fetch_act, fetch_plan, fetch_registers
-from .load import follow_chain, load, load_checks, load_read, load_read_registers, load_read_room
+from .load import (
+    consume,
+    follow_chain,
+    load,
+    load_checks,
+    load_read,
+    load_read_registers,
+    load_read_room,
+)
 from .writer import ReportSignature
 
 __all__ = ["Planner"]
@@ -134,16 +142,18 @@ class Planner(wiring.Component):
             m.d.comb += wants[c].eq((st[c] == Chan.RUN) |
                                     ((st[c] == Chan.WAIT) & (ch.nxt_valid[c] | slot_ok
                                                              | ch.can_pf[c])))
-            # A stopped queue with nothing left to load drains (no load can be under way: it
-            # needs ``has_slot``, and a stopped queue takes no appends).
-            with m.If(ch.queue[c] & ch.qstop[c] & (st[c] == Chan.WAIT) & ~ch.has_slot[c]):
-                m.d.sync += st[c].eq(Chan.DRAIN)
+            # A stopped queue with nothing left to load drains, a cycle after it is seen so (a
+            # register: no new writer of the state), as an abort does (no load can be under
+            # way: it needs ``has_slot``, and a stopped queue takes no appends; one taken with
+            # the stop is in ``has_slot`` a cycle later).
+            m.d.sync += ch.qdone[c].eq(ch.queue[c] & ch.qstop[c] & (st[c] == Chan.WAIT)
+                                       & ~ch.has_slot[c] & ~ch.app_d[c])
             # Done draining: nothing of the channel in the queue a cycle ago, nothing entering
             # it then (so nothing is in it now), and nothing entering it now.
             m.d.sync += drained[c].eq((ch.pending[c] == 0) & ~(pq_en & (pq_chan == c)))
             with m.If((st[c] == Chan.DRAIN) & drained[c] & ~(pq_en & (pq_chan == c))):
                 m.d.sync += st[c].eq(Chan.IDLE)
-            with m.If(ch.abort[c] & (st[c] != Chan.IDLE) & (st[c] != Chan.DRAIN)):
+            with m.If(ch.to_drain[c] & (st[c] != Chan.IDLE) & (st[c] != Chan.DRAIN)):
                 m.d.sync += st[c].eq(Chan.DRAIN)
 
         k = self._calc_registers(m, ch)
@@ -182,6 +192,7 @@ class Planner(wiring.Component):
                 self._act(m, ch, k)
         with m.If(k.do[Act.LOAD]):
             follow_chain(m, ch, k.sel, k.ld)
+        consume(m, ch, k.sel, k.ld, k.do[Act.LOAD])
         self._issue(m, ch, k)
         self._close(m, ch, k)
         self._mark(m, ch, k)
@@ -248,8 +259,8 @@ class Planner(wiring.Component):
                             ("rows", RB + 1), ("rows_less", signed(RB + 1)), ("hdr", 5),
                             ("dat", 7), ("len_m1", 32), ("brem_next", 32), ("bbig", 1),
                             ("bl_one", 1), ("fetch_ok", 1),
-                            ("st_new", Chan), ("qroom", 1),
-                            ("tags", 1), ("room_hdr", signed(11)), ("room_dat", signed(15))):
+                            ("st_new", Chan), ("qroom", 1), ("qroom_tags", 1),
+                            ("room_hdr", signed(11)), ("room_dat", signed(15))):
             setattr(k, name, reg(name, shape))
         # What ACT does, one-hot, registered in CALC and held for ACT only (a channel stopped
         # by then does its action anyway: what it issues or pushes is dropped in the writer).
@@ -281,7 +292,7 @@ class Planner(wiring.Component):
         # buffer rows, completion credits (the last three from this cycle's counters).
         # (A net of its own: the mapping otherwise spreads it over the registers it enables.)
         k.go_read = Signal(name="go_read", attrs={"keep": 1})
-        m.d.comb += k.go_read.eq(k.qroom & k.tags & ~room.rd_busy
+        m.d.comb += k.go_read.eq(k.qroom_tags & ~room.rd_busy
                                  & ~(room.free_less - k.rows_less)[-1]
                                  & (room.hdr_free | fits(k.hdr, k.room_hdr))
                                  & (room.dat_free | fits(k.dat, k.room_dat)))
@@ -377,11 +388,12 @@ class Planner(wiring.Component):
             k.hdr.eq(pick_of(d_hdrs)),
             k.dat.eq(pick_of(d_dats)),
             k.qroom.eq(k.q_room),
+            # (both as one register: one input fewer in front of ``go_read``)
+            k.qroom_tags.eq(k.q_room & tags_now),
             # The fetch's room (all but the read-request skid, looked at in ACT).
             k.fetch_ok.eq(k.q_room & tags_now & (ch.fhold[sel] == 0)
                           & (room.hdr_free | fits(Const(FETCH_CREDITS[0], 5), room_hdr_now))
                           & (room.dat_free | fits(Const(FETCH_CREDITS[1], 7), room_dat_now))),
-            k.tags.eq(tags_now),
             k.room_hdr.eq(room_hdr_now),
             k.room_dat.eq(room_dat_now),
         ]
