@@ -309,7 +309,8 @@ def reports(m, pl, ch):
     for c in range(NC):
         abort = hits["fail", c] | hits["fail_route", c] | ch.abort_set[c] \
             | ch.abort[c] & ~ch.abort_clear[c]
-        m.d.sync += [ch.abort[c].eq(abort), ch.to_drain[c].eq(ch.abort[c] | ch.qdone[c])]
+        m.d.sync += [ch.abort[c].eq(abort),
+                     ch.to_drain[c].eq(ch.abort[c] & ~ch.abort_clear[c] | ch.qdone[c])]
     m.d.sync += pl.msi_req.eq(0)
     cnt = pl.report.count
     with m.If(cnt.en):
