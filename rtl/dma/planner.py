@@ -260,7 +260,7 @@ class Planner(wiring.Component):
                             ("dat", 7), ("len_m1", 32), ("brem_next", 32), ("bbig", 1),
                             ("bl_one", 1), ("fetch_ok", 1),
                             ("st_new", Chan), ("qroom", 1), ("qroom_tags", 1),
-                            ("room_hdr", signed(11)), ("room_dat", signed(15))):
+                            ("tags", 1), ("room_hdr", signed(11)), ("room_dat", signed(15))):
             setattr(k, name, reg(name, shape))
         # What ACT does, one-hot, registered in CALC and held for ACT only (a channel stopped
         # by then does its action anyway: what it issues or pushes is dropped in the writer).
@@ -388,8 +388,10 @@ class Planner(wiring.Component):
             k.hdr.eq(pick_of(d_hdrs)),
             k.dat.eq(pick_of(d_dats)),
             k.qroom.eq(k.q_room),
-            # (both as one register: one input fewer in front of ``go_read``)
+            # (both as one register: one input fewer in front of ``go_read``; ``k_tags`` alone
+            # is what the proofs' lemmas name)
             k.qroom_tags.eq(k.q_room & tags_now),
+            k.tags.eq(tags_now),
             # The fetch's room (all but the read-request skid, looked at in ACT).
             k.fetch_ok.eq(k.q_room & tags_now & (ch.fhold[sel] == 0)
                           & (room.hdr_free | fits(Const(FETCH_CREDITS[0], 5), room_hdr_now))
