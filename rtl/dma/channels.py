@@ -86,8 +86,8 @@ def channel_registers(nxt, nxt_valid, note):
         qdone=per_chan("qdone", 1),
         to_drain=per_chan("to_drain", 1),
         closed_d=per_chan("closed_d", 1),
-        # Slots held (started or appended, not closed), registered from the control write's
-        # next values, and the sticky refusals of CH_STATUS.
+        # Slots held (started or appended, not closed; from the registers, a cycle behind
+        # them), and the sticky refusals of CH_STATUS.
         held=per_chan("held", 3),
         app_refused=per_chan("append_refused", 1),
         slot_refused=per_chan("slot_refused", 1),
