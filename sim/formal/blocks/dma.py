@@ -170,6 +170,8 @@ class DmaHarness(Harness):
                    | ((room.hdr_free | (FETCH_CREDITS[0] <= pli("k_room_hdr")))
                       & (room.dat_free | (FETCH_CREDITS[1] <= pli("k_room_dat")))))
         self.lemma(m, ~(in_act & (pli("k_tags") | fetch_ok)) | (outstanding < limit))
+        # The queue room and the tag, also registered as one (what ``go_read`` looks at).
+        self.lemma(m, pli("k_qroom_tags") == (pli("k_qroom") & pli("k_tags")))
         # A load that also issues its descriptor's read had its room checked in CALC: a tag,
         # the rows and the credits are still there in ACT.
         ld_one = pli("k_ld_one")
