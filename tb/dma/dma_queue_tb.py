@@ -11,7 +11,7 @@ random idles and backpressure.  Each queue is checked against the reference mode
   stopped; a queue started empty and appended after it has waited.
 - ``queue_append_timing``: one slot running and the append of the next written 0 to 60 cycles
   after the start, so it lands on every cycle around the close of the running slot and the
-  channel's wait with nothing to load.
+  channel's wait with nothing to load; an append and a stop in one write.
 - ``queue_refusals``: what the chip refuses and what it does then: an append to a channel that
   runs no queue, an append that would hold a fifth slot, a write to a held slot, an append
   after stop, a stop of a channel that runs no queue, a start of 5 slots, a malformed slot
@@ -138,6 +138,23 @@ async def queue_append_timing(dut):
         check(harness, [job])
         st = await status(harness, 0)
         assert not st["append_refused"] and st["tail"] == 3, (gap, st)
+    # An append and a stop in one write, to a queue waiting empty: the slot runs, then the
+    # queue ends (the stop must not drain it before the appended slot is seen).
+    for first in (0, 1):
+        dst, seq = harness.arenas(rng, 1, 0)
+        src = src_arena(harness, 0, rng)
+        ts = [memcpy(src.alloc(n), harness.tca(0, dst[0].alloc(n)), n) for n in (64, 512)]
+        await drv.dma_queue_start(0, ts[:first])
+        await ClockCycles(dut.clk, 100)
+        await drv.dma_slot_set(0, first, ts[first])
+        await drv.write_reg("CH_CTRL", index=0, append=1, stop=1, slots=1)
+        job = Job(0, 0, ts[:first + 1], queue=True)
+        harness.plan(job)
+        await harness.wait(job)
+        await harness.settle()
+        check(harness, [job])
+        st = await status(harness, 0)
+        assert not st["append_refused"] and not st["busy"], (first, st)
     harness.check_hosts()
 
 
