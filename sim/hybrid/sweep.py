@@ -44,7 +44,6 @@ from peach2.sim.run import run_info, started
 from peach2.sim.system import MachinePlan
 
 from .algorithms import probe
-from .cutoff import cut_runs, time_of
 from .figures import machine_entry, size_text
 from .figures.tuning import table_lines
 from .groups import Groups
@@ -158,7 +157,7 @@ def tuning_sweep(shape, subclusters, collective, sizes=None, checks=None, *, per
     ``cutoff``: a choice only has to be known slower than the fastest, not how much slower, so
     each network runs in simulations of its own and a run that takes longer than the fastest
     time known at its size (kept, of the networks not measured now, or measured before it) is
-    cut short there (:func:`~.cutoff.cut_runs`): its time is ``over_ns`` (a lower bound; a row's
+    cut short there (:func:`_cut_runs`): its time is ``over_ns`` (a lower bound; a row's
     ``over``), and it saves the rest of the run (at 64 nodes, hours for the slowest
     choices)."""
     sizes = sorted(sizes or SIZES[collective])
@@ -177,14 +176,14 @@ def tuning_sweep(shape, subclusters, collective, sizes=None, checks=None, *, per
                          f"choices: {', '.join(nets)}")
     window = gpu_window(collective, plan.n_nodes, max(every))
     if cutoff:
-        fresh, preset = cut_runs(shape, subclusters, collective, wanted, every,
+        fresh, preset = _cut_runs(shape, subclusters, collective, wanted, every,
                                  fastest_times((kept or {}).get("times", ()), skip=wanted),
                                  dict(kw, gpu_size=window))
     else:
         fixed = run(shape, subclusters, [{"collective": collective, "network": n,
                                           "sizes": every} for n in wanted], gpu_size=window,
                     **kw)
-        fresh, preset = [time_of(r) for r in fixed["runs"]], fixed["preset"]
+        fresh, preset = [_time_of(r) for r in fixed["runs"]], fixed["preset"]
     for t in fresh:
         t.update(collective=collective, nodes=plan.n_nodes, groups=groups.count)
     merged = merge_tuning(kept, fresh, sizes, checks, nets)
@@ -210,6 +209,36 @@ def tuning_sweep(shape, subclusters, collective, sizes=None, checks=None, *, per
             "networks": nets, "table": tuning, "times": times,
             "rows": sorted(rows, key=lambda r: r["size"]), "checks": merged["checks"],
             "pending": merged["pending"], "retuned": merged["retune"]}
+
+
+def _time_of(r):
+    """A tuning time of one fixed network's run: ``time_ns``, or ``over_ns`` if it was cut."""
+    got = {"over_ns": r["over_ns"]} if r.get("cut") else {"time_ns": r["time_ns"]}
+    return {"network": r["network"], "size": r["size"], **got}
+
+
+def _cut_runs(shape, subclusters, collective, networks, sizes, best, kw):
+    """Each of ``networks`` at ``sizes`` in simulations of its own, every run cut short once it
+    takes longer than the fastest time known at its size (``best``, ``{size: ns}``, and the
+    runs before it); after a cut run, the network's sizes left run in a new simulation.
+    ``kw`` goes to :func:`~.launch.run`.  Returns the times (:func:`_time_of`) and the MPI
+    preset."""
+    best, fresh, preset = dict(best), [], None
+    for network in networks:
+        left = list(sizes)
+        while left:
+            got = run(shape, subclusters, [{"collective": collective, "network": network,
+                                            "sizes": left,
+                                            "limits_ns": [best.get(s) for s in left]}], **kw)
+            preset, done = got["preset"], got["runs"]
+            if not done:
+                raise RuntimeError(f"{collective} {network}: a simulation ran none of {left}")
+            for r in done:
+                fresh.append(_time_of(r))
+                if not r["cut"]:
+                    best[r["size"]] = min(best.get(r["size"], r["time_ns"]), r["time_ns"])
+            left = left[len(done):]
+    return fresh, preset
 
 
 def merge_tuning(kept, fresh, sizes, checks, networks):

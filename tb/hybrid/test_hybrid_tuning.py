@@ -340,7 +340,6 @@ def test_cutoff_sweep_runs_each_network_alone_and_cuts_at_the_fastest(monkeypatc
     """With ``cutoff`` each network runs in simulations of its own, each size's limit the
     fastest time before it (kept times of other networks first); a cut run ends its
     simulation, so the network's sizes after it run in a new one."""
-    import peach2.sim.hybrid.cutoff as cutoff
     import peach2.sim.hybrid.sweep as sweep
     took = {("mpi", 8): 100, ("mpi", 64): 200, ("mpi", 512): 900,
             ("hybrid", 8): 90, ("hybrid", 64): 500, ("hybrid", 512): 800}
@@ -362,8 +361,7 @@ def test_cutoff_sweep_runs_each_network_alone_and_cuts_at_the_fastest(monkeypatc
                 break
             out.append({"network": r["network"], "size": size, "cut": False, "time_ns": t})
         return {"preset": "P", "runs": out}
-    monkeypatch.setattr(sweep, "run", fake_run)      # the tuned run
-    monkeypatch.setattr(cutoff, "run", fake_run)     # the fixed networks' runs
+    monkeypatch.setattr(sweep, "run", fake_run)
     machine = {"collective": "broadcast", "nodes": 8, "groups": 2}
     kept = dict(machine, rows=[], runs=[{}], times=[
         dict(machine, network="hybrid+staged", size=512, time_ns=850, run=0),
