@@ -11,7 +11,7 @@ measured over several sessions says which rows are how old, and the benchmarks' 
 follows every stamp (:mod:`peach2.sim.bench.staleness`).
 
 A tuning file (``tuning.json``) holds ``{"machines"}`` too, an entry per tuning sweep's machine
-and collective (:func:`peach2.sim.hybrid.sweep.tuning_sweep`), with its stamps in ``"runs"``
+and collective (:func:`peach2.sim.hybrid.tuning.sweep.tuning_sweep`), with its stamps in ``"runs"``
 and a ``run`` index on every time and row (an entry saved before, with one ``"run"`` stamp,
 reads as runs of one): :func:`stamp_tuning` puts a sweep's merged entry in.  A tuning sweep
 holds its entry from the start to the save (:func:`holding_entry`): it merges into the entry
@@ -149,7 +149,7 @@ def tuning_runs(entry):
 
 
 def stamp_tuning(saved, result, run, kept_runs=()):
-    """Put ``result`` (a :func:`~peach2.sim.hybrid.sweep.tuning_sweep`, whose kept times and rows
+    """Put ``result`` (a :func:`~peach2.sim.hybrid.tuning.sweep.tuning_sweep`, whose kept times and rows
     index ``kept_runs``, the stamps of the entry it was merged with, and whose new ones have no
     index) measured by ``run`` into ``saved`` (a tuning file's dict, changed in place and
     returned), in place of the same machine's entry; stamps nothing names any more are

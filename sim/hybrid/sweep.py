@@ -14,13 +14,13 @@ It prints, per collective, the time of MPI alone and of the hybrid at every size
 ratio (above 1: the hybrid is faster), as 000 plots "relative performance", beside what the
 paper states for its figures.
 
-``--tune`` makes a tuning sweep instead (:func:`tuning_sweep`; issue 31's item 4): every
-network the tuning table chooses among (:data:`~.tuning.CHOICES`) at :data:`SIZES` and
-:data:`CHECK_SIZES`, the table from SIZES, network ``tuned`` run with it at every size, and its
+``--tune`` makes a tuning sweep instead (:func:`~.tuning.sweep.tuning_sweep`; issue 31's item
+4): every network the tuning table chooses among (:data:`~.tuning.CHOICES`) at :data:`SIZES`
+and :data:`~.tuning.sweep.CHECK_SIZES`, the table from SIZES, network ``tuned`` run with it at every size, and its
 time against the best fixed network's; the result is merged into the machine's entry in
 ``docs/results/tuning.json``, whose tables network ``tuned`` reads: the sizes measured replace
 the entry's, its other sizes stay (with their stamps), the table is built from both, and a kept
-size whose choice that changes is run ``tuned`` again (:func:`merge_tuning`; so a machine whose
+size whose choice that changes is run ``tuned`` again (:func:`~.tuning.sweep.merge_tuning`; so a machine whose
 sizes take hours is measured a few sizes at a time; ``--cutoff`` cuts a choice's run short
 once it is slower than the fastest known at its size, a lower bound is all the table needs)::
 
@@ -43,9 +43,7 @@ from peach2.sim.node import NodeParams
 from peach2.sim.run import run_info, started
 from peach2.sim.system import MachinePlan
 
-from .algorithms import probe
 from .figures import machine_entry, size_text
-from .figures.tuning import table_lines
 from .groups import Groups
 from .launch import gpu_window, run
 from .saved import (
@@ -57,10 +55,10 @@ from .saved import (
     tuning_runs,
     updating,
 )
-from .tuning import CHOICES, TABLE_FILE, build_table, choose, fastest_times
+from .tuning import TABLE_FILE
+from .tuning.sweep import CHECK_SIZES, choices, tuning_sweep, tuning_table_text
 
-__all__ = ["SIZES", "CHECK_SIZES", "PAPER", "sweep", "rows_of", "table", "choices",
-           "tuning_sweep", "merge_tuning", "tuning_table_text", "main"]
+__all__ = ["SIZES", "PAPER", "sweep", "rows_of", "table", "main"]
 
 #: PEACH2's GPU read rate: HA-PACS/TCA's Ivy Bridge nodes (the node model's, which the MPI
 #: side's GPUDirect reads use too), not the GPU model's default (002's Sandy Bridge 870 MB/s).
@@ -69,10 +67,6 @@ GPU_READ = NodeParams().gpu_read_bytes_per_s
 #: Broadcast bytes and Allgather blocks (000 plots 8 B .. 4 MB and 16 B .. 1 MB).
 SIZES = {"broadcast": [8, 64, 512, 2048, 8192, 32768, 131072, 524288],
          "allgather": [16, 128, 1024, 4096, 16384, 65536]}
-
-#: Sizes between :data:`SIZES` where a tuning sweep checks the table built from SIZES.
-CHECK_SIZES = {"broadcast": [32, 1024, 4096, 16384, 65536, 262144],
-               "allgather": [64, 512, 2048, 8192, 32768]}
 
 #: What "TCA/InfiniBand hybrid communication in XcalableACC" states of its Figures 12-15.
 PAPER = {("broadcast", 8): "up to 21% faster; slower at 2-8 KB (MVAPICH2's protocol switch) and "
@@ -116,174 +110,6 @@ def rows_of(result, collective):
     return [{"size": s, "mpi_ns": times[("mpi", s)], "hybrid_ns": times[("hybrid", s)],
              "ratio": times[("mpi", s)] / times[("hybrid", s)],
              "mpi_algorithm": algorithm[s]} for s in sizes]
-
-
-def choices(groups, collective):
-    """The networks of :data:`~.tuning.CHOICES` ``collective`` can take on ``groups``, less
-    those that would run as another of them (a ``hops`` that keeps every TCA step)."""
-    out, seen = [], set()
-    for network in CHOICES[collective]:
-        try:
-            coll = probe(groups, collective, network)
-        except ValueError:
-            continue
-        same = (tuple(p.name for p in coll.phases), coll.groups.size)
-        if same not in seen:
-            seen.add(same)
-            out.append(network)
-    return out
-
-
-def tuning_sweep(shape, subclusters, collective, sizes=None, checks=None, *, per_subcluster=1,
-                 seed=1, gpu_read=GPU_READ, kept=None, networks=None, cutoff=False):
-    """Measure every network of :func:`choices` (or those of ``networks``) at ``sizes``
-    (default :data:`SIZES`) and ``checks`` (default :data:`CHECK_SIZES`), build the tuning
-    table from the table sizes (``sizes`` and those of ``kept``) that have every choice
-    measured, then run network ``tuned`` with that table at each such size measured here.
-    Returns ``{"nodes", "groups", "table", "times", "rows", "checks", ...}``, a row per size
-    with every choice measured: ``times`` (network -> ns), ``best`` (the fastest fixed
-    network) and ``best_ns``, ``tuned`` (the network the table chose) and ``tuned_ns``
-    (measured in its own run), ``ratio`` = tuned / best, ``check`` (a size the table was not
-    built from).
-
-    ``kept``: this machine's saved entry, whose times of the networks and sizes not measured
-    here and whose rows of other sizes stay (:func:`merge_tuning`), so a machine's sweep can be
-    measured over several runs (one choice of a 64-node size can take an hour); a size whose
-    choices are not all measured yet has times and no row (``pending``), and a kept row whose
-    choice the new table changes is run again (``tuned`` at its size, listed in ``retuned``).
-    What this run measured has no ``run`` index; what was kept keeps its index into
-    ``kept``'s runs (:func:`~.saved.tuning_runs`).
-
-    ``cutoff``: a choice only has to be known slower than the fastest, not how much slower, so
-    each network runs in simulations of its own and a run that takes longer than the fastest
-    time known at its size (kept, of the networks not measured now, or measured before it) is
-    cut short there (:func:`_cut_runs`): its time is ``over_ns`` (a lower bound; a row's
-    ``over``), and it saves the rest of the run (at 64 nodes, hours for the slowest
-    choices)."""
-    sizes = sorted(sizes or SIZES[collective])
-    checks = sorted(set(checks if checks is not None else CHECK_SIZES[collective]) - set(sizes))
-    plan = MachinePlan(shape, subclusters)
-    groups = Groups(plan, per_subcluster)
-    every = sorted(set(sizes) | set(checks))
-    name = f"tune-{shape.replace(':', '')}x{subclusters}x{per_subcluster}-{collective}"
-    kw = {"seed": seed, "per_subcluster": per_subcluster, "gpu_read": gpu_read,
-          "name": name}     # a build folder of its own: sweeps may run side by side
-    nets = choices(groups, collective)
-    wanted = nets if networks is None else [n for n in nets if n in networks]
-    unknown = sorted(set(networks or ()) - set(nets))
-    if unknown or not wanted:
-        raise ValueError(f"networks {unknown or networks} are not among this machine's "
-                         f"choices: {', '.join(nets)}")
-    window = gpu_window(collective, plan.n_nodes, max(every))
-    if cutoff:
-        fresh, preset = _cut_runs(shape, subclusters, collective, wanted, every,
-                                 fastest_times((kept or {}).get("times", ()), skip=wanted),
-                                 dict(kw, gpu_size=window))
-    else:
-        fixed = run(shape, subclusters, [{"collective": collective, "network": n,
-                                          "sizes": every} for n in wanted], gpu_size=window,
-                    **kw)
-        fresh, preset = [_time_of(r) for r in fixed["runs"]], fixed["preset"]
-    for t in fresh:
-        t.update(collective=collective, nodes=plan.n_nodes, groups=groups.count)
-    merged = merge_tuning(kept, fresh, sizes, checks, nets)
-    times, tuning = merged["times"], merged["table"]
-    again = sorted(set(merged["new_rows"]) | set(merged["retune"]))
-    rows = [r for s, r in merged["kept_rows"].items() if s not in merged["retune"]]
-    if again:
-        tuned = run(shape, subclusters, [{"collective": collective, "network": "tuned",
-                                          "sizes": again}], tuning_table=tuning,
-                    gpu_size=gpu_window(collective, plan.n_nodes, max(again)), **kw)
-        for r in tuned["runs"]:
-            here = [t for t in times if t["size"] == r["size"]]
-            mine = {t["network"]: t["time_ns"] for t in here if "time_ns" in t}
-            over = {t["network"]: t["over_ns"] for t in here if "time_ns" not in t}
-            best = min(mine, key=lambda n: (mine[n], n))
-            rows.append({"size": r["size"], "check": r["size"] in merged["checks"],
-                         "times": mine, **({"over": over} if over else {}), "best": best,
-                         "best_ns": mine[best], "tuned": r["network"],
-                         "tuned_ns": r["time_ns"], "ratio": r["time_ns"] / mine[best]})
-    return {"nodes": plan.n_nodes, "groups": groups.count, "shape": shape,
-            "subclusters": subclusters, "per_subcluster": per_subcluster,
-            "collective": collective, "preset": preset, "gpu_read": gpu_read,
-            "networks": nets, "table": tuning, "times": times,
-            "rows": sorted(rows, key=lambda r: r["size"]), "checks": merged["checks"],
-            "pending": merged["pending"], "retuned": merged["retune"]}
-
-
-def _time_of(r):
-    """A tuning time of one fixed network's run: ``time_ns``, or ``over_ns`` if it was cut."""
-    got = {"over_ns": r["over_ns"]} if r.get("cut") else {"time_ns": r["time_ns"]}
-    return {"network": r["network"], "size": r["size"], **got}
-
-
-def _cut_runs(shape, subclusters, collective, networks, sizes, best, kw):
-    """Each of ``networks`` at ``sizes`` in simulations of its own, every run cut short once it
-    takes longer than the fastest time known at its size (``best``, ``{size: ns}``, and the
-    runs before it); after a cut run, the network's sizes left run in a new simulation.
-    ``kw`` goes to :func:`~.launch.run`.  Returns the times (:func:`_time_of`) and the MPI
-    preset."""
-    best, fresh, preset = dict(best), [], None
-    for network in networks:
-        left = list(sizes)
-        while left:
-            got = run(shape, subclusters, [{"collective": collective, "network": network,
-                                            "sizes": left,
-                                            "limits_ns": [best.get(s) for s in left]}], **kw)
-            preset, done = got["preset"], got["runs"]
-            if not done:
-                raise RuntimeError(f"{collective} {network}: a simulation ran none of {left}")
-            for r in done:
-                fresh.append(_time_of(r))
-                if not r["cut"]:
-                    best[r["size"]] = min(best.get(r["size"], r["time_ns"]), r["time_ns"])
-            left = left[len(done):]
-    return fresh, preset
-
-
-def merge_tuning(kept, fresh, sizes, checks, networks):
-    """The times of a tuning sweep that measured ``fresh`` (fixed networks' times at ``sizes``
-    and ``checks``) merged with ``kept`` (the machine's saved entry, or None), for a machine
-    whose choices are ``networks``.  Returns a dict: ``times`` (kept times of the networks and
-    sizes not measured now, with their ``run`` index, 0 for an entry of one stamp, then
-    ``fresh``), ``checks`` (every size the table is not built from), ``table`` (built from the
-    other sizes that have every choice measured), ``pending`` (sizes that have not, or where a
-    choice cut short, ``over_ns``, was cut below the fastest time there now: it has to run
-    again),
-    ``new_rows`` (sizes measured now that have every choice), ``kept_rows`` (the kept rows of
-    sizes not measured now, by size) and ``retune`` (of those, the sizes whose tuned network
-    the table now chooses differently)."""
-    measured = {(t["network"], t["size"]) for t in fresh}
-    fresh_sizes = {t["size"] for t in fresh}
-    kept_times, kept_rows, kept_checks = [], {}, set()
-    if kept is not None:
-        kept_times = [dict(t, run=t.get("run", 0)) for t in kept["times"]
-                      if (t["network"], t["size"]) not in measured]
-        kept_rows = {r["size"]: dict(r, run=r.get("run", 0)) for r in kept["rows"]
-                     if r["size"] not in fresh_sizes}
-        kept_checks = set(kept.get("checks", [r["size"] for r in kept["rows"] if r["check"]]))
-    times = kept_times + fresh
-    checks = sorted((kept_checks - set(sizes)) | set(checks))
-    have, fastest = {}, fastest_times(times)
-    for t in times:
-        have.setdefault(t["size"], set()).add(t["network"])
-    undecided = {t["size"] for t in times
-                 if "time_ns" not in t and t["over_ns"] < fastest.get(t["size"], float("inf"))}
-    complete = {s for s, nets in have.items() if set(networks) <= nets} - undecided
-    tuning = build_table([t for t in times if t["size"] in complete - set(checks)])
-    first = times[0]
-    retune = sorted(s for s, r in kept_rows.items()
-                    if choose(tuning, first["collective"], first["nodes"], first["groups"], s)
-                    != r["tuned"]) if tuning else []
-    return {"times": times, "checks": checks, "table": tuning,
-            "pending": sorted(set(have) - complete), "new_rows": sorted(fresh_sizes & complete),
-            "kept_rows": kept_rows, "retune": retune}
-
-
-def tuning_table_text(result):
-    """Markdown table of one :func:`tuning_sweep`: every network's time per size, the best,
-    the tuned choice and its time against the best."""
-    return "\n".join(table_lines(result))
 
 
 def table(rows, nodes, collective):
@@ -444,7 +270,7 @@ def _size_list(ap, option, text):
 
 def _tune(args, chosen, checks_given):
     """``--tune``: a tuning sweep per collective, printed and merged into ``args.out`` (the
-    machine's times and rows of other sizes kept: :func:`merge_tuning`), each holding its
+    machine's times and rows of other sizes kept: :func:`~.tuning.sweep.merge_tuning`), each holding its
     entry from its start to its save (:func:`~.saved.holding_entry`)."""
     out = Path(args.out)
     for collective, values in chosen.items():
@@ -457,7 +283,8 @@ def _tune(args, chosen, checks_given):
                 if args.max_size is None or v <= args.max_size]
             kept = _kept_entry(out, key)
             r = tuning_sweep(args.shape, args.subclusters, collective, values, checks,
-                             per_subcluster=args.per_subcluster, seed=args.seed, kept=kept,
+                             gpu_read=GPU_READ, per_subcluster=args.per_subcluster,
+                             seed=args.seed, kept=kept,
                              networks=args.networks and args.networks.split(","),
                              cutoff=args.cutoff)
             print(f"\n{collective}, {r['nodes']} nodes in {r['groups']} groups "

@@ -12,6 +12,7 @@ from peach2.sim.bench import staleness
 from peach2.sim.hybrid import sweep as sweep_module
 from peach2.sim.hybrid.figures import machine_entry, section
 from peach2.sim.hybrid.saved import merge_curves, updating
+from peach2.sim.hybrid.tuning import sweep as tuning_module
 
 
 def _rows(*sizes, ns=1000.0):
@@ -89,8 +90,9 @@ def test_side_by_side_saves_keep_both(tmp_path):
 
 
 def _fake_run(pause):
-    """A stand-in for the launcher in :func:`~peach2.sim.hybrid.sweep.tuning_sweep`: each fixed
-    network's time from its name and size, after ``pause`` seconds; ``tuned`` reports mpi."""
+    """A stand-in for the launcher in :func:`~peach2.sim.hybrid.tuning.sweep.tuning_sweep`:
+    each fixed network's time from its name and size, after ``pause`` seconds; ``tuned``
+    reports mpi."""
     def run(shape, subclusters, runs, **kw):
         time.sleep(pause)
         return {"preset": "MV2GDR-QPI-Tuned",
@@ -101,7 +103,7 @@ def _fake_run(pause):
 
 
 def _tune(out, networks, pause):
-    sweep_module.run = _fake_run(pause)
+    tuning_module.run = _fake_run(pause)
     return sweep_module.main(["--shape", "2x4", "--subclusters", "1", "--per-subcluster", "2",
                               "--collective", "broadcast", "--sizes", "8", "--tune",
                               "--networks", networks, "--out", str(out)])
@@ -112,7 +114,7 @@ def test_tuning_sweeps_of_one_entry_take_turns(tmp_path, monkeypatch, capsys):
     the second waits (and says so) until the first has saved, then merges into what the first
     saved, so the entry ends with every choice measured and its row (without the hold, the
     later save would put back the entry as it was at its start, losing the first's times)."""
-    monkeypatch.setattr(sweep_module, "run", sweep_module.run)     # restored after the test
+    monkeypatch.setattr(tuning_module, "run", tuning_module.run)   # restored after the test
     out = tmp_path / "tuning.json"
     nets = sweep_module.choices(sweep_module.Groups(sweep_module.MachinePlan("2x4", 1), 2),
                                 "broadcast")

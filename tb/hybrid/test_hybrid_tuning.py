@@ -10,8 +10,8 @@ from peach2.sim.hybrid import Groups, allgather, broadcast
 from peach2.sim.hybrid.algorithms import parse_network
 from peach2.sim.hybrid.launch import parse_run
 from peach2.sim.hybrid.saved import stamp_tuning, tuning_runs
-from peach2.sim.hybrid.sweep import choices, merge_tuning, tuning_table_text
 from peach2.sim.hybrid.tuning import build_table, choose, fastest_times, load_table, table_rows
+from peach2.sim.hybrid.tuning.sweep import choices, merge_tuning, tuning_table_text
 from peach2.sim.system import MachinePlan
 
 SPLIT = Groups(MachinePlan("2x4", 1), per_subcluster=2)          # 000 Figure 11, 8 nodes
@@ -340,7 +340,8 @@ def test_cutoff_sweep_runs_each_network_alone_and_cuts_at_the_fastest(monkeypatc
     """With ``cutoff`` each network runs in simulations of its own, each size's limit the
     fastest time before it (kept times of other networks first); a cut run ends its
     simulation, so the network's sizes after it run in a new one."""
-    import peach2.sim.hybrid.sweep as sweep
+    import peach2.sim.hybrid.tuning.cutoff as cutoff
+    import peach2.sim.hybrid.tuning.sweep as sweep
     took = {("mpi", 8): 100, ("mpi", 64): 200, ("mpi", 512): 900,
             ("hybrid", 8): 90, ("hybrid", 64): 500, ("hybrid", 512): 800}
     calls = []
@@ -362,13 +363,14 @@ def test_cutoff_sweep_runs_each_network_alone_and_cuts_at_the_fastest(monkeypatc
             out.append({"network": r["network"], "size": size, "cut": False, "time_ns": t})
         return {"preset": "P", "runs": out}
     monkeypatch.setattr(sweep, "run", fake_run)
+    monkeypatch.setattr(cutoff, "run", fake_run)
     machine = {"collective": "broadcast", "nodes": 8, "groups": 2}
     kept = dict(machine, rows=[], runs=[{}], times=[
         dict(machine, network="hybrid+staged", size=512, time_ns=850, run=0),
         dict(machine, network="mpi", size=8, time_ns=1, run=0)])
     assert sweep.choices(Groups(MachinePlan("2x2", 2)), "broadcast") == [
         "mpi", "hybrid", "hybrid+staged"]
-    r = sweep.tuning_sweep("2x2", 2, "broadcast", [8, 64, 512], [], kept=kept,
+    r = sweep.tuning_sweep("2x2", 2, "broadcast", [8, 64, 512], [], gpu_read=2.8e9, kept=kept,
                            networks=["mpi", "hybrid"], cutoff=True)
     assert calls == [("mpi", [8, 64, 512], [None, None, 850]),      # mpi's kept 1 ns: replaced
                      ("hybrid", [8, 64, 512], [100, 200, 850]),     # cut at 64 B

@@ -1,5 +1,5 @@
 """The ``tuning`` section of ``docs/benchmarks.md``: issue 31's item 4 from the saved tuning
-sweeps (``docs/results/tuning.json``, :func:`peach2.sim.hybrid.sweep.tuning_sweep`):
+sweeps (``docs/results/tuning.json``, :func:`peach2.sim.hybrid.tuning.sweep.tuning_sweep`):
 every network choice's time per size on each machine, the choice the table makes, and the
 tuned network's measured time against the best fixed choice, at the sizes the table was built
 from and at sizes between them.
@@ -27,7 +27,7 @@ LIMIT = 1.05
 #: nodes, every size in the table: the steps come at other sizes there) and four (64 nodes, the
 #: whole machine, five sizes each, up to the 8-node curves' largest: one choice of 64 KiB
 #: Allgather blocks there takes up to an hour, so these are measured a few sizes a command,
-#: each merged into the entry, :func:`peach2.sim.hybrid.sweep.merge_tuning`).
+#: each merged into the entry, :func:`peach2.sim.hybrid.tuning.sweep.merge_tuning`).
 MACHINES = (("2x4", 1, 2, "broadcast", ["--max-size", "131072"]),
             ("2x4", 1, 2, "allgather", []),
             ("2x8", 1, 2, "broadcast", ["--max-size", "131072"]),
@@ -94,7 +94,7 @@ def stamp_lines(machine):
 
 def pending_lines(machine):
     """A line naming the sizes of ``machine`` whose choices are not all measured yet (no row,
-    not in the table: :func:`peach2.sim.hybrid.sweep.merge_tuning`), and which are."""
+    not in the table: :func:`peach2.sim.hybrid.tuning.sweep.merge_tuning`), and which are."""
     out, fastest_at = [], fastest_times(machine.get("times", ()))
     for size in machine.get("pending", ()):
         here = [t for t in machine["times"] if t["size"] == size]
@@ -109,7 +109,7 @@ def pending_lines(machine):
 
 
 def table_lines(machine):
-    """Markdown lines of one tuning sweep (:func:`~peach2.sim.hybrid.sweep.tuning_sweep`):
+    """Markdown lines of one tuning sweep (:func:`~peach2.sim.hybrid.tuning.sweep.tuning_sweep`):
     every network's time per size (us; * marks a size the table was not built from; "> t": cut
     short after t, slower than the best), the best, the tuned choice and its time against the
     best."""

@@ -5,7 +5,7 @@ MVAPICH2 picks a broadcast from a table of size ranges per process count
 (:mod:`peach2.sim.mpi.collective.tuning`), written from runs on the machine it tunes for.  The
 hybrid has more to choose: MPI alone, the hybrid with its MPI steps sent from GPU0 or staged
 through host memory, and, for the Allgather, the TCA part by recursive doubling or along the
-rings (:data:`~.algorithms.OPTIONS`).  :func:`build_table` makes a table from measured times:
+rings (:data:`~peach2.sim.hybrid.algorithms.OPTIONS`).  :func:`build_table` makes a table from measured times:
 for every machine (collective, nodes, TCA groups) the fastest choice at every measured size,
 and ranges that switch half-way (in log scale) between two measured sizes whose choices
 differ.  :func:`choose` reads it; the network ``tuned`` of the launcher and the sweeps is the
@@ -22,12 +22,12 @@ import json
 import math
 from pathlib import Path
 
-from .algorithms import parse_network
+from ..algorithms import parse_network
 
 __all__ = ["CHOICES", "build_table", "choose", "fastest_times", "load_table", "TABLE_FILE", "table_rows"]
 
 #: What the table chooses among, per collective (options a machine cannot take, and ``hops``
-#: that leave the groups as they are, are skipped: :func:`peach2.sim.hybrid.sweep.choices`).
+#: that leave the groups as they are, are skipped: :func:`~.sweep.choices`).
 CHOICES = {"broadcast": ("mpi", "hybrid", "hybrid+staged", "hybrid+hops1", "hybrid+hops2",
                          "hybrid+hops1+staged", "hybrid+hops2+staged"),
            "allgather": ("mpi", "hybrid", "hybrid+staged", "hybrid+ring", "hybrid+ring+staged",
@@ -35,7 +35,7 @@ CHOICES = {"broadcast": ("mpi", "hybrid", "hybrid+staged", "hybrid+hops1", "hybr
                          "hybrid+hops2+staged")}
 
 #: The saved measurements the default table is built from.
-TABLE_FILE = Path(__file__).resolve().parents[2] / "docs" / "results" / "tuning.json"
+TABLE_FILE = Path(__file__).resolve().parents[3] / "docs" / "results" / "tuning.json"
 
 
 def _key(collective, nodes, groups):
@@ -46,7 +46,7 @@ def build_table(times):
     """``times``: ``[{"collective", "nodes", "groups", "network", "size", "time_ns"}]``
     (every choice measured at the same sizes; a choice missing at a size is not a candidate
     there, nor one cut short, with ``over_ns`` in place of ``time_ns``: slower than the
-    fastest there, :func:`peach2.sim.hybrid.sweep.tuning_sweep`).  Returns
+    fastest there, :func:`~.sweep.tuning_sweep`).  Returns
     ``{"collective:nodes:groups": [[max_bytes, network], ..., [-1, network]]}``: sizes up to ``max_bytes`` take ``network``, the last range every larger
     size."""
     by = {}
@@ -100,7 +100,7 @@ def choose(table, collective, nodes, groups, size):
 
 def load_table(path=TABLE_FILE):
     """The tables of the saved tuning sweeps at ``path`` (``{"machines": [{"table": ...}]}``,
-    :func:`peach2.sim.hybrid.sweep.tuning_sweep`), merged; ``FileNotFoundError`` saying how to
+    :func:`~.sweep.tuning_sweep`), merged; ``FileNotFoundError`` saying how to
     make them."""
     path = Path(path)
     if not path.exists():
