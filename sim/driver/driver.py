@@ -85,6 +85,15 @@ def _sim_ns():
     return get_sim_time("ns")
 
 
+def _slot_list(transfers, least, what):
+    """``transfers`` as a list of ``least`` .. :data:`N_DMA_SLOTS` descriptors, else
+    ``ValueError`` starting with ``what``."""
+    transfers = list(transfers)
+    if not least <= len(transfers) <= N_DMA_SLOTS:
+        raise ValueError(f"{what} {least}..{N_DMA_SLOTS} descriptors, not {len(transfers)}")
+    return transfers
+
+
 class Driver:
     """Program and observe one PEACH2 chip.
 
@@ -484,13 +493,7 @@ class Driver:
         them with :meth:`dma_reg_start`.  Return the number of slots written.
         """
         channel = self._channel(channel)
-        transfers = list(transfers)
-        if not 1 <= len(transfers) <= N_DMA_SLOTS:
-            raise ValueError(f"register mode takes 1..{N_DMA_SLOTS} descriptors, not "
-                             f"{len(transfers)}")
-        for s, t in enumerate(transfers):
-            await self.dma_slot_set(channel, s, t)
-        return len(transfers)
+        return await self._slots_set(channel, _slot_list(transfers, 1, "register mode takes"))
 
     async def dma_slot_set(self, channel, slot, transfer):
         """Write ``transfer`` (a :class:`peach2.sim.driver.chain.Transfer` or its field dict)
@@ -526,46 +529,68 @@ class Driver:
         :meth:`dma_append` adds, and waits (busy) when none is left, until :meth:`dma_stop`.
         Return the number of slots started."""
         channel = self._channel(channel)
-        transfers = list(transfers)
-        if len(transfers) > N_DMA_SLOTS:
-            raise ValueError(f"a queue starts with 0..{N_DMA_SLOTS} descriptors, not "
-                             f"{len(transfers)}")
-        for s, t in enumerate(transfers):
-            await self.dma_slot_set(channel, s, t)
-        await self.write_reg("CH_CTRL", index=channel, reg_start=1, queue=1,
-                             slots=len(transfers))
-        self._queue[channel] = {"tail": len(transfers) % N_DMA_SLOTS, "held": len(transfers)}
-        return len(transfers)
+        n = await self._slots_set(channel, _slot_list(transfers, 0, "a queue starts with"))
+        await self.write_reg("CH_CTRL", index=channel, reg_start=1, queue=1, slots=n)
+        self._queue[channel] = {"tail": n % N_DMA_SLOTS, "held": n}
+        return n
 
-    async def dma_append(self, channel, transfers):
+    async def dma_append(self, channel, transfers, *, max_polls=None, pause=None,
+                         timeout_ns=DMA_WAIT_NS):
         """Append ``transfers`` (1..4) to ``channel``'s running queue: write them into the
         slots after the last appended (wrapping after slot 3), then one ``CH_CTRL.append``.
         Waits (polling ``CH_STATUS.held``) until the queue has room for them, so an append
         through this method is never refused; one the chip refuses (the channel no longer
         runs a queue, or too many slots) leaves the queue as it was and shows in
-        :meth:`dma_status` (``append_refused``, ``slot_refused``).  Raises
+        :meth:`dma_status` (``append_refused``, ``slot_refused``).  The wait is bounded as
+        :meth:`dma_wait`'s (``max_polls``, ``pause``, ``timeout_ns``).  Raises
         :class:`~peach2.sim.driver.errors.DriverError` if the queue has ended (a fault, an
-        abort) while it waited for room."""
+        abort) while it waited for room, or if there is still no room at the bound."""
         channel = self._channel(channel)
-        transfers = list(transfers)
-        if not 1 <= len(transfers) <= N_DMA_SLOTS:
-            raise ValueError(f"an append takes 1..{N_DMA_SLOTS} descriptors, not "
-                             f"{len(transfers)}")
+        transfers = _slot_list(transfers, 1, "an append takes")
         q = self._queue.get(channel)
         if q is None:
             raise DriverError(f"DMA channel {channel} was not started as a queue "
                               f"(dma_queue_start)")
-        while q["held"] + len(transfers) > N_DMA_SLOTS:
-            st = await self.read_fields("CH_STATUS", channel)
+        room = N_DMA_SLOTS - len(transfers)        # at most this many held before the append
+        if q["held"] > room:
+            st = await self._poll_status(
+                channel, lambda st: st["busy"] and st["held"] > room, max_polls=max_polls,
+                pause=pause, timeout_ns=timeout_ns,
+                what=f"has no room for {len(transfers)} slots")
             if not st["busy"]:
                 raise DriverError(f"DMA channel {channel}'s queue has ended: "
                                   f"{await self.dma_status(channel)}")
             q["held"] = st["held"]
+        n = await self._slots_set(channel, transfers, first=q["tail"])
+        await self.write_reg("CH_CTRL", index=channel, append=1, slots=n)
+        q["tail"] = (q["tail"] + n) % N_DMA_SLOTS
+        q["held"] += n
+
+    async def _slots_set(self, channel, transfers, first=0):
+        """Write ``transfers`` into ``channel``'s slots from ``first`` on (wrapping after slot
+        3); return how many."""
         for i, t in enumerate(transfers):
-            await self.dma_slot_set(channel, (q["tail"] + i) % N_DMA_SLOTS, t)
-        await self.write_reg("CH_CTRL", index=channel, append=1, slots=len(transfers))
-        q["tail"] = (q["tail"] + len(transfers)) % N_DMA_SLOTS
-        q["held"] += len(transfers)
+            await self.dma_slot_set(channel, (first + i) % N_DMA_SLOTS, t)
+        return len(transfers)
+
+    async def _poll_status(self, channel, waiting, *, max_polls, pause, timeout_ns, what):
+        """Read ``channel``'s ``CH_STATUS`` until ``waiting(fields)`` is false and return those
+        fields; ``pause`` awaited between reads; after ``max_polls`` reads, or ``timeout_ns``
+        of simulated time, :class:`~peach2.sim.driver.errors.DriverError` ("DMA channel c
+        ``what`` after ...", with its :meth:`dma_status`)."""
+        polls = 0
+        start = _sim_ns()
+        while waiting(st := await self.read_fields("CH_STATUS", channel)):
+            polls += 1
+            waited = None if start is None else _sim_ns() - start
+            if (max_polls is not None and polls >= max_polls) or (
+                    timeout_ns is not None and waited is not None and waited >= timeout_ns):
+                status = await self.dma_status(channel)
+                after = f"{polls} polls" + ("" if waited is None else f", {waited:.0f} ns")
+                raise DriverError(f"DMA channel {channel} {what} after {after}: {status}")
+            if pause is not None:
+                await pause()
+        return st
 
     async def dma_stop(self, channel):
         """Stop ``channel``'s queue once what was appended is done (busy then falls, no
@@ -612,18 +637,8 @@ class Driver:
             Still busy after ``max_polls`` polls or ``timeout_ns`` (its status attached).
         """
         channel = self._channel(channel)
-        polls = 0
-        start = _sim_ns()
-        while (await self.read_fields("CH_STATUS", channel))["busy"]:
-            polls += 1
-            waited = None if start is None else _sim_ns() - start
-            if (max_polls is not None and polls >= max_polls) or (
-                    timeout_ns is not None and waited is not None and waited >= timeout_ns):
-                st = await self.dma_status(channel)
-                after = f"{polls} polls" + ("" if waited is None else f", {waited:.0f} ns")
-                raise DriverError(f"DMA channel {channel} still busy after {after}: {st}")
-            if pause is not None:
-                await pause()
+        await self._poll_status(channel, lambda st: st["busy"], max_polls=max_polls,
+                                pause=pause, timeout_ns=timeout_ns, what="still busy")
         st = await self.dma_status(channel)
         if st["error"] != DmaError.NONE:
             raise DmaFault(channel, st["error"], st["desc_addr"], st["desc_done"], st["bytes"])

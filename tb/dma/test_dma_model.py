@@ -58,6 +58,7 @@ class FakeChip:
         self.log = []
         self.status = {c: dict(busy=0, error=0, done=0, bytes=0, addr=0) for c in range(4)}
         self.polls_busy = 2     # CH_STATUS reads busy this many times after a start
+        self.appends = []       # (channel, slots) of every CH_CTRL.append
 
     def _reg(self, name, index=None):
         return REGMAP[name].offset_of(index)
@@ -94,6 +95,12 @@ class FakeChip:
                         self._finish(c, dma_model.run_chain(head, self.memory.get,
                                                             announced=f["adj"],
                                                             routable=self.routable))
+                    elif f["reg_start"] and f["queue"]:      # a queue whose slots never close
+                        self.status[c] = dict(busy=1 << 30, error=0, done=0, bytes=0, addr=0,
+                                              held=f["slots"])
+                    elif f["append"]:
+                        self.appends.append((c, f["slots"]))
+                        self.status[c]["held"] = self.status[c].get("held", 0) + f["slots"]
                     elif f["reg_start"]:
                         slots = [self._slot(c, s) for s in range(f["slots"])]
                         for d in slots:
@@ -113,7 +120,8 @@ class FakeChip:
             for c in range(4):
                 st = self.status[c]
                 if a == self._reg("CH_STATUS", c):
-                    v = int(st["busy"] > 0) | st["error"] << 4
+                    v = REGMAP["CH_STATUS"].encode(busy=int(st["busy"] > 0), error=st["error"],
+                                                   held=st.get("held", 0))
                     st["busy"] = max(0, st["busy"] - 1)
                 elif a == self._reg("CH_DESC_DONE", c):
                     v = st["done"]
@@ -455,3 +463,34 @@ def test_driver_register_mode_and_fault():
     assert chip.regs[slot] == 0x3000
     with pytest.raises(ValueError):
         run(drv.dma_reg_set(0, slots * 3))
+
+
+def test_driver_append_waits_for_room_within_its_bound():
+    """``dma_append`` waits for room in the queue (``CH_STATUS.held``) as ``dma_wait`` waits
+    for idle: with a bound.  A queue holding its four slots that never close: an append of one
+    more polls ``max_polls`` times, then raises, writing nothing; an abort ends the wait at
+    once (the queue has ended); one that fits is written without a poll."""
+    chip = FakeChip(SparseMemory())
+    drv = Driver(chip)
+    four = [memcpy(0, 0x1000 + 8 * i, 8) for i in range(4)]
+
+    async def go():
+        await drv.dma_queue_start(2, four[:3])
+        await drv.dma_append(2, four[3:])                   # the fourth slot: room, no poll
+        assert chip.appends == [(2, 1)]
+        reads = sum(1 for op in chip.log if op[0] == "r")
+        assert reads == 0
+        with pytest.raises(DriverError, match="no room for 1 slots after 3 polls"):
+            await drv.dma_append(2, four[:1], max_polls=3)
+        assert chip.appends == [(2, 1)]                      # nothing appended
+        polled = [op for op in chip.log if op[0] == "r"
+                  and op[1] == REGMAP["CH_STATUS"].offset_of(2)]
+        assert len(polled) == 4                             # 3 polls and the status read
+        with pytest.raises(ValueError, match="an append takes 1..4"):
+            await drv.dma_append(2, four + four[:1])
+        await drv.dma_abort(2)
+        with pytest.raises(DriverError, match="queue has ended"):
+            await drv.dma_append(2, four[:2])
+        with pytest.raises(DriverError, match="not started as a queue"):
+            await drv.dma_append(1, four[:1])
+    run(go())
