@@ -8,7 +8,8 @@ random idles and backpressure.  Each queue is checked against the reference mode
 
 - ``queue_appends``: queues on all four channels at once, appended as they run (random sizes,
   block-stride, completion writes, MSIs), each batch as soon as the queue has room, then
-  stopped; a queue started empty and appended after it has waited.
+  stopped, the first round's starts the channels' first requests after reset; a queue started
+  empty and appended after it has waited.
 - ``queue_append_timing``: one slot running and the append of the next written 0 to 60 cycles
   after the start, so it lands on every cycle around the close of the running slot and the
   channel's wait with nothing to load; an append and a stop in one write.
@@ -78,6 +79,13 @@ async def queue_appends(dut):
     harness = DmaHarness(dut, 1)
     await harness.start()
     rng = random.Random(SEED + 40)
+    # The first requests after reset: no channel has had a CH_CTRL write yet (the harness
+    # set DMA_CONFIG and the vectors only), so round 0's queue starts are the first.
+    for c in range(N_CH):
+        st = await status(harness, c)
+        assert st == {"busy": False, "start_ignored": False, "append_refused": False,
+                      "slot_refused": False, "held": 0, "tail": 0, "error": DmaError.NONE,
+                      "desc_done": 0, "bytes": 0, "desc_addr": 0}, (c, st)
     for rnd in range(PARAMS.get("rounds", 2)):
         dst, seq = harness.arenas(rng, N_CH, 0)
         runs, jobs = [], []
@@ -244,4 +252,35 @@ async def queue_refusals(dut):
     check(harness, [job])
     st = await status(harness, 3)
     assert not st["append_refused"] and not st["slot_refused"], st
+    harness.check_hosts()
+
+
+@cocotb.test()
+async def queue_back_to_back(dut):
+    """Descriptors appended as fast as the host writes: no pauses anywhere, 8-byte slots with
+    completion writes, one doorbell each (and then four), the driver waiting for room by
+    reading CH_STATUS; every byte and count against the reference model.  (Found the slot
+    counters' wrap: a load the cycle after the close of slot 7, with nothing appended after
+    it, took ``slot + 1 != tail`` unwrapped and ran seven stale slots.)"""
+    harness = DmaHarness(dut, 1)
+    await harness.start(pauses=False)
+    rng = random.Random(SEED + 43)
+    drv = harness.drivers[0]
+    for batch in PARAMS.get("queue_batches", (1, 4)):
+        dst, seq = harness.arenas(rng, 1, 0)
+        src = src_arena(harness, 0, rng)
+        ts = [memcpy(src.alloc(8, align=8), harness.tca(0, dst[0].alloc(8, align=8)), 8,
+                     seq=(harness.tca(0, seq[0].alloc(4, align=4)), k + 1)) for k in range(64)]
+        await drv.dma_queue_start(1, [])
+        for k in range(0, len(ts), batch):
+            await drv.dma_append(1, ts[k:k + batch])
+        await drv.dma_stop(1)
+        job = Job(0, 1, ts, queue=True)
+        harness.plan(job)
+        await harness.wait(job)
+        st = await status(harness, 1)
+        dut._log.info("batch %d: %s", batch, st)
+        await harness.settle()
+        check(harness, [job])
+        assert not st["append_refused"] and not st["slot_refused"], st
     harness.check_hosts()

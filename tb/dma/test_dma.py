@@ -84,8 +84,8 @@ def test_dma_block_fetch():
 def test_dma_queue():
     """Register-mode queues appended while they run: four at once with random batches, the
     append on every cycle around a close, and every refusal (docs/dma.md, "Queue mode")."""
-    run("dma-queue", 1, ["queue_appends", "queue_append_timing", "queue_refusals"], seed=15,
-        module="dma_queue_tb")
+    run("dma-queue", 1, ["queue_appends", "queue_append_timing", "queue_refusals",
+                         "queue_back_to_back"], seed=15, module="dma_queue_tb")
 
 
 @pytest.mark.slow
