@@ -16,6 +16,10 @@ back, node 0 waits until it is back; one-way = round trip / 2.  One warm-up roun
   (``kick_to_flag_ns``); ``put_stream``: ``stream`` puts back to back (default 64), the rate
   host 1 sees their flags land at (first to last) and how long host 0 took to issue them; the
   same with a flag on the last put only (``put_stream_one_flag``: one TLP a put).
+- ``queue_stream`` (last, after the curves): ``stream`` 8-byte register-mode descriptors
+  appended to a DMA queue of host 0's chip (docs/dma.md, "Queue mode"), one and then four a
+  doorbell (``queue_batches``), each with a completion write into host 1's flag: the rate the
+  flags land at, and what one ``CH_STATUS`` read (the driver's wait for a free slot) costs.
 - ``dma_host`` / ``dma_gpu`` and the curve: a chained DMA of one descriptor (prepared once, as
   ``tcaDescSet``; started by a register write) from node 0's host memory (or GPU 0) into node 1's,
   ending in a completion write into a flag of node 1's host memory, where its CPU polls it
@@ -235,6 +239,48 @@ class TB:
                 "first_ns": await first - t0, "last_ns": last - t0,
                 "per_us": (count - 1) / (last - await first) * 1e3}
 
+    async def queue_stream(self, count, batch=1, size=8, channel=3):
+        """``count`` register-mode descriptors of ``size`` bytes appended to a DMA queue of
+        host 0's chip (docs/dma.md, "Queue mode"), ``batch`` to a doorbell (one
+        ``CH_CTRL.append``), each from host 0's memory into host 1's with a completion write
+        of its index + 1 into one flag.  The queue is started empty first; the times (ns) run
+        from the first slot write: host 0 done appending (the driver waits for free slots by
+        reading ``CH_STATUS.held``), host 1 seeing the first flag and the last, and the rate
+        the flags land at (first to last); and how long one read of ``CH_STATUS`` takes host 0
+        (each wait for room is one)."""
+        from cocotb.utils import get_sim_time
+        flag, at = 0x700, 0x20000
+        mem, drv = self.mem, self.cluster.drivers[0]
+        self.put(Place(1, "host", flag), bytes(4))
+        data = [self.rng.randbytes(size) for _ in range(count)]
+        for k, raw in enumerate(data):
+            self.put(Place(0, "host", at + size * k), raw)
+        seq = mem.tca(Place(1, "host", flag), 4)
+        descs = [memcpy(mem.local(Place(0, "host", at + size * k), size),
+                        mem.tca(Place(1, "host", at + size * k), size), size, seq=(seq, k + 1))
+                 for k in range(count)]
+        t = get_sim_time("ns")
+        await drv.read_fields("CH_STATUS", channel)           # what one wait for room costs
+        status_read = get_sim_time("ns") - t
+        await drv.dma_queue_start(channel)
+        first = cocotb.start_soon(mem.wait_word(Place(1, "host", flag), 1, 100_000))
+        t0 = get_sim_time("ns")
+        for k in range(0, count, batch):
+            await drv.dma_append(channel, descs[k:k + batch])
+        issued = get_sim_time("ns")
+        last = await mem.wait_word(Place(1, "host", flag), count, 100_000)
+        await drv.dma_stop(channel)
+        st = await drv.dma_wait(channel)
+        await self.cluster.quiet()
+        for k, raw in enumerate(data):
+            self.expect(Place(1, "host", at + size * k), raw)
+        self.expect(Place(1, "host", flag), count.to_bytes(4, "little"))
+        self.check(f"{count} descriptors appended to a DMA queue, {batch} a doorbell")
+        assert st["desc_done"] == count, st
+        return {"count": count, "batch": batch, "size": size, "status_read_ns": status_read,
+                "issued_ns": issued - t0,
+                "first_ns": await first - t0, "last_ns": last - t0,
+                "per_us": (count - 1) / (last - await first) * 1e3}
 
     async def paths(self, sizes, rounds=2):
         """Kick-to-flag times (ns) of one step from host 0's memory into host 1's, ``size``
@@ -336,6 +382,14 @@ async def pingpong(dut):
             rows[-1]["gpu_read_bytes_per_s"] = bandwidth
             log(f"DMA GPU -> GPU ({name})", rows[-1])
             save()
+    out["queue_stream"] = []
+    for batch in PARAMS.get("queue_batches", (1, 4)):
+        out["queue_stream"].append(row := await tb.queue_stream(count, batch))
+        dut._log.info("%d 8-byte descriptors appended to a DMA queue, %d a doorbell: appended "
+                      "in %.0f ns, first flag %.0f ns, last %.0f ns: %.1f per us at the "
+                      "receiver (a CH_STATUS read: %.0f ns)", count, batch, row["issued_ns"],
+                      row["first_ns"], row["last_ns"], row["per_us"], row["status_read_ns"])
+    save()
     await tb.counters_clean()
     tb.cluster.check()
     out["complete"] = True

@@ -47,6 +47,13 @@ def test_pingpong_small_and_the_section(tmp_path):
     assert tca["put"]["kick_to_flag_ns"] <= doc.PUT_GOAL_NS
     assert tca["put"]["one_way_ns"] < tca["dma_host"]["one_way_ns"] / 2
     assert tca["put_stream"]["per_us"] >= doc.PUT_RATE_GOAL
+    # a DMA queue's appends (docs/dma.md, "Queue mode"): every descriptor ran (the stream
+    # checks every byte); at most four slots in flight, each wait for one a CH_STATUS read, so
+    # under the four slots a read allows, and under the puts (no host read at all)
+    for row in tca["queue_stream"]:
+        assert row["count"] == 64 and 0 < row["first_ns"] < row["last_ns"], row
+        assert row["per_us"] < min(tca["put_stream"]["per_us"],
+                                   4 * 1000 / row["status_read_ns"]), row
     # the paths by size (002 section 4.2): one store beats a put, which beats register mode
     # (no host read at all), which saves the chain's descriptor fetch; "auto" picks the fastest
     best = doc.best_paths(tca["paths"])
