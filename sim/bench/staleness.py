@@ -77,6 +77,18 @@ NEUTRAL = {
                "launcher runs at 5cae057 and 5969485, every time, node end and hand-off the "
                "same",
 }
+#: Issue 31's and 32's review changes of 2026-12-01 (the cutoff's runs folded into the hybrid
+#: sweep and then moved to ``sim/hybrid/tuning``; the driver's bounded append wait and shared
+#: slot writer, its DMA calls moved to ``sim/driver/dma.py``; the queue's ``has_after`` wrap,
+#: which only a register-mode queue reads): at 7cd319b and at 8eaa526 the same eleven launcher
+#: runs and four DMA timelines, every value the same; the tuning sweeps also at 0ace8bf.
+_REVIEW = ("at 7cd319b and 8eaa526: the eleven launcher runs (every time, node end and "
+           "hand-off) and `python tb/dma/dma_timeline.py` of chain128 8 B x 128 to the "
+           "neighbour, 4 KiB x 4 local, a register-mode 4 KiB transfer and the neighbour's "
+           "start point (every TLP's time): 3033 values, none different; at 7cd319b and "
+           "0ace8bf the two tuning sweeps of 9ca7a0e's evidence, every time, table and row "
+           "the same")
+NEUTRAL.update({c: _REVIEW for c in ("ba6fbae", "2b7166e", "0ace8bf", "7719748", "8eaa526")})
 
 _COMMIT = re.compile(r"\bat ([0-9a-f]{7,40})(\+changes)?\b")
 _MARKS = ("**Stale:**", "**Staleness unknown:**")
