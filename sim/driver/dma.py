@@ -79,7 +79,8 @@ class DmaCalls:
         await self.write_reg("CH_CFG", index=self._channel(channel), msi_vector=vector)
 
     async def dma_desc_set(self, chain, memory=None):
-        """Write ``chain`` (a :class:`peach2.sim.driver.chain.Chain`) to host memory and register it.
+        """Write ``chain`` (a :class:`peach2.sim.driver.chain.Chain`) to host memory and register
+        it.
 
         ``tcaDescSet`` of 000 section 2.5: every descriptor goes to its address in host memory
         (``memory``, default :attr:`memory`), then ``CH_HEAD`` of ``chain.channel`` gets the

@@ -16,13 +16,14 @@ paper states for its figures.
 
 ``--tune`` makes a tuning sweep instead (:func:`~.tuning.sweep.tuning_sweep`; issue 31's item
 4): every network the tuning table chooses among (:data:`~.tuning.CHOICES`) at :data:`SIZES`
-and :data:`~.tuning.sweep.CHECK_SIZES`, the table from SIZES, network ``tuned`` run with it at every size, and its
-time against the best fixed network's; the result is merged into the machine's entry in
-``docs/results/tuning.json``, whose tables network ``tuned`` reads: the sizes measured replace
-the entry's, its other sizes stay (with their stamps), the table is built from both, and a kept
-size whose choice that changes is run ``tuned`` again (:func:`~.tuning.sweep.merge_tuning`; so a machine whose
-sizes take hours is measured a few sizes at a time; ``--cutoff`` cuts a choice's run short
-once it is slower than the fastest known at its size, a lower bound is all the table needs)::
+and :data:`~.tuning.sweep.CHECK_SIZES`, the table from SIZES, network ``tuned`` run with it at
+every size, and its time against the best fixed network's; the result is merged into the
+machine's entry in ``docs/results/tuning.json``, whose tables network ``tuned`` reads: the sizes
+measured replace the entry's, its other sizes stay (with their stamps), the table is built from
+both, and a kept size whose choice that changes is run ``tuned`` again
+(:func:`~.tuning.sweep.merge_tuning`; so a machine whose sizes take hours is measured a few
+sizes at a time; ``--cutoff`` cuts a choice's run short once it is slower than the fastest
+known at its size, a lower bound is all the table needs)::
 
     python -m peach2.sim.hybrid.sweep --shape 2x4 --subclusters 1 --per-subcluster 2 \
         --collective allgather --tune
@@ -270,7 +271,8 @@ def _size_list(ap, option, text):
 
 def _tune(args, chosen, checks_given):
     """``--tune``: a tuning sweep per collective, printed and merged into ``args.out`` (the
-    machine's times and rows of other sizes kept: :func:`~.tuning.sweep.merge_tuning`), each holding its
+    machine's times and rows of other sizes kept: :func:`~.tuning.sweep.merge_tuning`), each
+    holding its
     entry from its start to its save (:func:`~.saved.holding_entry`)."""
     out = Path(args.out)
     for collective, values in chosen.items():

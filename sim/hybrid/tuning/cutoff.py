@@ -18,8 +18,8 @@ def cut_runs(shape, subclusters, collective, networks, sizes, best, kw):
     """Each of ``networks`` at ``sizes`` in simulations of its own, every run cut short once it
     takes longer than the fastest time known at its size (``best``, ``{size: ns}``, and the
     runs before it); after a cut run, the network's sizes left run in a new simulation.
-    ``kw`` goes to :func:`~peach2.sim.hybrid.launch.run`.  Returns the times (:func:`time_of`) and the MPI
-    preset."""
+    ``kw`` goes to :func:`~peach2.sim.hybrid.launch.run`.  Returns the times
+    (:func:`time_of`) and the MPI preset."""
     best, fresh, preset = dict(best), [], None
     for network in networks:
         left = list(sizes)

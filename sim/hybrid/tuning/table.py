@@ -5,8 +5,8 @@ MVAPICH2 picks a broadcast from a table of size ranges per process count
 (:mod:`peach2.sim.mpi.collective.tuning`), written from runs on the machine it tunes for.  The
 hybrid has more to choose: MPI alone, the hybrid with its MPI steps sent from GPU0 or staged
 through host memory, and, for the Allgather, the TCA part by recursive doubling or along the
-rings (:data:`~peach2.sim.hybrid.algorithms.OPTIONS`).  :func:`build_table` makes a table from measured times:
-for every machine (collective, nodes, TCA groups) the fastest choice at every measured size,
+rings (:data:`~peach2.sim.hybrid.algorithms.OPTIONS`).  :func:`build_table` makes a table from
+measured times: for every machine (collective, nodes, TCA groups) the fastest choice at every measured size,
 and ranges that switch half-way (in log scale) between two measured sizes whose choices
 differ.  :func:`choose` reads it; the network ``tuned`` of the launcher and the sweeps is the
 choice :func:`choose` makes from :func:`load_table`, the tables of the saved tuning sweeps
@@ -24,7 +24,8 @@ from pathlib import Path
 
 from ..algorithms import parse_network
 
-__all__ = ["CHOICES", "build_table", "choose", "fastest_times", "load_table", "TABLE_FILE", "table_rows"]
+__all__ = ["CHOICES", "build_table", "choose", "fastest_times", "load_table", "TABLE_FILE",
+           "table_rows"]
 
 #: What the table chooses among, per collective (options a machine cannot take, and ``hops``
 #: that leave the groups as they are, are skipped: :func:`~.sweep.choices`).
@@ -47,8 +48,8 @@ def build_table(times):
     (every choice measured at the same sizes; a choice missing at a size is not a candidate
     there, nor one cut short, with ``over_ns`` in place of ``time_ns``: slower than the
     fastest there, :func:`~.sweep.tuning_sweep`).  Returns
-    ``{"collective:nodes:groups": [[max_bytes, network], ..., [-1, network]]}``: sizes up to ``max_bytes`` take ``network``, the last range every larger
-    size."""
+    ``{"collective:nodes:groups": [[max_bytes, network], ..., [-1, network]]}``: sizes up to
+    ``max_bytes`` take ``network``, the last range every larger size."""
     by = {}
     for t in times:
         parse_network(t["network"], t["collective"])
