@@ -89,6 +89,7 @@ _REVIEW = ("at 7cd319b and 8eaa526: the eleven launcher runs (every time, node e
            "0ace8bf the two tuning sweeps of 9ca7a0e's evidence, every time, table and row "
            "the same")
 NEUTRAL.update({c: _REVIEW for c in ("ba6fbae", "2b7166e", "0ace8bf", "7719748", "8eaa526")})
+NEUTRAL["52996de"] = "docstrings of the moved tuning and DMA code wrapped (the same syntax trees)"
 
 _COMMIT = re.compile(r"\bat ([0-9a-f]{7,40})(\+changes)?\b")
 _MARKS = ("**Stale:**", "**Staleness unknown:**")
