@@ -261,8 +261,8 @@ def queue_control(m, pl, ch):
         # Whether a slot is left, from the registers: a cycle behind an append (``app_d``
         # keeps a stop taken with it from draining the queue meanwhile) and behind a close
         # (a load the cycle after one looks at ``has_after``).
-        m.d.sync += [ch.has_slot[c].eq(ch.slot[c] != ch.tail[c]),
-                     ch.has_after[c].eq((ch.slot[c] + 1)[:3] != ch.tail[c]),   # modulo 8
+        m.d.sync += [ch.has_slot[c].eq(held_now != 0),
+                     ch.has_after[c].eq(held_now != 1),        # slot + 1 != tail, modulo 8
                      ch.app_d[c].eq(take_app)]
         # The slots held, from the registers (a cycle behind them; the register block drops
         # a channel's slot writes in the two cycles after its CH_CTRL strobe, while the
