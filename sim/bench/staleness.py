@@ -90,6 +90,10 @@ _REVIEW = ("at 7cd319b and 8eaa526: the eleven launcher runs (every time, node e
            "the same")
 NEUTRAL.update({c: _REVIEW for c in ("ba6fbae", "2b7166e", "0ace8bf", "7719748", "8eaa526")})
 NEUTRAL["52996de"] = "docstrings of the moved tuning and DMA code wrapped (the same syntax trees)"
+NEUTRAL["1763037"] = ("the queue's has_slot and has_after from held_now (the same functions of "
+                      "slot and tail): at b1b742d and 1763037 the four DMA timelines of _REVIEW "
+                      "(every TLP's time) and `peach2 bench calibration` (723 values, the DMA "
+                      "queue's appends among them): none different")
 
 _COMMIT = re.compile(r"\bat ([0-9a-f]{7,40})(\+changes)?\b")
 _MARKS = ("**Stale:**", "**Staleness unknown:**")
