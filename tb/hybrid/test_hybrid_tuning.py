@@ -385,3 +385,30 @@ def test_cutoff_sweep_runs_each_network_alone_and_cuts_at_the_fastest(monkeypatc
     assert (row["size"], row["times"], row["over"]) == (512, {"hybrid+staged": 850,
                                                               "hybrid": 800}, {"mpi": 850})
     assert (row["best"], row["tuned"], row["tuned_ns"]) == ("hybrid", "hybrid", 801)
+
+
+def test_plot_marks_each_choice_cut_short(tmp_path, monkeypatch):
+    """The plot draws a choice cut short (``--cutoff``) as a triangle at the time it was cut,
+    in its line's colour; choices cut at one size stand apart along x, and the legend says
+    what a triangle means.  A size where no choice was cut draws none."""
+    from peach2.sim.hybrid.figures import tuning as fig
+    drawn = []
+    monkeypatch.setattr(fig, "save_figure", lambda f, path: drawn.append(f))
+    nets = ["mpi", "hybrid", "hybrid+staged"]
+    rows = [dict(_row(4096, "mpi"), times={n: 100_000.0 + i for i, n in enumerate(nets)}),
+            dict(_row(65536, "mpi"), times={"mpi": 1_800_000.0},
+                 over={"hybrid": 1_800_000.0, "hybrid+staged": 1_800_000.0})]
+    fig.plot(dict(_kept(), networks=nets, rows=rows), tmp_path / "t.png")
+    ax = drawn[0].axes[0]
+    colour = {ln.get_label(): ln.get_color() for ln in ax.lines if ln.get_label() in nets}
+    cuts = [ln for ln in ax.lines if ln.get_marker() == "^" and len(ln.get_xdata())]
+    assert sorted(ln.get_color() for ln in cuts) == sorted([colour["hybrid"],
+                                                            colour["hybrid+staged"]])
+    assert all(ln.get_ydata()[0] == 1800.0 for ln in cuts)
+    xs = sorted(ln.get_xdata()[0] for ln in cuts)
+    assert xs[0] < 65536 < xs[1] and xs[1] / xs[0] < 1.2
+    assert "cut short: longer than this" in [t.get_text() for t in ax.get_legend().get_texts()]
+    drawn.clear()
+    fig.plot(dict(_kept(), networks=nets, rows=rows[:1]), tmp_path / "u.png")
+    ax = drawn[0].axes[0]
+    assert not [ln for ln in ax.lines if ln.get_marker() == "^"]

@@ -50,7 +50,9 @@ def plot_name(machine):
 
 
 def plot(machine, path):
-    """Time against size for every choice (log-log), the tuned runs as black dots."""
+    """Time against size for every choice (log-log), the tuned runs as black dots; a choice cut
+    short (``--cutoff``) as an open triangle at the time it was cut, in its line's colour: it
+    takes longer than that, how much longer is not known."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -58,10 +60,28 @@ def plot(machine, path):
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     rows = machine["rows"]
     sizes = [r["size"] for r in rows]
+    # Choices cut at one size share their time (the fastest's): spread their triangles a
+    # little along x, so each shows (not joined to the line: the time is only a bound).
+    cut_at = {r["size"]: sorted(r.get("over", {})) for r in rows}
+    cut_any = False
     for net in machine["networks"]:
         pts = [(r["size"], r["times"][net] / 1000) for r in rows if net in r["times"]]
-        if pts:
-            ax.plot(*zip(*pts), marker=".", linewidth=1, label=net)
+        if not pts and not any(net in c for c in cut_at.values()):
+            continue
+        line, = ax.plot(*zip(*pts), marker=".", linewidth=1, label=net) if pts else \
+            ax.plot([], [], marker=".", linewidth=1, label=net)
+        for r in rows:
+            if net not in r.get("over", {}):
+                continue
+            here = cut_at[r["size"]]
+            x = r["size"] * 2 ** (0.12 * (here.index(net) - (len(here) - 1) / 2))
+            y = r["over"][net] / 1000
+            ax.plot([x], [y], linestyle="none", marker="^", markersize=6, fillstyle="none",
+                    color=line.get_color())
+            cut_any = True
+    if cut_any:
+        ax.plot([], [], linestyle="none", marker="^", markersize=6, fillstyle="none",
+                color="grey", label="cut short: longer than this")
     ax.plot(sizes, [r["tuned_ns"] / 1000 for r in rows], "ko", markersize=4, fillstyle="none",
             label="tuned (its own run)")
     ax.set(xscale="log", yscale="log", xlabel="bytes" if machine["collective"] == "broadcast"
@@ -226,7 +246,8 @@ def section(saved, img, draw=True):
         "network `tuned`, run with that table in its own simulation, at the same sizes and at "
         "sizes between them (marked *) that the table was not built from. Time in us from the "
         "common start to the last node's end, every GPU's bytes checked; `> t`: a choice cut "
-        "short (`--cutoff`) once it took longer than the fastest, t.",
+        "short (`--cutoff`) once it took longer than the fastest, t (in the plots, an open "
+        "triangle at t).",
         "",
     ]
     worst = []
