@@ -124,7 +124,7 @@ not their times, so those are what is compared):
   hybrid wins only at the largest Allgather: Broadcast 0.43-0.55 at 2-8 KiB, 0.84 at 32 KiB,
   0.77 and 0.71 at 128 and 512 KiB (390 against 299 us, 1238 against 877 us); Allgather
   0.50-0.54 at 128-512 B, 0.78-0.83 from 1 KiB to 16 KiB (485 against 585 us at 16 KiB), and
-  1.08 at 64 KiB blocks (1676 against 1802 us). Every group is now a whole 2x8, so the TCA
+  1.07 at 64 KiB blocks (1683 against 1802 us). Every group is now a whole 2x8, so the TCA
   part is four steps of about 2.7 us (the longer ones several hops, sharing cables), while MPI
   alone grows by at most one round (MVAPICH2's table picks the k-nomial tree from 32
   processes). The hybrid's own MPI steps cost more: they go point to point from GPU0,

@@ -221,7 +221,7 @@ NOTES = """
   farther TCA steps sent over MPI cost most: `+hops1` takes 830 us for the 32 KiB Broadcast
   (`+hops2` 682; 669 on 32 nodes), MPI alone 113. **At 64 KiB blocks the hybrid wins, along
   the rings**: `+ring` 1375.6 us against MPI alone's 1802.5 (0.763), where recursive doubling
-  over a whole 2x8 puts up to four flows on a ring cable (the plain hybrid 1676.3, `+hops2`
+  over a whole 2x8 puts up to four flows on a ring cable (the plain hybrid 1683.0, `+hops2`
   1521.6, `+hops1` 1541.6: sending the far steps over InfiniBand instead helps, but less than
   not sharing the cables). Staged, every hybrid loses there (`+staged` 2364.1,
   `+ring+staged` 2063.3, `+hops2+staged` 1876.6, `+hops1+staged` 1817.7): its MPI steps
