@@ -63,25 +63,19 @@ def plot(machine, path):
     # Choices cut at one size share their time (the fastest's): spread their triangles a
     # little along x, so each shows (not joined to the line: the time is only a bound).
     cut_at = {r["size"]: sorted(r.get("over", {})) for r in rows}
-    cut_any = False
+    triangle = {"linestyle": "none", "marker": "^", "markersize": 6, "fillstyle": "none"}
     for net in machine["networks"]:
         pts = [(r["size"], r["times"][net] / 1000) for r in rows if net in r["times"]]
-        if not pts and not any(net in c for c in cut_at.values()):
+        cut = [r for r in rows if net in cut_at[r["size"]]]
+        if not pts and not cut:
             continue
-        line, = ax.plot(*zip(*pts), marker=".", linewidth=1, label=net) if pts else \
-            ax.plot([], [], marker=".", linewidth=1, label=net)
-        for r in rows:
-            if net not in r.get("over", {}):
-                continue
+        line, = ax.plot(*(zip(*pts) if pts else ([], [])), marker=".", linewidth=1, label=net)
+        for r in cut:
             here = cut_at[r["size"]]
             x = r["size"] * 2 ** (0.12 * (here.index(net) - (len(here) - 1) / 2))
-            y = r["over"][net] / 1000
-            ax.plot([x], [y], linestyle="none", marker="^", markersize=6, fillstyle="none",
-                    color=line.get_color())
-            cut_any = True
-    if cut_any:
-        ax.plot([], [], linestyle="none", marker="^", markersize=6, fillstyle="none",
-                color="grey", label="cut short: longer than this")
+            ax.plot([x], [r["over"][net] / 1000], color=line.get_color(), **triangle)
+    if any(cut_at.values()):
+        ax.plot([], [], color="grey", label="cut short: longer than this", **triangle)
     ax.plot(sizes, [r["tuned_ns"] / 1000 for r in rows], "ko", markersize=4, fillstyle="none",
             label="tuned (its own run)")
     ax.set(xscale="log", yscale="log", xlabel="bytes" if machine["collective"] == "broadcast"
